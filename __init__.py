@@ -1,0 +1,3 @@
+"""smart-agent: autonomous agents on LangGraph."""
+
+__version__ = "0.1.0"

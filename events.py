@@ -1,0 +1,53 @@
+"""The event stream: structured events on LangGraph's ``custom`` stream mode.
+
+Every event is a dict ``{"event": <type>, "ts": <unix time>, **payload}``. Types
+used across the framework: ``tool_call``, ``tool_result``, ``tool_limit``,
+``final_answer``, ``usage``, ``plan``, ``summarization``, ``memory_recall``,
+``memory_write``, ``handoff``, ``reasoning``, ``step_start``, ``step_result``.
+
+Subscribe with ``graph.astream(..., stream_mode="custom")`` (or together with other
+modes); outside a graph run ``emit`` is a no-op, so nodes and tools can call it
+unconditionally.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+EVENT_TYPES = (
+    "tool_call",
+    "tool_result",
+    "tool_limit",
+    "final_answer",
+    "usage",
+    "plan",
+    "summarization",
+    "memory_recall",
+    "memory_write",
+    "handoff",
+    "reasoning",
+    "step_start",
+    "step_result",
+    "error",
+)
+
+
+def make_event(event: str, **payload: Any) -> dict[str, Any]:
+    return {"event": event, "ts": round(time.time(), 3), **payload}
+
+
+def emit(event: str, **payload: Any) -> dict[str, Any]:
+    """Send an event on the custom stream of the running graph (no-op outside one)."""
+    ev = make_event(event, **payload)
+    try:
+        from langgraph.config import get_stream_writer
+
+        writer = get_stream_writer()
+    except Exception:  # not inside a runnable context
+        return ev
+    try:
+        writer(ev)
+    except Exception:
+        pass
+    return ev

@@ -1,0 +1,112 @@
+"""Model loading: any ``provider:model`` string through ``init_chat_model``.
+
+This is the only place that knows about providers. ``OPENAI_BASE_URL`` and
+``OPENAI_API_KEY`` are honoured by the OpenAI client, so any OpenAI-compatible
+server works with ``openai:<model>``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+
+HOW_TO_CONFIGURE = (
+    "Configure a model with --model PROVIDER:MODEL (or SMART_AGENT_MODEL), for example "
+    "'openai:gpt-4o-mini' with OPENAI_API_KEY set, 'anthropic:claude-sonnet-4-5' with "
+    "ANTHROPIC_API_KEY, or 'ollama:llama3.1' with a local Ollama. For any OpenAI-compatible "
+    "server (vLLM, llama.cpp, LM Studio...) set OPENAI_BASE_URL=http://host:port/v1 and "
+    "OPENAI_API_KEY (any value if the server ignores it). `smart-agent demo` runs fully "
+    "offline against a bundled scripted model."
+)
+
+
+class ModelConfigError(RuntimeError):
+    """The model cannot be constructed or reached; the message says how to fix it."""
+
+
+_cache: dict[tuple, BaseChatModel] = {}
+_lock = threading.Lock()
+
+
+def _provider_kwargs(provider: str) -> dict[str, Any]:
+    if provider == "openai":
+        # Without stream_usage, streamed responses from custom base URLs carry no usage.
+        kwargs: dict[str, Any] = {"stream_usage": True}
+        base = os.environ.get("OPENAI_BASE_URL")
+        if base:
+            kwargs["base_url"] = base
+        return kwargs
+    return {}
+
+
+def split_spec(spec: str) -> tuple[str | None, str]:
+    if ":" in spec:
+        provider, model = spec.split(":", 1)
+        return provider.strip().lower() or None, model.strip()
+    return None, spec.strip()
+
+
+def load_chat_model(spec: str | BaseChatModel, **overrides: Any) -> BaseChatModel:
+    """Build (and cache) a chat model from ``provider:model``.
+
+    A ``BaseChatModel`` instance is returned unchanged. Errors at construction time
+    (missing key, unknown provider, missing integration package) become a
+    ``ModelConfigError`` whose message says how to configure a model.
+    """
+    if isinstance(spec, BaseChatModel):
+        return spec
+    if not isinstance(spec, str) or not spec.strip():
+        raise ModelConfigError(f"No model given. {HOW_TO_CONFIGURE}")
+    provider, name = split_spec(spec)
+    if not name:
+        raise ModelConfigError(f"Model spec {spec!r} names no model. {HOW_TO_CONFIGURE}")
+    kwargs = {**(_provider_kwargs(provider) if provider else {}), **overrides}
+    key = (spec, os.environ.get("OPENAI_BASE_URL"), os.environ.get("OPENAI_API_KEY"), tuple(sorted(kwargs.items(), key=str)))
+    with _lock:
+        if key in _cache:
+            return _cache[key]
+    from langchain.chat_models import init_chat_model
+
+    try:
+        model = init_chat_model(name, model_provider=provider, **kwargs)
+    except ImportError as exc:
+        raise ModelConfigError(
+            f"The integration package for {spec!r} is not installed ({exc}). Install it "
+            f"(e.g. `pip install langchain-{provider}`). {HOW_TO_CONFIGURE}"
+        ) from None
+    except Exception as exc:  # missing API key, unknown provider...
+        raise ModelConfigError(f"Cannot use model {spec!r}: {_first_line(exc)}. {HOW_TO_CONFIGURE}") from None
+    with _lock:
+        _cache[key] = model
+    return model
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0].rstrip(".") if text else type(exc).__name__
+
+
+def explain_model_error(exc: BaseException, spec: str | None = None) -> ModelConfigError | None:
+    """Map a provider/transport exception raised by a model call to a ModelConfigError.
+
+    Returns None for errors that are not about configuration or reachability.
+    """
+    if isinstance(exc, ModelConfigError):
+        return exc
+    name = type(exc).__name__
+    module = type(exc).__module__ or ""
+    where = f" for model {spec!r}" if spec else ""
+    base = os.environ.get("OPENAI_BASE_URL")
+    target = f" at {base}" if base and (spec or "").startswith("openai:") else ""
+    if name in {"AuthenticationError", "PermissionDeniedError"}:
+        return ModelConfigError(f"The model service rejected the credentials{where}{target} ({_first_line(exc)}). {HOW_TO_CONFIGURE}")
+    if name in {"APIConnectionError", "APITimeoutError", "ConnectError", "ConnectTimeout", "ConnectionError"} or (
+        "connect" in name.lower() and ("httpx" in module or "openai" in module or "anthropic" in module)
+    ):
+        return ModelConfigError(f"Could not reach the model service{where}{target} ({_first_line(exc)}). {HOW_TO_CONFIGURE}")
+    if name == "NotFoundError":
+        return ModelConfigError(f"The model service does not know this model{where}{target} ({_first_line(exc)}). {HOW_TO_CONFIGURE}")
+    return None

@@ -1,0 +1,150 @@
+"""The tool registry: LangChain tools plus metadata, with plugin discovery.
+
+A tool is any LangChain ``BaseTool`` (``@tool`` functions, ``StructuredTool``...)
+with a pydantic argument schema. The registry adds metadata the runtime uses
+(side effects, timeout, retries, cost) and finds plugins without touching the core:
+
+* installed packages that declare an entry point in the ``smart_agent.tools``
+  group (the entry point loads a ``BaseTool``, a list of them, or a callable
+  returning either);
+* ``*.py`` files in a plugins folder (``$SMART_AGENT_HOME/plugins`` by default)
+  that define ``TOOLS = [...]`` (BaseTool objects, optionally ``(tool, ToolMeta)``).
+
+Tools that need run configuration (workspace, network permission, store, stream)
+declare a ``runtime: ToolRuntime`` parameter; the tools node injects it, and it is
+hidden from the model's schema.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any, Iterable
+
+from langchain_core.tools import BaseTool
+
+log = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "smart_agent.tools"
+
+
+@dataclass(frozen=True)
+class ToolMeta:
+    """What the runtime needs to know about a tool beyond its schema."""
+
+    side_effects: bool = False  # writes files, sends requests that change things...
+    timeout_s: float | None = None  # None: the run's tool_timeout_s
+    retries: int = 0  # extra attempts after a failure (planner executor)
+    cost: float = 0.0  # relative cost hint for planners
+    tags: tuple[str, ...] = ()
+    source: str = "builtin"  # builtin | entry_point:<name> | plugin:<file> | user
+
+
+@dataclass
+class ToolRegistry:
+    _tools: dict[str, BaseTool] = field(default_factory=dict)
+    _meta: dict[str, ToolMeta] = field(default_factory=dict)
+
+    def register(self, tool: BaseTool, meta: ToolMeta | None = None, *, replace: bool = False) -> BaseTool:
+        if not isinstance(tool, BaseTool):
+            raise TypeError(f"register() takes a LangChain BaseTool, got {type(tool).__name__}")
+        if tool.name in self._tools and not replace:
+            raise ValueError(f"A tool named {tool.name!r} is already registered (pass replace=True to override)")
+        self._tools[tool.name] = tool
+        self._meta[tool.name] = meta or ToolMeta(source="user")
+        return tool
+
+    def unregister(self, name: str) -> None:
+        self._tools.pop(name, None)
+        self._meta.pop(name, None)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def get(self, name: str) -> BaseTool:
+        try:
+            return self._tools[name]
+        except KeyError:
+            raise KeyError(f"Unknown tool {name!r}. Known tools: {', '.join(self._tools) or '(none)'}") from None
+
+    def meta(self, name: str) -> ToolMeta:
+        self.get(name)
+        return self._meta[name]
+
+    def tools(self, names: Iterable[str] | None = None) -> list[BaseTool]:
+        """The tools with these names (all when ``names`` is None or empty), in registry order."""
+        if not names:
+            return list(self._tools.values())
+        wanted = list(dict.fromkeys(names))
+        missing = [n for n in wanted if n not in self._tools]
+        if missing:
+            raise KeyError(f"Unknown tool(s): {', '.join(missing)}. Known tools: {', '.join(self._tools)}")
+        return [self._tools[n] for n in wanted]
+
+    def copy(self) -> "ToolRegistry":
+        return ToolRegistry(dict(self._tools), dict(self._meta))
+
+    def describe(self) -> list[dict[str, Any]]:
+        """Names, descriptions and JSON argument schemas (what a planner prompt needs)."""
+        out = []
+        for name, tool in self._tools.items():
+            schema = tool.tool_call_schema
+            params = schema.model_json_schema() if hasattr(schema, "model_json_schema") else dict(schema)
+            out.append({"name": name, "description": tool.description, "parameters": params, "meta": self._meta[name]})
+        return out
+
+    # -- plugin discovery -------------------------------------------------
+    def _add_loaded(self, obj: Any, source: str) -> int:
+        if callable(obj) and not isinstance(obj, BaseTool):
+            obj = obj()
+        items = obj if isinstance(obj, (list, tuple)) and not _is_pair(obj) else [obj]
+        n = 0
+        for item in items:
+            tool, meta = (item if _is_pair(item) else (item, None))
+            meta = meta or ToolMeta()
+            meta = ToolMeta(**{**meta.__dict__, "source": source})
+            self.register(tool, meta, replace=True)
+            n += 1
+        return n
+
+    def load_entry_points(self, group: str = ENTRY_POINT_GROUP) -> int:
+        n = 0
+        for ep in entry_points(group=group):
+            try:
+                n += self._add_loaded(ep.load(), f"entry_point:{ep.name}")
+            except Exception as exc:  # a broken plugin must not break the framework
+                log.warning("smart-agent: plugin entry point %s failed to load: %s", ep.name, exc)
+        return n
+
+    def load_folder(self, folder: str | Path) -> int:
+        folder = Path(folder)
+        if not folder.is_dir():
+            return 0
+        n = 0
+        for path in sorted(folder.glob("*.py")):
+            try:
+                spec = importlib.util.spec_from_file_location(f"smart_agent_plugin_{path.stem}", path)
+                module = importlib.util.module_from_spec(spec)
+                assert spec.loader is not None
+                spec.loader.exec_module(module)
+                tools = getattr(module, "TOOLS", None)
+                if tools is None:
+                    log.warning("smart-agent: plugin %s defines no TOOLS list; skipped", path)
+                    continue
+                n += self._add_loaded(tools, f"plugin:{path.name}")
+            except Exception as exc:
+                log.warning("smart-agent: plugin %s failed to load: %s", path, exc)
+        return n
+
+
+def _is_pair(obj: Any) -> bool:
+    return isinstance(obj, tuple) and len(obj) == 2 and isinstance(obj[0], BaseTool) and isinstance(obj[1], ToolMeta)
