@@ -91,6 +91,28 @@ class Context:
     # --- memory (issue: long-term memory)
     # --- reasoning mode (issue: two-phase reasoning)
     # Later features add their fields below this line.
+    # --- planner (issue 6: plan, then execute)
+    approve_plan: bool = field(
+        default_factory=lambda: _env("approve_plan", False),
+        metadata=_d(
+            "Planner graph: pause after the plan is validated (an interrupt carrying the plan) "
+            "so it can be approved, edited or rejected before any step runs."
+        ),
+    )
+    max_replans: int = field(
+        default_factory=lambda: _env("max_replans", 1),
+        metadata=_d(
+            "Planner graph: how many revised plans the model may make after a step halts the "
+            "run. Finished steps are kept, never re-run. 0 disables replanning."
+        ),
+    )
+    max_plan_attempts: int = field(
+        default_factory=lambda: _env("max_plan_attempts", 3),
+        metadata=_d(
+            "Planner graph: model attempts to produce a valid plan (each rejected plan is sent "
+            "back with all its errors) before the run ends with a planning error."
+        ),
+    )
 
     def __post_init__(self) -> None:
         errors = validate_context(self)
@@ -109,6 +131,12 @@ def validate_context(ctx: Context) -> list[str]:
         errors.append(f"max_parallel_tools must be an integer >= 1 (got {ctx.max_parallel_tools!r})")
     if ctx.tool_timeout_s is not None and ctx.tool_timeout_s <= 0:
         errors.append(f"tool_timeout_s must be > 0 (got {ctx.tool_timeout_s!r})")
+    if not isinstance(ctx.approve_plan, bool):
+        errors.append(f"approve_plan must be true or false (got {ctx.approve_plan!r})")
+    if not isinstance(ctx.max_replans, int) or isinstance(ctx.max_replans, bool) or ctx.max_replans < 0:
+        errors.append(f"max_replans must be an integer >= 0 (got {ctx.max_replans!r})")
+    if not isinstance(ctx.max_plan_attempts, int) or isinstance(ctx.max_plan_attempts, bool) or ctx.max_plan_attempts < 1:
+        errors.append(f"max_plan_attempts must be an integer >= 1 (got {ctx.max_plan_attempts!r})")
     return errors
 
 

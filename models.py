@@ -96,17 +96,17 @@ def explain_model_error(exc: BaseException, spec: str | None = None) -> ModelCon
     """
     if isinstance(exc, ModelConfigError):
         return exc
-    name = type(exc).__name__
+    names = {cls.__name__ for cls in type(exc).__mro__}
     module = type(exc).__module__ or ""
     where = f" for model {spec!r}" if spec else ""
     base = os.environ.get("OPENAI_BASE_URL")
     target = f" at {base}" if base and (spec or "").startswith("openai:") else ""
-    if name in {"AuthenticationError", "PermissionDeniedError"}:
+    if names & {"AuthenticationError", "PermissionDeniedError", "ModelAuthenticationError"}:
         return ModelConfigError(f"The model service rejected the credentials{where}{target} ({_first_line(exc)}). {HOW_TO_CONFIGURE}")
-    if name in {"APIConnectionError", "APITimeoutError", "ConnectError", "ConnectTimeout", "ConnectionError"} or (
-        "connect" in name.lower() and ("httpx" in module or "openai" in module or "anthropic" in module)
+    if names & {"APIConnectionError", "APITimeoutError", "ConnectError", "ConnectTimeout", "ConnectionError"} or (
+        "connect" in type(exc).__name__.lower() and any(m in module for m in ("httpx", "openai", "anthropic", "ollama"))
     ):
         return ModelConfigError(f"Could not reach the model service{where}{target} ({_first_line(exc)}). {HOW_TO_CONFIGURE}")
-    if name == "NotFoundError":
+    if "NotFoundError" in names:
         return ModelConfigError(f"The model service does not know this model{where}{target} ({_first_line(exc)}). {HOW_TO_CONFIGURE}")
     return None

@@ -1,0 +1,355 @@
+"""The ``smart-agent`` command line.
+
+    smart-agent run TASK [--graph agent|planner|...] [--thread ID] [--json] ...
+    smart-agent chat [--thread ID] ...          (Assistant mode: one stdin line per turn)
+    smart-agent demo                            (offline, against a bundled scripted model)
+    smart-agent tools | smart-agent graph [NAME]
+
+Events stream live to stderr (to stdout in human mode); with ``--json`` stdout
+holds exactly one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import uuid
+from dataclasses import fields
+from typing import Any, Callable, TextIO
+
+EXIT_USAGE = 2
+EXIT_FAILURE = 1
+
+
+# --------------------------------------------------------------------------- rendering
+def _short(value: Any, n: int = 120) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    text = text.replace("\n", " ")
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def format_event(ev: dict) -> str | None:
+    kind = ev.get("event")
+    if kind == "tool_call":
+        args = ev.get("args") or {}
+        shown = ", ".join(f"{k}={_short(v, 60)}" for k, v in args.items()) if isinstance(args, dict) else _short(args)
+        return f"  → {ev.get('name')}({shown})"
+    if kind == "tool_result":
+        status = "ok" if ev.get("ok") else f"error[{ev.get('error')}]"
+        ms = float(ev.get("duration_s") or 0) * 1000
+        return f"  ← {ev.get('name')} {status} {ms:.0f} ms: {_short(ev.get('preview', ''))}"
+    if kind == "usage":
+        return f"  · model turn {ev.get('turn', '?')}: {ev.get('input_tokens', 0)} tokens in, {ev.get('output_tokens', 0)} out"
+    if kind == "tool_limit":
+        return f"  ! tool-call limit reached ({ev.get('limit')}): the next turn must answer"
+    if kind == "final_answer":
+        return None  # printed once at the end
+    payload = {k: v for k, v in ev.items() if k not in {"event", "ts"}}
+    return f"  [{kind}] {_short(payload, 200)}"
+
+
+class RunSummary:
+    """Collects what a run did, from its event stream."""
+
+    def __init__(self) -> None:
+        self.tool_calls: list[dict] = []
+        self.usage = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0, "model_calls": 0}
+        self.events: list[dict] = []
+        self._by_id: dict[str, dict] = {}
+
+    def add(self, ev: dict) -> None:
+        self.events.append(ev)
+        kind = ev.get("event")
+        if kind == "tool_call":
+            rec = {"id": ev.get("id"), "name": ev.get("name"), "args": ev.get("args"), "ok": None}
+            self.tool_calls.append(rec)
+            if ev.get("id"):
+                self._by_id[ev["id"]] = rec
+        elif kind == "tool_result" and ev.get("id") in self._by_id:
+            self._by_id[ev["id"]].update(ok=ev.get("ok"), error=ev.get("error"))
+        elif kind == "usage":
+            self.usage["model_calls"] += 1
+            for k in ("input_tokens", "output_tokens", "total_tokens"):
+                self.usage[k] += int(ev.get(k) or 0)
+
+
+# --------------------------------------------------------------------------- context
+CONTEXT_FLAGS: dict[str, str] = {
+    "model": "model",
+    "system_prompt": "system_prompt",
+    "max_tool_calls": "max_tool_calls",
+    "max_parallel_tools": "max_parallel_tools",
+    "workspace": "workspace",
+    "allow_private_network": "allow_private_network",
+    "tools": "tools",
+}
+
+
+def add_context_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--graph", default="agent", help="which graph runs the task (agent, planner, dual, fleet)")
+    p.add_argument("--model", help="chat model as provider:model (default: $SMART_AGENT_MODEL or openai:gpt-4o-mini)")
+    p.add_argument("--system-prompt", help="replace the system prompt")
+    p.add_argument("--thread", help="thread id: continue an earlier session of that id")
+    p.add_argument("--max-tool-calls", type=int, help="hard bound on tool executions per run (default 20)")
+    p.add_argument("--max-parallel-tools", type=int, help="tool calls of one turn run at once (default 5)")
+    p.add_argument("--workspace", help="folder the file tools are confined to (default: current folder)")
+    p.add_argument("--allow-private-network", action="store_true", default=None, help="let URL tools reach private/loopback addresses")
+    p.add_argument("--tools", type=lambda s: [t.strip() for t in s.split(",") if t.strip()], help="comma-separated tool names to offer")
+    p.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout; events go to stderr")
+    p.add_argument("--quiet", "-q", action="store_true", help="do not print events")
+    for hook in _CONTEXT_ARG_HOOKS:
+        hook(p)
+
+
+# Features add their own flags and map them onto Context fields.
+_CONTEXT_ARG_HOOKS: list[Callable[[argparse.ArgumentParser], None]] = []
+_CONTEXT_VALUE_HOOKS: list[Callable[[argparse.Namespace, dict], None]] = []
+
+
+def context_from_args(args: argparse.Namespace):
+    from smart_agent.context import Context
+
+    names = {f.name for f in fields(Context)}
+    values: dict[str, Any] = {}
+    for flag, field_name in CONTEXT_FLAGS.items():
+        v = getattr(args, flag, None)
+        if v is not None and field_name in names:
+            values[field_name] = v
+    if values.get("workspace"):
+        values["workspace"] = os.path.abspath(values["workspace"])
+    for hook in _CONTEXT_VALUE_HOOKS:
+        hook(args, values)
+    return Context(**values)
+
+
+# --------------------------------------------------------------------------- running
+async def run_once(
+    graph: Any,
+    graph_input: Any,
+    *,
+    context: Any,
+    thread_id: str,
+    on_event: Callable[[dict], None],
+) -> dict:
+    config = {"configurable": {"thread_id": thread_id}, "recursion_limit": max(1000, 4 * int(getattr(context, "max_tool_calls", 20)) + 50)}
+    final: dict = {}
+    async for mode, chunk in graph.astream(graph_input, config=config, context=context, stream_mode=["custom", "values"]):
+        if mode == "custom" and isinstance(chunk, dict) and "event" in chunk:
+            on_event(chunk)
+        elif mode == "values" and isinstance(chunk, dict):
+            final = chunk
+    return final
+
+
+def _printer(stream: TextIO, quiet: bool, summary: RunSummary) -> Callable[[dict], None]:
+    def on_event(ev: dict) -> None:
+        summary.add(ev)
+        if quiet:
+            return
+        line = format_event(ev)
+        if line:
+            print(line, file=stream, flush=True)
+
+    return on_event
+
+
+def _build(graph_name: str, checkpointer: Any, model: Any = None) -> Any:
+    from smart_agent.graphs import get_builder
+
+    builder = get_builder(graph_name)
+    kwargs: dict[str, Any] = {"checkpointer": checkpointer}
+    if model is not None:
+        kwargs["model"] = model
+    return builder(**kwargs)
+
+
+def result_json(final: dict, thread_id: str, summary: RunSummary) -> dict:
+    out = {
+        "answer": final.get("answer", ""),
+        "thread_id": thread_id,
+        "tool_calls": summary.tool_calls,
+        "tool_calls_made": final.get("tool_calls_made", len([t for t in summary.tool_calls if t.get("ok") is not None])),
+        "usage": summary.usage,
+    }
+    for key in ("structured_response", "todos", "error"):
+        if final.get(key) is not None:
+            out[key] = final[key]
+    return out
+
+
+async def _run_command(args: argparse.Namespace) -> int:
+    from smart_agent.sessions import open_checkpointer
+
+    ctx = context_from_args(args)
+    thread_id = args.thread or str(uuid.uuid4())
+    summary = RunSummary()
+    event_stream = sys.stderr if args.json else sys.stdout
+    async with open_checkpointer() as saver:
+        graph = _build(args.graph, saver)
+        final = await run_once(graph, {"task": args.task}, context=ctx, thread_id=thread_id, on_event=_printer(event_stream, args.quiet or False, summary))
+    if args.json:
+        print(json.dumps(result_json(final, thread_id, summary), ensure_ascii=False, default=str))
+    else:
+        print(final.get("answer", ""))
+        if not args.quiet:
+            print(f"\n(thread {thread_id} · {len(summary.tool_calls)} tool calls · {summary.usage['total_tokens']} tokens)", file=sys.stderr)
+    return 0
+
+
+async def _chat_command(args: argparse.Namespace) -> int:
+    from smart_agent.sessions import open_checkpointer
+
+    ctx = context_from_args(args)
+    thread_id = args.thread or str(uuid.uuid4())
+    interactive = sys.stdin.isatty()
+    print(f"smart-agent chat · thread {thread_id} · /exit to quit", file=sys.stderr)
+    async with open_checkpointer() as saver:
+        graph = _build(args.graph, saver)
+        while True:
+            if interactive:
+                print("you> ", end="", file=sys.stderr, flush=True)
+            line = await asyncio.to_thread(sys.stdin.readline)
+            if not line:
+                break
+            text = line.strip()
+            if not text:
+                continue
+            if text in {"/exit", "/quit"}:
+                break
+            summary = RunSummary()
+            final = await run_once(graph, {"task": text}, context=ctx, thread_id=thread_id, on_event=_printer(sys.stderr, args.quiet or args.json, summary))
+            if args.json:
+                print(json.dumps(result_json(final, thread_id, summary), ensure_ascii=False, default=str), flush=True)
+            else:
+                print(f"agent> {final.get('answer', '')}" if interactive else final.get("answer", ""), flush=True)
+    return 0
+
+
+async def _demo_command(args: argparse.Namespace) -> int:
+    from smart_agent.context import Context
+    from smart_agent.sessions import data_home, open_checkpointer
+    from smart_agent.testing.demo import DEMO_FILE, DEMO_TASK, demo_responder
+    from smart_agent.testing.scripted_server import ScriptedOpenAIServer
+
+    workspace = os.path.abspath(args.workspace) if args.workspace else str(data_home() / "demo-workspace")
+    os.makedirs(workspace, exist_ok=True)
+    with ScriptedOpenAIServer(responder=demo_responder, model="scripted-demo") as server:
+        # Only this process talks to the scripted server: the real OpenAI client over HTTP.
+        os.environ["OPENAI_BASE_URL"] = server.base_url
+        os.environ["OPENAI_API_KEY"] = "scripted-demo-key"
+        print("smart-agent demo — SCRIPTED MODEL: a rule-based OpenAI-compatible server bundled with", flush=True)
+        print(f"smart-agent, running offline at {server.base_url}. Real client, real tools, real checkpointer.", flush=True)
+        print(f"workspace: {workspace}\n\ntask: {DEMO_TASK}\n", flush=True)
+        ctx = Context(model="openai:scripted-demo", workspace=workspace, **_demo_overrides())
+        thread_id = args.thread or f"demo-{uuid.uuid4().hex[:8]}"
+        summary = RunSummary()
+        async with open_checkpointer() as saver:
+            graph = _build("agent", saver)
+            final = await run_once(graph, {"task": DEMO_TASK}, context=ctx, thread_id=thread_id, on_event=_printer(sys.stdout, False, summary))
+            state = await graph.aget_state({"configurable": {"thread_id": thread_id}})
+    written = os.path.join(workspace, DEMO_FILE)
+    print(f"\nanswer: {final.get('answer', '')}")
+    print(f"\n{len(summary.tool_calls)} tool calls, {summary.usage['model_calls']} model calls, "
+          f"{summary.usage['total_tokens']} tokens; {len(state.values.get('messages', []))} messages checkpointed in thread {thread_id}.")
+    if os.path.exists(written):
+        with open(written, encoding="utf-8") as fh:
+            print(f"{DEMO_FILE} now contains: {fh.read().strip()}")
+    return 0 if final.get("answer") else EXIT_FAILURE
+
+
+def _demo_overrides() -> dict:
+    """Context fields the offline demo sets beyond the defaults (features extend this)."""
+    return {}
+
+
+def _tools_command(args: argparse.Namespace) -> int:
+    from smart_agent.tools.builtins import default_registry
+
+    reg = default_registry()
+    rows = reg.describe()
+    if args.json:
+        print(json.dumps([{k: (v.__dict__ if k == "meta" else v) for k, v in r.items()} for r in rows], default=str))
+        return 0
+    for r in rows:
+        meta = r["meta"]
+        flags = ", ".join(x for x in ["side effects" if meta.side_effects else "", meta.source] if x)
+        print(f"{r['name']:<18} {_short(r['description'], 90)}  ({flags})")
+    return 0
+
+
+def _graph_command(args: argparse.Namespace) -> int:
+    graph = _build(args.name, None)
+    print(graph.get_graph().draw_mermaid())
+    return 0
+
+
+# --------------------------------------------------------------------------- entry point
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="smart-agent", description="Autonomous agents on LangGraph.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("run", help="run one task (Runner mode)")
+    p.add_argument("task", help="the task, in plain language")
+    add_context_args(p)
+    p.set_defaults(handler=_run_command)
+
+    p = sub.add_parser("chat", help="a conversation (Assistant mode): one stdin line per user turn")
+    add_context_args(p)
+    p.set_defaults(handler=_chat_command)
+
+    p = sub.add_parser("demo", help="run the agent offline against a bundled scripted model")
+    p.add_argument("--workspace", help="folder for the demo's files (default: $SMART_AGENT_HOME/demo-workspace)")
+    p.add_argument("--thread", help="thread id for the demo session")
+    p.set_defaults(handler=_demo_command)
+
+    p = sub.add_parser("tools", help="list the registered tools (built-ins and plugins)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_tools_command)
+
+    p = sub.add_parser("graph", help="print a graph as Mermaid")
+    p.add_argument("name", nargs="?", default="agent")
+    p.set_defaults(handler=_graph_command)
+
+    for register in _feature_cli_hooks():
+        register(sub)
+    return parser
+
+
+def _feature_cli_hooks() -> list[Callable]:
+    """Sub-commands contributed by features (memory, planner...)."""
+    hooks: list[Callable] = []
+    return hooks
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from smart_agent.models import ModelConfigError
+    from smart_agent.nodes.resolver import InputError
+
+    handler = args.handler
+    try:
+        result = handler(args)
+        if asyncio.iscoroutine(result):
+            result = asyncio.run(result)
+        return int(result or 0)
+    except ModelConfigError as exc:
+        print(f"smart-agent: model not available.\n{exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except (InputError, ValueError) as exc:
+        print(f"smart-agent: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # a clean message; the traceback on demand
+        if os.environ.get("SMART_AGENT_DEBUG"):
+            raise
+        print(f"smart-agent: {type(exc).__name__}: {exc} (set SMART_AGENT_DEBUG=1 for the traceback)", file=sys.stderr)
+        return EXIT_FAILURE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,90 @@
+"""agent: one model turn — system prompt + conversation + the tools on offer."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.tools import BaseTool
+from langgraph.runtime import Runtime
+
+from smart_agent.context import Context, coerce_context
+from smart_agent.events import emit
+from smart_agent.models import explain_model_error, load_chat_model
+from smart_agent.nodes.routes import pending_tool_calls, tool_limit_reached
+from smart_agent.prompts import build_system_prompt
+from smart_agent.tools.registry import ToolRegistry
+
+
+def message_text(message: BaseMessage) -> str:
+    content = message.content
+    if isinstance(content, str):
+        return content
+    parts = []
+    for block in content or []:
+        if isinstance(block, str):
+            parts.append(block)
+        elif isinstance(block, dict) and block.get("type") == "text":
+            parts.append(block.get("text", ""))
+    return "".join(parts)
+
+
+def offered_tools(ctx: Context, registry: ToolRegistry, state: dict) -> list[BaseTool]:
+    """The tools this turn may call: none once the run must finalize."""
+    if state.get("finalize") or tool_limit_reached(state):
+        return []
+    return registry.tools(ctx.tools)
+
+
+def usage_of(message: AIMessage) -> dict[str, int]:
+    usage = getattr(message, "usage_metadata", None) or {}
+    return {k: int(usage.get(k) or 0) for k in ("input_tokens", "output_tokens", "total_tokens")}
+
+
+async def call_model(
+    model: BaseChatModel,
+    messages: list[BaseMessage],
+    tools: list[BaseTool],
+    *,
+    spec: str | None = None,
+    **bind_kwargs: Any,
+) -> AIMessage:
+    """Invoke the model; configuration and reachability failures become ModelConfigError."""
+    runnable = model.bind_tools(tools, **bind_kwargs) if tools else model
+    try:
+        response = await runnable.ainvoke(messages)
+    except Exception as exc:
+        explained = explain_model_error(exc, spec)
+        if explained is not None:
+            raise explained from None
+        raise
+    if not isinstance(response, AIMessage):
+        response = AIMessage(content=message_text(response))
+    return response
+
+
+def make_agent_node(registry: ToolRegistry, model: BaseChatModel | None = None) -> Callable:
+    async def agent(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = coerce_context(runtime.context)
+        llm = model or load_chat_model(ctx.model)
+        tools = offered_tools(ctx, registry, state)
+        request = [SystemMessage(content=build_system_prompt(ctx, state)), *state.get("messages", [])]
+        response = await call_model(llm, request, tools, spec=None if model else ctx.model)
+        turns = int(state.get("turns") or 0) + 1
+        emit("usage", turn=turns, **usage_of(response))
+        update: dict[str, Any] = {"turns": turns}
+        if not tools and pending_tool_calls(response):
+            # Nothing was offered, so nothing can run: keep the text, drop the calls,
+            # and never leave unanswered tool calls in the thread's history.
+            response = AIMessage(content=message_text(response), id=response.id, usage_metadata=response.usage_metadata)
+        if not pending_tool_calls(response):
+            answer = message_text(response).strip()
+            if not answer and (state.get("finalize") or tool_limit_reached(state)):
+                answer = "I reached the tool-call limit before I could finish, and the model gave no final text."
+            update["answer"] = answer
+            emit("final_answer", answer=answer, turns=turns, tool_calls_made=int(state.get("tool_calls_made") or 0))
+        update["messages"] = [response]
+        return update
+
+    return agent

@@ -1,0 +1,97 @@
+"""resolver: validate and normalize a run's input, reset per-run counters."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage, ToolMessage
+from langgraph.runtime import Runtime
+
+from smart_agent.context import Context, coerce_context, validate_context
+from smart_agent.nodes.routes import pending_tool_calls
+
+
+class InputError(ValueError):
+    """The caller's input cannot start a run; the message says what to pass."""
+
+
+INTERRUPTED_RESULT = "No result: the run that requested this tool call was interrupted before it finished."
+
+
+def _new_turn_start(messages: list[AnyMessage]) -> int:
+    """Index of the first message of the trailing block of human messages."""
+    i = len(messages)
+    while i > 0 and isinstance(messages[i - 1], HumanMessage):
+        i -= 1
+    return i
+
+
+def unanswered_tool_calls(messages: list[AnyMessage], upto: int) -> tuple[AIMessage | None, list[dict]]:
+    """The AI message before ``upto`` whose tool calls have no results, and those calls."""
+    answered: set[str] = set()
+    for msg in reversed(messages[:upto]):
+        if isinstance(msg, ToolMessage):
+            answered.add(msg.tool_call_id)
+            continue
+        if isinstance(msg, AIMessage):
+            missing = [c for c in pending_tool_calls(msg) if c.get("id") not in answered]
+            return (msg, missing) if missing else (None, [])
+        return None, []
+    return None, []
+
+
+def resolve_input(state: dict, ctx: Context) -> dict[str, Any]:
+    errors = validate_context(ctx)
+    if errors:
+        raise InputError("Invalid configuration: " + "; ".join(errors))
+    messages: list[AnyMessage] = list(state.get("messages") or [])
+    task = state.get("task")
+    update: dict[str, Any] = {}
+    new_messages: list[AnyMessage] = []
+    if task is not None and not isinstance(task, str):
+        raise InputError(f"'task' must be a string, got {type(task).__name__}")
+    if task and task.strip():
+        new_messages.append(HumanMessage(content=task.strip()))
+    if task is not None:
+        update["task"] = ""  # consumed: a later run on this thread must not re-add it
+    if not messages and not new_messages:
+        raise InputError("Nothing to do: pass a non-empty 'task' string or 'messages' ending with a user message.")
+    if not new_messages:
+        last = messages[-1]
+        if not isinstance(last, HumanMessage):
+            raise InputError(
+                "The conversation must end with a user message to start a run "
+                f"(the last message is a {type(last).__name__}). Pass a new 'task' or user message."
+            )
+        if not str(last.content).strip() and not isinstance(last.content, list):
+            raise InputError("The user message is empty.")
+
+    # A previous run that died between the model's tool calls and their results
+    # leaves calls without results; providers reject such a history. Answer them.
+    start = _new_turn_start(messages)
+    ai, missing = unanswered_tool_calls(messages, start)
+    if missing:
+        trailing = messages[start:]
+        update_msgs: list[AnyMessage] = [RemoveMessage(id=m.id) for m in trailing if m.id]
+        update_msgs += [
+            ToolMessage(content=INTERRUPTED_RESULT, tool_call_id=c.get("id") or "", name=c.get("name"), status="error")
+            for c in missing
+        ]
+        update_msgs += [HumanMessage(content=m.content, additional_kwargs=m.additional_kwargs) for m in trailing]
+        new_messages = update_msgs + new_messages
+
+    if new_messages:
+        update["messages"] = new_messages
+    update.update(
+        answer="",
+        tool_calls_made=0,
+        finalize=False,
+        notice="",
+        turns=0,
+        max_tool_calls=ctx.max_tool_calls,
+    )
+    return update
+
+
+async def resolver(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
+    return resolve_input(state, coerce_context(runtime.context))

@@ -1,0 +1,113 @@
+"""tools: run the model's tool calls concurrently, within the run's budget.
+
+* up to ``max_parallel_tools`` calls run at once; results keep the calls' order;
+* every failure (unknown tool, malformed or invalid arguments, exception, timeout)
+  becomes an error ``ToolMessage`` the model can react to — never a crash;
+* calls beyond the remaining ``max_tool_calls`` budget are answered with a
+  "skipped" tool message and are not executed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Callable
+
+from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.config import get_config
+from langgraph.runtime import Runtime
+
+from smart_agent.context import Context, coerce_context
+from smart_agent.events import emit
+from smart_agent.nodes.routes import pending_tool_calls
+from smart_agent.prompts import SKIPPED_RESULT
+from smart_agent.tools.invoke import ToolOutcome, run_tool
+from smart_agent.tools.registry import ToolRegistry
+
+PREVIEW_CHARS = 300
+
+
+def _preview(text: str, n: int = PREVIEW_CHARS) -> str:
+    return text if len(text) <= n else text[:n] + f"… [{len(text)} chars]"
+
+
+def plan_calls(calls: list[dict], made: int, limit: int) -> tuple[list[dict], list[dict]]:
+    """Split a turn's calls into those to execute and those over the budget."""
+    remaining = max(0, limit - made)
+    return calls[:remaining], calls[remaining:]
+
+
+async def execute_call(
+    call: dict,
+    registry: ToolRegistry,
+    ctx: Context,
+    *,
+    state: dict,
+    store: Any,
+    config: dict | None,
+    stream_writer: Any,
+    allowed: set[str] | None,
+) -> ToolOutcome:
+    name = call.get("name") or ""
+    call_id = call.get("id") or ""
+    if call.get("type") == "invalid_tool_call":
+        detail = call.get("error") or "arguments are not valid JSON"
+        return ToolOutcome(name, call_id, False, f"Invalid tool call to {name!r}: {detail}. Arguments received: {call.get('args')!r}", error="invalid_json")
+    if name not in registry or (allowed is not None and name not in allowed):
+        names = sorted(allowed) if allowed is not None else registry.names()
+        return ToolOutcome(name, call_id, False, f"Unknown tool {name!r}. Available tools: {', '.join(names) or '(none)'}", error="unknown_tool")
+    meta = registry.meta(name)
+    timeout = meta.timeout_s or ctx.tool_timeout_s
+    if meta.timeout_s and ctx.tool_timeout_s:
+        timeout = min(meta.timeout_s, ctx.tool_timeout_s)
+    return await run_tool(
+        registry.get(name),
+        call.get("args") or {},
+        call_id=call_id,
+        context=ctx,
+        state=state,
+        store=store,
+        config=config,
+        stream_writer=stream_writer,
+        timeout_s=timeout,
+    )
+
+
+def make_tools_node(registry: ToolRegistry) -> Callable:
+    async def tools(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = coerce_context(runtime.context)
+        messages = state.get("messages") or []
+        last = messages[-1] if messages else None
+        calls = pending_tool_calls(last) if isinstance(last, AIMessage) else []
+        made = int(state.get("tool_calls_made") or 0)
+        limit = int(state.get("max_tool_calls", ctx.max_tool_calls))
+        to_run, skipped = plan_calls(calls, made, limit)
+        allowed = set(ctx.tools) if ctx.tools else None
+        sem = asyncio.Semaphore(max(1, ctx.max_parallel_tools))
+        try:
+            config = get_config()
+        except Exception:
+            config = None
+
+        async def one(call: dict) -> ToolOutcome:
+            async with sem:
+                emit("tool_call", id=call.get("id"), name=call.get("name"), args=call.get("args"))
+                outcome = await execute_call(
+                    call, registry, ctx, state=state, store=runtime.store, config=config,
+                    stream_writer=runtime.stream_writer, allowed=allowed,
+                )
+                emit(
+                    "tool_result", id=outcome.call_id, name=outcome.name, ok=outcome.ok,
+                    error=outcome.error, duration_s=round(outcome.duration_s, 4), preview=_preview(outcome.content),
+                )
+                return outcome
+
+        outcomes = await asyncio.gather(*(one(c) for c in to_run))
+        out_messages: list[ToolMessage] = [o.to_message() for o in outcomes]
+        for call in skipped:
+            out_messages.append(
+                ToolMessage(content=SKIPPED_RESULT.format(limit=limit), tool_call_id=call.get("id") or "", name=call.get("name"), status="error")
+            )
+            emit("tool_result", id=call.get("id"), name=call.get("name"), ok=False, error="skipped_limit", duration_s=0.0, preview="skipped: tool-call limit")
+        return {"messages": out_messages, "tool_calls_made": made + len(to_run)}
+
+    return tools

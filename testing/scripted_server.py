@@ -1,0 +1,728 @@
+"""A scripted OpenAI-compatible chat-completions server (stdlib only).
+
+Used by tests, benchmarks and the offline ``smart-agent demo``: point the real
+``langchain_openai.ChatOpenAI`` (or any OpenAI client) at ``server.base_url`` and
+every ``POST /v1/chat/completions`` is answered from a script.
+
+Script entries (consumed in order; each a dict, a callable ``f(request) -> dict``,
+or a plain string as shorthand for ``{"content": ...}``)::
+
+    {"content": "text"}
+    {"tool_calls": [{"name": "calculator", "arguments": {"expression": "37*43"}}],
+     "content": ""}
+    {"error": {"status": 401, "message": "bad key", "type": "invalid_request_error"}}
+
+Optional keys on any entry:
+
+* ``delay_s`` – sleep this long before answering (simulated latency).
+* ``chunk_delay_s`` – sleep between streamed chunks.
+* ``finish_reason`` – override (default ``"tool_calls"`` / ``"stop"``).
+* ``usage`` – dict overriding the computed usage numbers.
+* ``headers`` – extra response headers.
+* ``retry`` (error entries) – by default error responses carry
+  ``x-should-retry: false`` so the OpenAI client does not silently retry and
+  consume further script entries; ``"retry": True`` omits that header (then the
+  client's normal retry policy applies).
+
+Tool-call ``arguments`` may be a dict (JSON-encoded for you) or a string (sent
+verbatim, e.g. to test malformed arguments). Tool-call ids are generated as
+``call_<n>_<k>`` (n = response number, k = index) unless an ``id`` is given.
+
+``responder=`` is a callable used for every request instead of a list (or once
+the list is exhausted). With neither left, the server answers HTTP 500
+``scripted server: script exhausted after N requests`` so a test fails loudly.
+
+Token usage is approximate: ``prompt_tokens = ceil(len(json.dumps(messages) +
+json.dumps(tools or [])) / 4)`` and ``completion_tokens = ceil(len(content +
+all tool-call argument strings) / 4)``.
+
+CLI::
+
+    python -m smart_agent.testing.scripted_server --script script.json [--port 0] [--loop]
+
+prints exactly one line ``BASE_URL=http://127.0.0.1:PORT/v1`` once listening
+and serves until killed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = [
+    "ScriptedOpenAIServer",
+    "ScriptEntry",
+    "text",
+    "tool_call",
+    "tool_calls",
+    "error",
+    "tool_messages",
+    "last_tool_message",
+    "tool_call_names",
+    "message_text",
+    "main",
+]
+
+ScriptEntry = dict[str, Any] | Callable[[dict[str, Any]], dict[str, Any]] | str
+
+
+# --------------------------------------------------------------------------- #
+# Script-entry constructors
+# --------------------------------------------------------------------------- #
+def text(content: str, **kw: Any) -> dict[str, Any]:
+    """A plain assistant reply. ``kw`` are entry options (``delay_s`` ...)."""
+    return {"content": content, **kw}
+
+
+def tool_call(
+    name: str,
+    arguments: Mapping[str, Any] | str | None = None,
+    *,
+    id: str | None = None,  # noqa: A002 - mirrors the OpenAI field name
+    content: str = "",
+    **kw: Any,
+) -> dict[str, Any]:
+    """A reply with a single tool call. ``kw`` are entry options (``delay_s`` ...)."""
+    args: Any = arguments if isinstance(arguments, str) else dict(arguments or {})
+    call: dict[str, Any] = {"name": name, "arguments": args}
+    if id is not None:
+        call["id"] = id
+    return {"tool_calls": [call], "content": content, **kw}
+
+
+def tool_calls(
+    calls: Iterable[Mapping[str, Any] | tuple[str, Any]],
+    *,
+    content: str = "",
+    **kw: Any,
+) -> dict[str, Any]:
+    """A reply with several (parallel) tool calls.
+
+    Each call is ``{"name": ..., "arguments": {...}, "id": optional}`` or a
+    ``(name, arguments)`` tuple.
+    """
+    out = []
+    for c in calls:
+        if isinstance(c, tuple):
+            name, args = c
+            out.append({"name": name, "arguments": args if args is not None else {}})
+        else:
+            out.append(dict(c))
+    return {"tool_calls": out, "content": content, **kw}
+
+
+def error(
+    status: int,
+    message: str,
+    *,
+    type: str | None = None,  # noqa: A002 - mirrors the OpenAI field name
+    code: str | None = None,
+    **kw: Any,
+) -> dict[str, Any]:
+    """An HTTP error answer with an OpenAI-shaped error body."""
+    err: dict[str, Any] = {"status": status, "message": message}
+    if type is not None:
+        err["type"] = type
+    if code is not None:
+        err["code"] = code
+    return {"error": err, **kw}
+
+
+# --------------------------------------------------------------------------- #
+# Request readers
+# --------------------------------------------------------------------------- #
+def message_text(content: Any) -> str:
+    """Flatten an OpenAI message ``content`` (str, list of parts, None) to text."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for p in content:
+            if isinstance(p, str):
+                parts.append(p)
+            elif isinstance(p, Mapping) and isinstance(p.get("text"), str):
+                parts.append(p["text"])
+        return "".join(parts)
+    return str(content)
+
+
+def tool_messages(request: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """All ``role == "tool"`` messages of a chat-completions request, in order."""
+    return [m for m in request.get("messages") or [] if isinstance(m, Mapping) and m.get("role") == "tool"]
+
+
+def last_tool_message(request: Mapping[str, Any]) -> str | None:
+    """Text content of the last tool message in the request, or ``None``."""
+    msgs = tool_messages(request)
+    return message_text(msgs[-1].get("content")) if msgs else None
+
+
+def tool_call_names(request: Mapping[str, Any]) -> dict[str, str]:
+    """Map ``tool_call_id -> tool name`` from the assistant messages' ``tool_calls``."""
+    names: dict[str, str] = {}
+    for m in request.get("messages") or []:
+        if not isinstance(m, Mapping) or m.get("role") != "assistant":
+            continue
+        for tc in m.get("tool_calls") or []:
+            if isinstance(tc, Mapping) and tc.get("id"):
+                fn = tc.get("function") or {}
+                names[str(tc["id"])] = str(fn.get("name", ""))
+    return names
+
+
+# --------------------------------------------------------------------------- #
+# Server
+# --------------------------------------------------------------------------- #
+_DEFAULT_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "invalid_request_error",
+    403: "invalid_request_error",
+    404: "invalid_request_error",
+    409: "invalid_request_error",
+    422: "invalid_request_error",
+    429: "rate_limit_error",
+}
+
+_WORDS = re.compile(r"\s*\S+\s*|\s+")
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    owner: ScriptedOpenAIServer
+
+    def handle_error(self, request: Any, client_address: Any) -> None:  # quiet
+        pass
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "ScriptedOpenAI/1.0"
+    timeout = 120  # idle keep-alive connections are dropped eventually
+    server: _HTTPServer
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet
+        pass
+
+    def setup(self) -> None:
+        super().setup()
+        try:  # headers and body go out as separate writes: avoid the ~40 ms Nagle/delayed-ACK stall
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:
+            pass
+        self.server.owner._track(self.connection, add=True)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            self.server.owner._track(self.connection, add=False)
+
+    # -- plumbing ---------------------------------------------------------- #
+    def _send_json(self, status: int, body: Any, headers: Mapping[str, str] | None = None) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, str(v))
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
+
+    def _send_error(
+        self,
+        status: int,
+        message: str,
+        type_: str | None = None,
+        code: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        body = {
+            "error": {
+                "message": message,
+                "type": type_ or _DEFAULT_ERROR_TYPES.get(status, "server_error"),
+                "param": None,
+                "code": code,
+            }
+        }
+        self._send_json(status, body, headers)
+
+    def _read_body(self) -> bytes:
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length > 0 else b""
+
+    def _path(self) -> str:
+        path = self.path.split("?", 1)[0].rstrip("/")
+        return path[3:] if path.startswith("/v1/") else path
+
+    # -- routes ------------------------------------------------------------ #
+    def do_GET(self) -> None:  # noqa: N802
+        try:
+            if self._path() == "/models":
+                owner = self.server.owner
+                self._send_json(
+                    200,
+                    {
+                        "object": "list",
+                        "data": [{"id": owner.model, "object": "model", "created": 0, "owned_by": "scripted"}],
+                    },
+                )
+            else:
+                self._send_error(404, f"scripted server: unknown path {self.path}", headers={"x-should-retry": "false"})
+        except (BrokenPipeError, ConnectionError, OSError):
+            self.close_connection = True
+
+    def do_POST(self) -> None:  # noqa: N802
+        try:
+            raw = self._read_body()
+            if self._path() != "/chat/completions":
+                self._send_error(404, f"scripted server: unknown path {self.path}", headers={"x-should-retry": "false"})
+                return
+            try:
+                request = json.loads(raw.decode("utf-8"))
+                if not isinstance(request, dict):
+                    raise ValueError("request body must be a JSON object")
+            except (ValueError, UnicodeDecodeError) as exc:
+                self._send_error(
+                    400, f"scripted server: malformed JSON body: {exc}", headers={"x-should-retry": "false"}
+                )
+                return
+            self.server.owner._handle_completion(self, request, raw)
+        except (BrokenPipeError, ConnectionError, OSError):
+            # Client went away (e.g. its timeout fired during a delay).
+            self.close_connection = True
+
+
+class ScriptedOpenAIServer:
+    """An in-process OpenAI-compatible server answering from a script.
+
+    >>> with ScriptedOpenAIServer([text("hi")]) as srv:
+    ...     ChatOpenAI(base_url=srv.base_url, api_key="x", model="scripted-model")
+    """
+
+    def __init__(
+        self,
+        script: Iterable[ScriptEntry] | None = None,
+        *,
+        responder: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        model: str = "scripted-model",
+        default_delay_s: float = 0.0,
+        loop: bool = False,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.model = model
+        self.default_delay_s = float(default_delay_s)
+        self.responder = responder
+        self.loop = loop
+        self._lock = threading.Lock()
+        self._script: list[ScriptEntry] = self._validate_script(script)
+        self._pos = 0
+        self._responses = 0
+        self._requests: list[dict[str, Any]] = []
+        self._raw: list[bytes] = []
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._conns: set[socket.socket] = set()
+
+    # -- lifecycle --------------------------------------------------------- #
+    def start(self) -> ScriptedOpenAIServer:
+        if self._httpd is not None:
+            return self
+        httpd = _HTTPServer((self.host, self.port), _Handler)
+        httpd.owner = self
+        self._httpd = httpd
+        self.port = httpd.server_address[1]
+        self._thread = threading.Thread(
+            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="scripted-openai-server", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        httpd, self._httpd = self._httpd, None
+        if httpd is None:
+            return
+        httpd.shutdown()
+        httpd.server_close()
+        with self._lock:
+            conns = list(self._conns)
+            self._conns.clear()
+        for c in conns:  # drop idle keep-alive connections
+            try:
+                c.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> ScriptedOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def _track(self, conn: socket.socket, *, add: bool) -> None:
+        with self._lock:
+            if add:
+                self._conns.add(conn)
+            else:
+                self._conns.discard(conn)
+
+    # -- inspection -------------------------------------------------------- #
+    @property
+    def base_url(self) -> str:
+        if self._httpd is None:
+            raise RuntimeError("ScriptedOpenAIServer is not started; call start() or use it as a context manager")
+        return f"http://{self.host}:{self.port}/v1"
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """Parsed JSON bodies of the /chat/completions requests received, in order."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def remaining(self) -> int:
+        """Script entries not consumed yet (ignores ``loop``/``responder``)."""
+        with self._lock:
+            return len(self._script) - self._pos
+
+    def offered_tools(self, i: int = -1) -> list[str]:
+        """Names of the tools offered in request ``i`` ([] when none)."""
+        req = self.requests[i]
+        names = []
+        for t in req.get("tools") or []:
+            fn = t.get("function") if isinstance(t, Mapping) else None
+            if isinstance(fn, Mapping) and "name" in fn:
+                names.append(str(fn["name"]))
+            elif isinstance(t, Mapping) and "name" in t:
+                names.append(str(t["name"]))
+        return names
+
+    def request_chars(self, i: int = -1) -> int:
+        """Length of the raw body of request ``i``."""
+        with self._lock:
+            return len(self._raw[i])
+
+    def reset(self, script: Iterable[ScriptEntry] | None = None) -> None:
+        """Forget recorded requests. ``script`` replaces the script; ``None`` rewinds it."""
+        new = self._validate_script(script) if script is not None else None
+        with self._lock:
+            if new is not None:
+                self._script = new
+            self._pos = 0
+            self._responses = 0
+            self._requests.clear()
+            self._raw.clear()
+
+    # -- script handling --------------------------------------------------- #
+    @staticmethod
+    def _validate_script(script: Iterable[ScriptEntry] | None) -> list[ScriptEntry]:
+        entries = list(script or [])
+        for i, e in enumerate(entries):
+            if callable(e) or isinstance(e, str):
+                continue
+            ScriptedOpenAIServer._check_entry(e, f"script entry {i}")
+        return entries
+
+    @staticmethod
+    def _check_entry(e: Any, where: str) -> dict[str, Any]:
+        if isinstance(e, str):
+            return {"content": e}
+        if not isinstance(e, Mapping):
+            raise TypeError(f"scripted server: {where} must be a dict, got {type(e).__name__}")
+        if not ({"content", "tool_calls", "error"} & set(e)):
+            raise ValueError(f"scripted server: {where} needs 'content', 'tool_calls' or 'error': {e!r}")
+        if "error" in e and not isinstance(e["error"], Mapping):
+            raise ValueError(f"scripted server: {where}: 'error' must be a dict")
+        for k, tc in enumerate(e.get("tool_calls") or []):
+            if not isinstance(tc, Mapping) or not tc.get("name"):
+                raise ValueError(f"scripted server: {where}: tool call {k} needs a 'name': {tc!r}")
+        return dict(e)
+
+    def _next_entry(self, request: dict[str, Any], raw: bytes) -> tuple[Any, int, int]:
+        """Record the request and pick its script entry (callables not yet called).
+
+        Returns ``(entry or None, response number, script entries consumed)``.
+        """
+        with self._lock:
+            self._requests.append(request)
+            self._raw.append(raw)
+            self._responses += 1
+            n = self._responses
+            if self._pos < len(self._script):
+                entry: Any = self._script[self._pos]
+                self._pos += 1
+                if self.loop and self._pos >= len(self._script):
+                    self._pos = 0
+                return entry, n, self._pos
+            if self.responder is not None:
+                return self.responder, n, self._pos
+            return None, n, self._pos
+
+    def _handle_completion(self, h: _Handler, request: dict[str, Any], raw: bytes) -> None:
+        entry, n, consumed = self._next_entry(request, raw)
+        if entry is None:
+            h._send_error(
+                500,
+                f"scripted server: script exhausted after {consumed} requests",
+                type_="server_error",
+                code="script_exhausted",
+                headers={"x-should-retry": "false"},
+            )
+            return
+        try:
+            if callable(entry):
+                entry = entry(request)
+            entry = self._check_entry(entry, f"answer to request {n}")
+        except Exception as exc:  # a bad callable should fail the test loudly, not hang
+            h._send_error(
+                500,
+                f"scripted server: script entry for request {n} failed: {type(exc).__name__}: {exc}",
+                type_="server_error",
+                code="script_error",
+                headers={"x-should-retry": "false"},
+            )
+            return
+
+        delay = float(entry.get("delay_s", self.default_delay_s) or 0.0)
+        if delay > 0:
+            time.sleep(delay)
+
+        extra_headers = {str(k): str(v) for k, v in (entry.get("headers") or {}).items()}
+        if "error" in entry:
+            err = entry["error"]
+            headers = dict(extra_headers)
+            if not entry.get("retry", False):
+                headers.setdefault("x-should-retry", "false")
+            h._send_error(
+                int(err.get("status", 500)),
+                str(err.get("message", "scripted error")),
+                type_=err.get("type"),
+                code=err.get("code"),
+                headers=headers,
+            )
+            return
+
+        content = entry.get("content")
+        content = message_text(content) if content is not None else ""
+        calls = []
+        for k, tc in enumerate(entry.get("tool_calls") or []):
+            args = tc.get("arguments", {})
+            if args is None:
+                args = {}
+            calls.append(
+                {
+                    "id": str(tc.get("id") or f"call_{n}_{k}"),
+                    "type": "function",
+                    "function": {
+                        "name": str(tc["name"]),
+                        "arguments": args if isinstance(args, str) else json.dumps(args),
+                    },
+                }
+            )
+        finish = entry.get("finish_reason") or ("tool_calls" if calls else "stop")
+        usage = self._usage(request, content, calls)
+        if isinstance(entry.get("usage"), Mapping):
+            usage.update(entry["usage"])
+            usage["total_tokens"] = usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
+        model = str(entry.get("model") or self.model)
+        cid = f"chatcmpl-scripted-{n}"
+        created = int(time.time())
+
+        if request.get("stream"):
+            include_usage = bool((request.get("stream_options") or {}).get("include_usage"))
+            self._stream(
+                h, cid, created, model, content, calls, finish, usage, include_usage,
+                float(entry.get("chunk_delay_s", 0.0) or 0.0), extra_headers,
+            )
+            return
+
+        message: dict[str, Any] = {"role": "assistant", "content": content or (None if calls else ""), "refusal": None}
+        if calls:
+            message["tool_calls"] = calls
+        h._send_json(
+            200,
+            {
+                "id": cid,
+                "object": "chat.completion",
+                "created": created,
+                "model": model,
+                "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+                "usage": usage,
+                "system_fingerprint": None,
+            },
+            extra_headers,
+        )
+
+    @staticmethod
+    def _usage(request: Mapping[str, Any], content: str, calls: list[dict[str, Any]]) -> dict[str, int]:
+        prompt = json.dumps(request.get("messages") or []) + json.dumps(request.get("tools") or [])
+        completion = content + "".join(c["function"]["arguments"] for c in calls)
+        p = math.ceil(len(prompt) / 4)
+        c = math.ceil(len(completion) / 4)
+        return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+
+    @staticmethod
+    def _stream(
+        h: _Handler,
+        cid: str,
+        created: int,
+        model: str,
+        content: str,
+        calls: list[dict[str, Any]],
+        finish: str,
+        usage: dict[str, int],
+        include_usage: bool,
+        chunk_delay: float,
+        extra_headers: Mapping[str, str],
+    ) -> None:
+        h.send_response(200)
+        h.send_header("Content-Type", "text/event-stream")
+        h.send_header("Cache-Control", "no-cache")
+        h.send_header("Transfer-Encoding", "chunked")
+        for k, v in extra_headers.items():
+            h.send_header(k, v)
+        h.end_headers()
+
+        def write(payload: str) -> None:
+            data = payload.encode()
+            h.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            h.wfile.flush()
+
+        def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> None:
+            body: dict[str, Any] = {
+                "id": cid,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model,
+                "system_fingerprint": None,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}],
+            }
+            if include_usage:
+                body["usage"] = None
+            write(f"data: {json.dumps(body)}\n\n")
+            if chunk_delay > 0:
+                time.sleep(chunk_delay)
+
+        chunk({"role": "assistant", "content": "", "refusal": None})
+        for piece in _WORDS.findall(content):
+            chunk({"content": piece})
+        for k, c in enumerate(calls):
+            fn = c["function"]
+            chunk(
+                {
+                    "tool_calls": [
+                        {"index": k, "id": c["id"], "type": "function", "function": {"name": fn["name"], "arguments": ""}}
+                    ]
+                }
+            )
+            args = fn["arguments"]
+            half = len(args) // 2
+            for piece in (args[:half], args[half:]):
+                if piece:
+                    chunk({"tool_calls": [{"index": k, "function": {"arguments": piece}}]})
+        chunk({}, finish)
+        if include_usage:
+            write(
+                "data: "
+                + json.dumps(
+                    {
+                        "id": cid,
+                        "object": "chat.completion.chunk",
+                        "created": created,
+                        "model": model,
+                        "system_fingerprint": None,
+                        "choices": [],
+                        "usage": usage,
+                    }
+                )
+                + "\n\n"
+            )
+        write("data: [DONE]\n\n")
+        h.wfile.write(b"0\r\n\r\n")
+        h.wfile.flush()
+
+
+# --------------------------------------------------------------------------- #
+# CLI
+# --------------------------------------------------------------------------- #
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m smart_agent.testing.scripted_server",
+        description="Serve a scripted OpenAI-compatible /v1/chat/completions endpoint.",
+    )
+    src = parser.add_mutually_exclusive_group(required=True)
+    src.add_argument("--script", help="JSON file holding a list of script entries")
+    src.add_argument("--demo", action="store_true", help="answer with the rule-based `smart-agent demo` model")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--model", default="scripted-model")
+    parser.add_argument("--loop", action="store_true", help="repeat the script forever")
+    parser.add_argument("--delay", type=float, default=0.0, help="default delay per answer in seconds")
+    args = parser.parse_args(argv)
+
+    script: list[Any] = []
+    responder = None
+    if args.demo:
+        from smart_agent.testing.demo import demo_responder
+
+        responder = demo_responder
+    else:
+        try:
+            with open(args.script, encoding="utf-8") as fh:
+                script = json.load(fh)
+            if not isinstance(script, list):
+                raise ValueError("the script must be a JSON list of entries")
+            ScriptedOpenAIServer._validate_script(script)
+        except (OSError, ValueError, TypeError) as exc:
+            print(f"scripted_server: cannot load {args.script}: {exc}", file=sys.stderr)
+            return 2
+
+    server = ScriptedOpenAIServer(
+        script, responder=responder, host=args.host, port=args.port, model=args.model,
+        default_delay_s=args.delay, loop=args.loop,
+    )
+    server.start()
+    print(f"BASE_URL={server.base_url}", flush=True)
+
+    stop = threading.Event()
+
+    def _on_signal(signum: int, frame: Any) -> None:
+        stop.set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        try:
+            signal.signal(sig, _on_signal)
+        except (ValueError, OSError):  # not in the main thread
+            pass
+    try:
+        while not stop.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

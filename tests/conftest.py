@@ -1,0 +1,73 @@
+"""Shared fixtures: an isolated data home, a scripted OpenAI-compatible server,
+and the real ``langchain-openai`` client pointed at it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("LANGSMITH_TRACING", "false")
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path, monkeypatch):
+    """Every test gets its own SMART_AGENT_HOME and no model credentials from outside."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("SMART_AGENT_HOME", str(home))
+    for var in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "SMART_AGENT_MODEL", "SMART_AGENT_DB"):
+        monkeypatch.delenv(var, raising=False)
+    return home
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    return ws
+
+
+@pytest.fixture
+def scripted_server():
+    """Factory: ``scripted_server(script=[...], responder=...)`` -> started server."""
+    from smart_agent.testing.scripted_server import ScriptedOpenAIServer
+
+    servers = []
+
+    def make(script=None, **kwargs):
+        srv = ScriptedOpenAIServer(script, **kwargs).start()
+        servers.append(srv)
+        return srv
+
+    yield make
+    for srv in servers:
+        srv.stop()
+
+
+def openai_model(server, **kwargs):
+    """The real OpenAI client over HTTP against a scripted server."""
+    from langchain_openai import ChatOpenAI
+
+    return ChatOpenAI(base_url=server.base_url, api_key="test-key", model="scripted-model", stream_usage=True, max_retries=0, **kwargs)
+
+
+def cli_env(server=None, **extra) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "SMART_AGENT_MODEL"))}
+    env.update(HF_HUB_OFFLINE="1", LANGSMITH_TRACING="false", PYTHONUNBUFFERED="1")
+    if server is not None:
+        env.update(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="test-key", SMART_AGENT_MODEL="openai:scripted-model")
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def run_cli(args, *, env, input_text=None, timeout=120, cwd=None):
+    """Run the installed console script in a separate process."""
+    exe = Path(sys.executable).with_name("smart-agent")
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "smart_agent.cli"]
+    return subprocess.run(cmd + list(args), env=env, input=input_text, capture_output=True, text=True, timeout=timeout, cwd=cwd)

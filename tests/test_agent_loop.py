@@ -1,0 +1,185 @@
+"""The agent loop driven through the real langchain-openai client over HTTP."""
+
+import asyncio
+import time
+
+import pytest
+from conftest import openai_model
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+
+from smart_agent.context import Context
+from smart_agent.graphs.agent import build_agent_graph
+from smart_agent.prompts import FINALIZE_NOTICE
+from smart_agent.testing.scripted_server import text, tool_call, tool_calls
+from smart_agent.tools.builtins import default_registry
+from smart_agent.tools.registry import ToolRegistry
+
+
+def ctx(workspace, **kw):
+    kw.setdefault("memory", False) if "memory" in Context.__dataclass_fields__ else None
+    return Context(workspace=str(workspace), **kw)
+
+
+async def run(graph, task, context, thread=None, events=None):
+    config = {"configurable": {"thread_id": thread}} if thread else {}
+    final = {}
+    async for mode, chunk in graph.astream({"task": task}, config=config, context=context, stream_mode=["custom", "values"]):
+        if mode == "custom" and events is not None:
+            events.append(chunk)
+        elif mode == "values":
+            final = chunk
+    return final
+
+
+async def test_calculator_answer_over_http(scripted_server, workspace):
+    srv = scripted_server([tool_call("calculator", {"expression": "37*43"}), lambda req: text(f"37*43 = {req['messages'][-1]['content']}")])
+    graph = build_agent_graph(model=openai_model(srv))
+    events = []
+    final = await run(graph, "What is 37*43?", ctx(workspace), events=events)
+    assert final["answer"] == "37*43 = 1591"  # the tool's real result, echoed by the scripted model
+    assert final["tool_calls_made"] == 1
+    kinds = [e["event"] for e in events]
+    assert kinds.count("usage") == 2 and "tool_call" in kinds and "tool_result" in kinds and kinds[-1] == "final_answer"
+    assert "calculator" in srv.offered_tools(0)
+    assert srv.requests[0]["messages"][0]["role"] == "system"
+
+
+async def test_tool_limit_stops_a_model_that_calls_tools_forever(scripted_server, workspace):
+    def forever(req):
+        return tool_call("calculator", {"expression": "2+2"}) if req.get("tools") else text("Best answer so far: 4.")
+
+    srv = scripted_server(responder=forever)
+    graph = build_agent_graph(model=openai_model(srv))
+    events = []
+    final = await run(graph, "loop", ctx(workspace, max_tool_calls=5), events=events)
+    executed = [e for e in events if e["event"] == "tool_result" and e["ok"]]
+    assert len(executed) == 5 and final["tool_calls_made"] == 5
+    assert final["answer"] == "Best answer so far: 4."
+    assert srv.offered_tools(-1) == [] and "tools" not in srv.requests[-1]
+    assert FINALIZE_NOTICE.format(limit=5) in srv.requests[-1]["messages"][0]["content"]
+    assert any(e["event"] == "tool_limit" for e in events)
+
+
+async def test_calls_beyond_budget_in_one_turn_are_skipped(scripted_server, workspace):
+    many = tool_calls([{"name": "calculator", "arguments": {"expression": f"{i}+1"}} for i in range(6)])
+    srv = scripted_server([many, text("done")])
+    graph = build_agent_graph(model=openai_model(srv))
+    final = await run(graph, "six at once", ctx(workspace, max_tool_calls=4))
+    tool_msgs = [m for m in final["messages"] if isinstance(m, ToolMessage)]
+    assert [m.content for m in tool_msgs[:4]] == ["1", "2", "3", "4"]
+    assert all(m.content.startswith("Skipped: tool-call limit") for m in tool_msgs[4:]) and len(tool_msgs) == 6
+    assert final["tool_calls_made"] == 4 and final["answer"] == "done"
+    # the finalize turn offered no tools
+    assert srv.offered_tools(-1) == []
+
+
+async def test_parallel_tools_are_bounded(scripted_server, workspace):
+    active = {"now": 0, "peak": 0}
+
+    @tool
+    async def slow(n: int) -> str:
+        """Sleep a little."""
+        active["now"] += 1
+        active["peak"] = max(active["peak"], active["now"])
+        await asyncio.sleep(0.2)
+        active["now"] -= 1
+        return str(n)
+
+    reg = ToolRegistry()
+    reg.register(slow)
+    srv = scripted_server([tool_calls([{"name": "slow", "arguments": {"n": i}} for i in range(6)]), text("ok")])
+    graph = build_agent_graph(model=openai_model(srv), registry=reg)
+    t0 = time.perf_counter()
+    final = await run(graph, "go", ctx(workspace, max_parallel_tools=3))
+    elapsed = time.perf_counter() - t0
+    assert active["peak"] == 3
+    assert elapsed < 6 * 0.2  # concurrent, not sequential
+    assert [m.content for m in final["messages"] if isinstance(m, ToolMessage)] == [str(i) for i in range(6)]
+
+
+async def test_tool_failures_become_error_messages(scripted_server, workspace):
+    @tool
+    def explode(x: int) -> str:
+        """Always fails."""
+        raise RuntimeError("disk on fire")
+
+    reg = default_registry()
+    reg.register(explode)
+    srv = scripted_server([
+        tool_calls([
+            {"name": "explode", "arguments": {"x": 1}},
+            {"name": "no_such_tool", "arguments": {}},
+            {"name": "calculator", "arguments": {"wrong_arg": 1}},
+            {"name": "read_file", "arguments": {"path": "../../etc/passwd"}},
+        ]),
+        text("recovered"),
+    ])
+    graph = build_agent_graph(model=openai_model(srv), registry=reg)
+    final = await run(graph, "break things", ctx(workspace))
+    msgs = {m.name: m for m in final["messages"] if isinstance(m, ToolMessage)}
+    assert msgs["explode"].status == "error" and "disk on fire" in msgs["explode"].content
+    assert "Unknown tool 'no_such_tool'" in msgs["no_such_tool"].content
+    assert "Invalid arguments" in msgs["calculator"].content and "expression" in msgs["calculator"].content
+    assert msgs["read_file"].status == "error" and "outside" in msgs["read_file"].content.lower()
+    assert final["answer"] == "recovered"
+    # the model saw every error as a tool message
+    sent = [m for m in srv.requests[1]["messages"] if m["role"] == "tool"]
+    assert len(sent) == 4
+
+
+async def test_malformed_tool_arguments_are_reported_not_crashed(scripted_server, workspace):
+    bad = {"tool_calls": [{"name": "calculator", "arguments": "{not json"}]}
+    srv = scripted_server([bad, text("sorry")])
+    graph = build_agent_graph(model=openai_model(srv))
+    final = await run(graph, "x", ctx(workspace))
+    tool_msgs = [m for m in final["messages"] if isinstance(m, ToolMessage)]
+    assert len(tool_msgs) == 1 and tool_msgs[0].status == "error" and "Invalid tool call" in tool_msgs[0].content
+    assert final["answer"] == "sorry" and final["tool_calls_made"] == 1
+
+
+async def test_thread_history_is_shared_between_runs(scripted_server, workspace):
+    srv = scripted_server([text("Nice to meet you, Ada."), lambda req: text(f"I have {len(req['messages'])} messages of context.")])
+    graph = build_agent_graph(model=openai_model(srv), checkpointer=InMemorySaver())
+    await run(graph, "My name is Ada.", ctx(workspace), thread="t1")
+    final = await run(graph, "What is my name?", ctx(workspace), thread="t1")
+    contents = [m["content"] for m in srv.requests[1]["messages"]]
+    assert "My name is Ada." in contents and "Nice to meet you, Ada." in contents
+    assert final["answer"] == "I have 4 messages of context."  # system + 3
+    assert final["tool_calls_made"] == 0
+
+
+async def test_model_ignoring_finalize_still_ends_with_answer(scripted_server, workspace):
+    srv = scripted_server(responder=lambda req: tool_call("calculator", {"expression": "1+1"}, content="Partial: 2"))
+    graph = build_agent_graph(model=openai_model(srv))
+    final = await run(graph, "x", ctx(workspace, max_tool_calls=2))
+    last = final["messages"][-1]
+    assert isinstance(last, AIMessage) and not last.tool_calls  # no dangling calls in the thread
+    assert final["answer"] == "Partial: 2" and final["tool_calls_made"] == 2
+
+
+async def test_zero_tool_budget_offers_no_tools(scripted_server, workspace):
+    srv = scripted_server([text("direct")])
+    graph = build_agent_graph(model=openai_model(srv))
+    final = await run(graph, "x", ctx(workspace, max_tool_calls=0))
+    assert final["answer"] == "direct" and srv.offered_tools(0) == []
+
+
+async def test_interrupted_run_is_repaired_on_next_turn(scripted_server, workspace):
+    srv = scripted_server([text("fine")])
+    saver = InMemorySaver()
+    graph = build_agent_graph(model=openai_model(srv), checkpointer=saver)
+    config = {"configurable": {"thread_id": "t"}}
+    dangling = AIMessage("", tool_calls=[{"name": "calculator", "args": {"expression": "1"}, "id": "c9"}])
+    await graph.aupdate_state(config, {"messages": [HumanMessage("first"), dangling]}, as_node="agent")
+    final = await run(graph, "second", ctx(workspace), thread="t")
+    roles = [m["role"] for m in srv.requests[0]["messages"]]
+    assert roles == ["system", "user", "assistant", "tool", "user"]
+    assert final["answer"] == "fine"
+
+
+def test_graph_draws_the_loop():
+    mermaid = build_agent_graph(registry=ToolRegistry()).get_graph().draw_mermaid()
+    for node in ("resolver", "agent", "tools", "toolLimitFinalize"):
+        assert node in mermaid

@@ -1,0 +1,57 @@
+"""The resolver validates input, consumes the task and resets per-run counters."""
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, ToolMessage
+
+from smart_agent.context import Context
+from smart_agent.nodes.resolver import INTERRUPTED_RESULT, InputError, resolve_input
+
+
+def test_task_becomes_user_message_and_is_consumed():
+    out = resolve_input({"task": "  hello  "}, Context(max_tool_calls=7))
+    assert [m.content for m in out["messages"]] == ["hello"]
+    assert out["task"] == "" and out["tool_calls_made"] == 0 and out["max_tool_calls"] == 7
+    assert out["finalize"] is False and out["answer"] == ""
+
+
+def test_messages_input_is_accepted_without_task():
+    out = resolve_input({"messages": [HumanMessage("hi")]}, Context())
+    assert "messages" not in out  # nothing new to add
+
+
+@pytest.mark.parametrize(
+    "state, fragment",
+    [
+        ({}, "Nothing to do"),
+        ({"task": "   "}, "Nothing to do"),
+        ({"task": 42}, "must be a string"),
+        ({"messages": [HumanMessage("q"), AIMessage("a")]}, "must end with a user message"),
+    ],
+)
+def test_bad_input_is_rejected_clearly(state, fragment):
+    with pytest.raises(InputError, match=fragment):
+        resolve_input(state, Context())
+
+
+def test_invalid_limits_are_rejected():
+    ctx = Context()
+    ctx.max_parallel_tools = 0
+    with pytest.raises(InputError, match="max_parallel_tools"):
+        resolve_input({"task": "x"}, ctx)
+    with pytest.raises(ValueError, match="max_tool_calls"):
+        Context(max_tool_calls=-1)
+
+
+def test_interrupted_tool_calls_are_answered_before_the_new_turn():
+    human = HumanMessage("next question", id="h2")
+    history = [
+        HumanMessage("q", id="h1"),
+        AIMessage("", id="a1", tool_calls=[{"name": "calculator", "args": {}, "id": "c1"}, {"name": "calculator", "args": {}, "id": "c2"}]),
+        ToolMessage("1", tool_call_id="c1", id="t1"),
+        human,
+    ]
+    out = resolve_input({"messages": history}, Context())
+    msgs = out["messages"]
+    assert isinstance(msgs[0], RemoveMessage) and msgs[0].id == "h2"
+    assert isinstance(msgs[1], ToolMessage) and msgs[1].tool_call_id == "c2" and msgs[1].content == INTERRUPTED_RESULT
+    assert isinstance(msgs[2], HumanMessage) and msgs[2].content == "next question"

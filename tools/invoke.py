@@ -1,0 +1,147 @@
+"""Run one tool call safely: argument validation, runtime injection, timeout.
+
+Shared by the agent loop's ``tools`` node and the planner's executor. A tool
+failure never raises: it becomes a ``ToolOutcome`` with ``ok=False`` and a
+message the model can read and react to.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain.tools import ToolRuntime
+from langchain_core.messages import ToolMessage
+from langchain_core.tools import BaseTool
+from pydantic import ValidationError
+
+# LangChain validates injected ``ToolRuntime`` arguments with a schema whose
+# ``context`` is typed ``None`` for a bare ``ToolRuntime`` annotation; dumping it
+# warns although the real runtime object is what the tool receives.
+warnings.filterwarnings(
+    "ignore",
+    message=r"Pydantic serializer warnings:\s+PydanticSerializationUnexpectedValue\(Expected `none`.*field_name='(context|state|store)'",
+    category=UserWarning,
+)
+
+
+@dataclass
+class ToolOutcome:
+    name: str
+    call_id: str
+    ok: bool
+    content: str  # what the model sees (error text when not ok)
+    raw: Any = None  # the tool's return value (JSON-able where possible)
+    error: str | None = None
+    duration_s: float = 0.0
+    artifact: Any = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_message(self) -> ToolMessage:
+        return ToolMessage(
+            content=self.content,
+            tool_call_id=self.call_id,
+            name=self.name,
+            status="success" if self.ok else "error",
+            artifact=self.artifact,
+        )
+
+
+def runtime_param(tool: BaseTool) -> str | None:
+    """Name of the parameter where the tool wants a ``ToolRuntime`` injected, if any."""
+    cached = getattr(tool, "__smart_agent_runtime_param__", "unset")
+    if cached != "unset":
+        return cached
+    name = None
+    func = getattr(tool, "coroutine", None) or getattr(tool, "func", None)
+    if func is not None:
+        try:
+            hints = inspect.signature(func).parameters
+        except (TypeError, ValueError):
+            hints = {}
+        for pname, param in hints.items():
+            ann = param.annotation
+            origin = getattr(ann, "__origin__", None)
+            if ann is ToolRuntime or origin is ToolRuntime or (
+                inspect.isclass(ann) and issubclass(ann, ToolRuntime)
+            ) or (isinstance(ann, str) and ann.split("[")[0].endswith("ToolRuntime")):
+                name = pname
+                break
+    try:
+        object.__setattr__(tool, "__smart_agent_runtime_param__", name)
+    except Exception:
+        pass
+    return name
+
+
+def stringify(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, ToolMessage):
+        return value.text if hasattr(value, "text") else str(value.content)
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except Exception:
+        return str(value)
+
+
+def _format_validation_error(tool: BaseTool, exc: ValidationError) -> str:
+    problems = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err.get("loc", ()) if p != "runtime") or "(arguments)"
+        problems.append(f"{loc}: {err.get('msg')}")
+    return f"Invalid arguments for tool {tool.name!r}: " + "; ".join(problems)
+
+
+async def run_tool(
+    tool: BaseTool,
+    args: dict[str, Any],
+    *,
+    call_id: str,
+    context: Any = None,
+    state: Any = None,
+    store: Any = None,
+    config: dict | None = None,
+    stream_writer: Any = None,
+    timeout_s: float | None = None,
+) -> ToolOutcome:
+    """Execute ``tool`` with ``args``; never raises for tool-side failures."""
+    start = time.perf_counter()
+    if not isinstance(args, dict):
+        return ToolOutcome(tool.name, call_id, False, f"Invalid arguments for tool {tool.name!r}: expected a JSON object, got {type(args).__name__}", error="invalid_args")
+    call_args = dict(args)
+    rp = runtime_param(tool)
+    if rp:
+        call_args.pop(rp, None)  # the model may not supply injected values
+        call_args[rp] = ToolRuntime(
+            state=state if state is not None else {},
+            context=context,
+            config=config or {},
+            stream_writer=stream_writer or (lambda _x: None),
+            tool_call_id=call_id,
+            store=store,
+        )
+    invocation = tool.ainvoke(call_args, config=config)
+    try:
+        if timeout_s:
+            result = await asyncio.wait_for(invocation, timeout=timeout_s)
+        else:
+            result = await invocation
+    except asyncio.TimeoutError:
+        return ToolOutcome(tool.name, call_id, False, f"Tool {tool.name!r} timed out after {timeout_s:g} s", error="timeout", duration_s=time.perf_counter() - start)
+    except ValidationError as exc:
+        return ToolOutcome(tool.name, call_id, False, _format_validation_error(tool, exc), error="invalid_args", duration_s=time.perf_counter() - start)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # any tool failure becomes an error message
+        text = str(exc).strip() or type(exc).__name__
+        return ToolOutcome(tool.name, call_id, False, f"Tool {tool.name!r} failed: {text}", error=type(exc).__name__, duration_s=time.perf_counter() - start)
+    artifact = None
+    if isinstance(result, tuple) and getattr(tool, "response_format", None) == "content_and_artifact":
+        result, artifact = result
+    return ToolOutcome(tool.name, call_id, True, stringify(result), raw=result, artifact=artifact, duration_s=time.perf_counter() - start)
