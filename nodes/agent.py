@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Callable
 
 from langchain_core.language_models import BaseChatModel
@@ -67,7 +68,8 @@ async def call_model(
 def make_agent_node(registry: ToolRegistry, model: BaseChatModel | None = None) -> Callable:
     async def agent(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx = coerce_context(runtime.context)
-        llm = model or load_chat_model(ctx.model)
+        # Building a client reads certificates from disk: keep it off the event loop.
+        llm = model or await asyncio.to_thread(load_chat_model, ctx.model)
         tools = offered_tools(ctx, registry, state)
         request = [SystemMessage(content=build_system_prompt(ctx, state)), *state.get("messages", [])]
         response = await call_model(llm, request, tools, spec=None if model else ctx.model)

@@ -1,0 +1,95 @@
+"""`langgraph dev` serves the graphs; langgraph_sdk creates a thread, runs it and reads its state."""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from conftest import REPO, cli_env
+
+from smart_agent.testing.scripted_server import text, tool_call
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def dev_server(scripted_server, tmp_path):
+    """Start `langgraph dev` whose graphs talk to a scripted OpenAI-compatible server."""
+    srv = scripted_server([])
+    port = _free_port()
+    env = cli_env(
+        srv,
+        LANGGRAPH_CLI_NO_ANALYTICS="1",
+        LANGGRAPH_NO_VERSION_CHECK="1",
+        SMART_AGENT_WORKSPACE=str(tmp_path),
+        SMART_AGENT_MEMORY="false",
+    )
+    exe = Path(sys.executable).with_name("langgraph")
+    log = open(tmp_path / "langgraph-dev.log", "w")
+    proc = subprocess.Popen(
+        [str(exe), "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port", str(port)],
+        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError("langgraph dev exited:\n" + (tmp_path / "langgraph-dev.log").read_text()[-3000:])
+        try:
+            if httpx.get(f"{url}/ok", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.3)
+    else:
+        proc.kill()
+        raise AssertionError("langgraph dev did not start:\n" + (tmp_path / "langgraph-dev.log").read_text()[-3000:])
+    yield url, srv
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log.close()
+
+
+async def test_sdk_runs_the_agent_graph_and_reads_state(dev_server):
+    from langgraph_sdk import get_client
+
+    url, srv = dev_server
+    srv.reset([tool_call("calculator", {"expression": "37*43"}), lambda req: text(f"It is {req['messages'][-1]['content']}.")])
+    client = get_client(url=url)
+    assistants = await client.assistants.search(graph_id="agent")
+    assert assistants, "the agent graph is registered"
+    schemas = await client.assistants.get_schemas(assistants[0]["assistant_id"])
+    assert "max_tool_calls" in schemas["context_schema"]["properties"]
+    assert schemas["context_schema"]["properties"]["model"]["description"]
+
+    thread = await client.threads.create()
+    result = await client.runs.wait(thread["thread_id"], "agent", input={"task": "What is 37*43?"}, context={"model": "openai:scripted-model"})
+    assert result["answer"] == "It is 1591."
+    state = await client.threads.get_state(thread["thread_id"])
+    kinds = [m["type"] for m in state["values"]["messages"]]
+    assert kinds == ["human", "ai", "tool", "ai"]
+    assert state["values"]["tool_calls_made"] == 1
+
+
+async def test_server_run_with_many_tool_calls_ends_with_answer(dev_server):
+    """More supersteps than LangGraph's default recursion limit of 25: still an answer."""
+    from langgraph_sdk import get_client
+
+    url, srv = dev_server
+    srv.reset([])
+    srv.responder = lambda req: tool_call("calculator", {"expression": "1+1"}) if req.get("tools") else text("done after the limit")
+    client = get_client(url=url)
+    thread = await client.threads.create()
+    result = await client.runs.wait(thread["thread_id"], "agent", input={"task": "loop"}, context={"model": "openai:scripted-model", "max_tool_calls": 15})
+    assert result.get("answer") == "done after the limit", result
+    assert result["tool_calls_made"] == 15
