@@ -1,0 +1,300 @@
+"""Web tools: ``browse_url`` (SSRF-guarded fetch + HTML to text) and ``web_search`` (ddgs)."""
+
+from __future__ import annotations
+
+import codecs
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import httpx
+from bs4 import BeautifulSoup
+from langchain.tools import ToolRuntime
+from langchain_core.tools import tool
+from pydantic import BaseModel, Field
+
+from smart_agent import __version__
+from smart_agent.tools.guards import Resolver, ToolError, allow_private_network_of, check_url_allowed
+
+__all__ = [
+    "BrowseUrlArgs",
+    "FetchResult",
+    "WebSearchArgs",
+    "browse_url",
+    "fetch_url",
+    "format_results",
+    "html_to_text",
+    "search_web",
+    "web_search",
+]
+
+MAX_REDIRECTS = 5
+MAX_BODY_BYTES = 2 * 1024 * 1024
+CONNECT_TIMEOUT_S = 10.0
+READ_TIMEOUT_S = 10.0  # per read / write / pool wait
+TOTAL_TIMEOUT_S = 20.0  # whole fetch, checked between hops and body chunks
+DEFAULT_PAGE_CHARS = 20_000
+MAX_PAGE_CHARS = 100_000
+USER_AGENT = f"smart-agent/{__version__}"
+
+SEARCH_REQUEST_TIMEOUT_S = 4  # per search-engine request (ddgs)
+SEARCH_DEADLINE_S = 8.0  # whole search; ddgs alone can take several request timeouts
+
+#: Test hooks: the transport and resolver ``browse_url`` uses (None: real network / DNS).
+_transport: httpx.BaseTransport | None = None
+_resolve: Resolver | None = None
+
+
+# -- fetching -------------------------------------------------------------------
+@dataclass(frozen=True)
+class FetchResult:
+    url: str  # final URL, after redirects
+    status_code: int
+    content_type: str  # media type only, lower case ("text/html")
+    charset: str | None
+    body: bytes
+    truncated: bool  # the body was cut at max_bytes
+
+
+def _read_capped(response: httpx.Response, max_bytes: int, deadline: float, url: str) -> tuple[bytes, bool]:
+    chunks: list[bytes] = []
+    size = 0
+    for chunk in response.iter_bytes():
+        if time.monotonic() > deadline:
+            raise ToolError(f"Timed out reading {url}.")
+        chunks.append(chunk)
+        size += len(chunk)
+        if size >= max_bytes:
+            return b"".join(chunks)[:max_bytes], True
+    return b"".join(chunks), False
+
+
+def _known_codec(name: str | None) -> str | None:
+    """``name`` if Python knows that encoding, else None (a bogus charset must not crash decoding)."""
+    if not name:
+        return None
+    try:
+        return codecs.lookup(name).name
+    except LookupError:
+        return None
+
+
+def fetch_url(
+    url: str,
+    *,
+    allow_private_network: bool,
+    transport: httpx.BaseTransport | None = None,
+    resolve: Resolver | None = None,
+    max_bytes: int = MAX_BODY_BYTES,
+    max_redirects: int = MAX_REDIRECTS,
+    total_timeout_s: float = TOTAL_TIMEOUT_S,
+) -> FetchResult:
+    """GET ``url`` with the SSRF guard applied to the URL and to every redirect hop.
+
+    Redirects are followed manually (at most ``max_redirects``) so each target is
+    checked with :func:`check_url_allowed` *before* it is requested. The body is
+    streamed and cut at ``max_bytes``. Any failure raises :class:`ToolError`.
+    """
+    deadline = time.monotonic() + total_timeout_s
+    timeout = httpx.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S)
+    headers = {"User-Agent": USER_AGENT, "Accept": "text/html,text/plain,application/json;q=0.9,*/*;q=0.5"}
+    current = url
+    try:
+        with httpx.Client(transport=transport, timeout=timeout, headers=headers, follow_redirects=False) as client:
+            request = client.build_request("GET", url)
+            for _ in range(max_redirects + 1):
+                if time.monotonic() > deadline:
+                    raise ToolError(f"Timed out fetching {url} (more than {total_timeout_s:g} s).")
+                current = str(request.url)
+                check_url_allowed(current, allow_private_network=allow_private_network, resolve=resolve)
+                response = client.send(request, stream=True)
+                try:
+                    if response.next_request is not None:  # a redirect with a Location
+                        request = response.next_request
+                        continue
+                    if response.status_code >= 400:
+                        raise ToolError(f"HTTP {response.status_code} {response.reason_phrase} for {current}.")
+                    body, truncated = _read_capped(response, max_bytes, deadline, current)
+                    content_type = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+                    charset = _known_codec(response.charset_encoding)
+                    return FetchResult(current, response.status_code, content_type, charset, body, truncated)
+                finally:
+                    response.close()
+    except httpx.TimeoutException:
+        raise ToolError(f"Timed out fetching {current}.") from None
+    except httpx.InvalidURL as exc:
+        raise ToolError(f"Invalid URL {current!r}: {exc}") from None
+    except httpx.HTTPError as exc:
+        raise ToolError(f"Could not fetch {current}: {str(exc) or type(exc).__name__}") from None
+    raise ToolError(f"Too many redirects (more than {max_redirects}) starting from {url}.")
+
+
+# -- HTML to text -----------------------------------------------------------------
+_DROP_TAGS = ["title", "script", "style", "noscript", "nav", "footer", "svg", "template", "iframe", "head"]
+_BLOCK_TAGS = [
+    "address", "article", "aside", "blockquote", "dd", "div", "dl", "dt", "figcaption", "figure",
+    "form", "h1", "h2", "h3", "h4", "h5", "h6", "header", "hr", "li", "main", "ol", "p", "pre",
+    "section", "table", "tr", "ul",
+]  # fmt: skip
+_SPACES = re.compile(r"[ \t\f\v\r\u00a0]+")
+
+
+def html_to_text(html: str | bytes, *, encoding: str | None = None) -> tuple[str, str]:
+    """Readable text of an HTML page: ``(title, text)``.
+
+    Scripts, styles, navigation, footers, SVG... are dropped; block elements become
+    line breaks, list items get a "- " prefix, whitespace is collapsed.
+    """
+    soup = BeautifulSoup(html, "html.parser", from_encoding=encoding if isinstance(html, bytes) else None)
+    title = " ".join(soup.title.get_text().split()) if soup.title else ""
+    for tag in soup.find_all(_DROP_TAGS):
+        tag.decompose()
+    for br in soup.find_all("br"):
+        br.replace_with("\n")
+    for tag in soup.find_all(_BLOCK_TAGS):
+        if tag.name == "li":
+            tag.insert(0, "- ")
+        tag.insert_before("\n")
+        tag.insert_after("\n")
+    lines = (_SPACES.sub(" ", line).strip() for line in soup.get_text().splitlines())
+    return title, "\n".join(line for line in lines if line)
+
+
+def _page_text(result: FetchResult) -> tuple[str, str]:
+    ctype = result.content_type
+    head = result.body[:512].lstrip().lower()
+    if ctype in ("text/html", "application/xhtml+xml") or (
+        not ctype and head.startswith((b"<!doctype html", b"<html"))
+    ):
+        return html_to_text(result.body, encoding=result.charset)
+    textual = ctype.startswith("text/") or ctype.endswith(("json", "xml", "javascript", "yaml"))
+    unknown = ctype in ("", "application/octet-stream")
+    if not textual and not (unknown and b"\x00" not in result.body[:8192]):
+        raise ToolError(f"{result.url} returned {ctype or 'binary content'}, which browse_url cannot read as text.")
+    return "", result.body.decode(result.charset or "utf-8", errors="replace")
+
+
+# -- browse_url -------------------------------------------------------------------
+class BrowseUrlArgs(BaseModel):
+    """Arguments of browse_url."""
+
+    url: str = Field(description="The http(s) URL to fetch, e.g. 'https://example.com/page'.")
+    max_chars: int = Field(
+        default=DEFAULT_PAGE_CHARS, ge=100, le=MAX_PAGE_CHARS, description="Maximum characters of page text to return."
+    )
+
+
+@tool("browse_url", args_schema=BrowseUrlArgs)
+def browse_url(url: str, max_chars: int = DEFAULT_PAGE_CHARS, *, runtime: ToolRuntime = None) -> str:  # type: ignore[assignment]
+    """Fetch a web page and return its readable text (HTML converted to plain text).
+
+    Plain-text and JSON responses are returned as they are. Long pages are cut at
+    max_chars with a note. Private and local network addresses are refused.
+    """
+    max_chars = max(1, min(max_chars, MAX_PAGE_CHARS))
+    result = fetch_url(
+        url, allow_private_network=allow_private_network_of(runtime), transport=_transport, resolve=_resolve
+    )
+    title, text = _page_text(result)
+    notes = []
+    if len(text) > max_chars:
+        notes.append(f"[Truncated: showing the first {max_chars} of {len(text)} characters.]")
+        text = text[:max_chars]
+    if result.truncated:
+        notes.append(
+            f"[The response was larger than {MAX_BODY_BYTES // (1024 * 1024)} MB; only the beginning was read.]"
+        )
+    header = f"URL: {result.url}\n" + (f"Title: {title}\n" if title else "")
+    return header + "\n" + (text or "[The page has no readable text.]") + "".join(f"\n\n{n}" for n in notes)
+
+
+# -- web_search -------------------------------------------------------------------
+T = TypeVar("T")
+_URL_IN_PARENS = re.compile(r" ?\(https?://[^)]*\)")
+
+
+def _ddgs_text(query: str, num_results: int, timeout_s: int) -> list[dict[str, Any]]:
+    from ddgs import DDGS
+
+    return DDGS(timeout=timeout_s).text(query, max_results=num_results)
+
+
+#: Test hook: ``(query, num_results, request_timeout_s) -> [{"title", "href", "body"}, ...]``.
+_search_backend: Callable[[str, int, int], list[dict[str, Any]]] = _ddgs_text
+
+
+def _call_with_deadline(fn: Callable[[], T], deadline_s: float) -> T:
+    """Run ``fn`` in a daemon thread; raise TimeoutError if it does not finish in time."""
+    values: list[T] = []
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            values.append(fn())
+        except BaseException as exc:  # re-raised in the caller
+            errors.append(exc)
+
+    worker = threading.Thread(target=target, name="smart-agent-web-search", daemon=True)
+    worker.start()
+    worker.join(deadline_s)
+    if worker.is_alive():
+        raise TimeoutError(f"no answer within {deadline_s:g} s")
+    if errors:
+        raise errors[0]
+    return values[0]
+
+
+def _short(exc: BaseException, limit: int = 160) -> str:
+    text = _URL_IN_PARENS.sub("", " ".join(str(exc).split())) or type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def search_web(query: str, num_results: int = 5, *, deadline_s: float | None = None) -> list[dict[str, Any]]:
+    """Search results as dicts with ``title``, ``href``, ``body`` (empty list: no results).
+
+    The whole search is bounded by ``deadline_s`` (default ``SEARCH_DEADLINE_S``):
+    ddgs's own timeout is per request and it may try several engines in turn.
+    Failures raise :class:`ToolError`.
+    """
+    query = query.strip()
+    if not query:
+        raise ToolError("Empty search query.")
+    deadline = SEARCH_DEADLINE_S if deadline_s is None else deadline_s
+    try:
+        return _call_with_deadline(lambda: _search_backend(query, num_results, SEARCH_REQUEST_TIMEOUT_S), deadline)
+    except Exception as exc:
+        if "no results found" in str(exc).lower():
+            return []
+        raise ToolError(f"web search unavailable: {_short(exc)} (no network?)") from None
+
+
+def format_results(results: list[dict[str, Any]]) -> str:
+    lines = []
+    for i, r in enumerate(results, start=1):
+        title = " ".join(str(r.get("title") or "(no title)").split())
+        url = r.get("href") or r.get("url") or ""
+        snippet = " ".join(str(r.get("body") or "").split())
+        lines.append(f"{i}. {title} — {url}" + (f"\n   {snippet}" if snippet else ""))
+    return "\n".join(lines)
+
+
+class WebSearchArgs(BaseModel):
+    """Arguments of web_search."""
+
+    query: str = Field(description="What to search the web for, e.g. 'LangGraph ToolNode documentation'.")
+    num_results: int = Field(default=5, ge=1, le=10, description="How many results to return (1-10).")
+
+
+@tool("web_search", args_schema=WebSearchArgs)
+def web_search(query: str, num_results: int = 5) -> str:
+    """Search the web and return numbered results: title, URL and a snippet.
+
+    Use browse_url on a result's URL to read the page.
+    """
+    results = search_web(query, max(1, min(num_results, 10)))
+    if not results:
+        return f"No results found for {query!r}."
+    return format_results(results[:num_results])
