@@ -1,0 +1,253 @@
+"""``smart-agent plan`` / ``smart-agent execute`` and the planner's ``run`` flags.
+
+    smart-agent plan TASK [--save plan.json] [--model M] [--tools a,b] [--json]
+        Ask the model for a plan, validate it (errors go back to the model, up to
+        --max-plan-attempts), print it and optionally save it. Nothing is executed.
+
+    smart-agent execute plan.json [--workspace DIR] [--allow-private-network] [--json]
+        Validate and run a saved plan deterministically, without any model: the same
+        plan and the same tool outputs give the same trace. ``--thread ID`` keeps the
+        run in the session database, so an interrupted execution resumes where it
+        stopped (finished steps are not re-run).
+
+Importing this module is cheap (argparse only); the graph and tools load in the handlers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any, Callable, TextIO
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def _tool_list(text: str) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def register_cli(subparsers: Any) -> None:
+    """Add ``plan`` and ``execute`` to the ``smart-agent`` sub-command parser."""
+    p = subparsers.add_parser(
+        "plan",
+        help="compile a task into a validated plan (nothing runs); --save writes it for `execute`",
+        description="Ask the model for a plan (a DAG of tool steps), validate it and print or save it.",
+    )
+    p.add_argument("task", help="the task, in plain language")
+    p.add_argument("--save", metavar="PATH", help="write the plan as JSON to PATH")
+    p.add_argument("--model", help="chat model as provider:model (default: $SMART_AGENT_MODEL)")
+    p.add_argument("--tools", type=_tool_list, help="comma-separated tool names the plan may use")
+    p.add_argument("--max-plan-attempts", type=int, default=None, help="model attempts to get a valid plan (default 3)")
+    p.add_argument("--method", choices=("tool", "structured", "text"), default="tool", help="how the plan is requested (default: a submit_plan tool)")
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.set_defaults(handler=plan_command)
+
+    p = subparsers.add_parser(
+        "execute",
+        help="run a saved plan deterministically, without a model",
+        description="Validate and execute a plan file: parallel steps, retries, timeouts, on_fail; no model calls.",
+    )
+    p.add_argument("plan_file", metavar="PLAN", help="plan JSON file ('-' for stdin)")
+    p.add_argument("--workspace", help="folder the file tools are confined to (default: current folder)")
+    p.add_argument("--allow-private-network", action="store_true", default=None, help="let URL tools reach private/loopback addresses")
+    p.add_argument("--max-parallel-tools", type=int, default=None, help="steps run at once (default 5)")
+    p.add_argument("--thread", help="keep the execution in the session database under this id; rerun to resume it")
+    p.add_argument("--json", action="store_true", help="print the trace as one JSON object on stdout")
+    p.add_argument("--quiet", "-q", action="store_true", help="do not print step events")
+    p.set_defaults(handler=execute_command)
+
+
+# -- flags of `smart-agent run --graph planner` ----------------------------------------
+def add_planner_context_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--approve-plan", action="store_true", default=None, help="planner: show the plan and ask before running it")
+    p.add_argument("--max-replans", type=int, default=None, help="planner: revised plans after a halting failure (default 1)")
+    p.add_argument("--max-plan-attempts", type=int, default=None, help="planner: attempts to get a valid plan (default 3)")
+
+
+def planner_context_values(args: argparse.Namespace, values: dict) -> None:
+    for name in ("approve_plan", "max_replans", "max_plan_attempts"):
+        v = getattr(args, name, None)
+        if v is not None:
+            values[name] = v
+
+
+# -- interactive approval ------------------------------------------------------------------
+def format_plan(plan: dict[str, Any]) -> str:
+    lines = []
+    for step in plan.get("steps") or []:
+        args = json.dumps(step.get("args") or {}, ensure_ascii=False)
+        deps = f"  after {', '.join(step['depends_on'])}" if step.get("depends_on") else ""
+        extra = "" if step.get("on_fail", "halt") == "halt" else "  (on_fail: continue)"
+        lines.append(f"  {step['id']}: {step['tool']}({args}){deps}{extra}")
+    return "\n".join(lines) or "  (no steps)"
+
+
+def prompt_for_approval(
+    request: dict[str, Any],
+    *,
+    read: Callable[[], str] | None = None,
+    out: TextIO | None = None,
+) -> dict[str, Any]:
+    """Show a ``plan_approval`` interrupt and read the decision: [a]pprove, [e]dit FILE, [r]eject REASON.
+
+    Returns the resume value for ``Command(resume=...)``. ``read`` returns one input line.
+    """
+    out = out or sys.stderr
+    read = read or (lambda: sys.stdin.readline())
+    print(f"\nPlan{' (revised)' if request.get('replan') else ''} for: {request.get('task', '')}", file=out)
+    print(format_plan(request.get("plan") or {}), file=out)
+    for err in request.get("errors") or []:
+        print(f"  ! {err}", file=out)
+    while True:
+        print("approve? [a]pprove / [e]dit PLAN.json / [r]eject [reason]: ", end="", file=out, flush=True)
+        line = read()
+        if not line:
+            return {"action": "reject", "reason": "no answer (end of input)"}
+        word, _, rest = line.strip().partition(" ")
+        word = word.lower()
+        if word in ("a", "approve", "y", "yes"):
+            return {"action": "approve"}
+        if word in ("r", "reject", "n", "no"):
+            return {"action": "reject", "reason": rest.strip() or "rejected at the prompt"}
+        if word in ("e", "edit") and rest.strip():
+            try:
+                with open(os.path.expanduser(rest.strip()), encoding="utf-8") as fh:
+                    return {"action": "edit", "plan": json.load(fh)}
+            except (OSError, ValueError) as exc:
+                print(f"  cannot read {rest.strip()}: {exc}", file=out)
+                continue
+        print("  answer a, e FILE or r [reason]", file=out)
+
+
+# -- handlers --------------------------------------------------------------------------------
+def _registry():
+    from smart_agent.tools.builtins import default_registry
+
+    return default_registry()
+
+
+async def plan_command(args: argparse.Namespace) -> int:
+    from smart_agent.context import Context
+    from smart_agent.models import load_chat_model
+    from smart_agent.nodes.planner.common import select_registry
+    from smart_agent.nodes.planner.plan import make_plan
+
+    values: dict[str, Any] = {}
+    if args.model:
+        values["model"] = args.model
+    if args.tools:
+        values["tools"] = args.tools
+    if args.max_plan_attempts is not None:
+        values["max_plan_attempts"] = args.max_plan_attempts
+    ctx = Context(**values)
+    registry = select_registry(_registry(), ctx.tools)
+    model = load_chat_model(ctx.model)
+    result = await make_plan(args.task, model=model, registry=registry, max_attempts=ctx.max_plan_attempts, method=args.method)
+    if result.plan is None:
+        if args.json:
+            print(json.dumps({"plan": None, "attempts": result.attempts, "errors": result.errors}, ensure_ascii=False))
+        else:
+            print(f"smart-agent: no valid plan after {result.attempts} attempt(s):", file=sys.stderr)
+            for err in result.errors:
+                print(f"  - {err}", file=sys.stderr)
+        return EXIT_FAILED
+    plan = result.plan.model_dump(exclude_defaults=True)
+    text = json.dumps(plan, indent=2, ensure_ascii=False)
+    if args.save:
+        with open(args.save, "w", encoding="utf-8") as fh:
+            fh.write(text + "\n")
+    if args.json:
+        print(json.dumps({"plan": plan, "attempts": result.attempts, "saved": args.save}, ensure_ascii=False))
+    elif args.save:
+        print(f"Plan with {len(plan['steps'])} step(s) saved to {args.save} ({result.attempts} attempt(s)):")
+        print(format_plan(result.plan.model_dump()))
+    else:
+        print(text)
+    return EXIT_OK
+
+
+def _read_plan(path: str) -> Any:
+    try:
+        if path == "-":
+            return json.load(sys.stdin)
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except OSError as exc:
+        raise ValueError(f"cannot read plan {path!r}: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"plan {path!r} is not valid JSON: {exc}") from None
+
+
+def _step_printer(stream: TextIO) -> Callable[[dict], None]:
+    def on_event(ev: dict) -> None:
+        kind = ev.get("event")
+        if kind == "step_start":
+            print(f"  ▶ {ev['step']} {ev['tool']}", file=stream, flush=True)
+        elif kind == "step_result":
+            detail = ev.get("preview") if ev.get("ok") else ev.get("error")
+            tries = f" after {ev['attempts']} attempts" if (ev.get("attempts") or 0) > 1 else ""
+            ms = float(ev.get("duration_s") or 0) * 1000
+            print(f"  {'✓' if ev.get('ok') else '✗'} {ev['step']} {ev['status']}{tries} {ms:.0f} ms: {str(detail or '')[:120]!s}".replace("\n", " "), file=stream, flush=True)
+
+    return on_event
+
+
+def execution_json(final: dict) -> dict[str, Any]:
+    """The deterministic result of an execution (no timings, no timestamps)."""
+    from smart_agent.nodes.planner.scheduler import build_trace
+
+    trace = build_trace(final.get("plan"), final.get("step_results") or {})
+    return {"status": final.get("status"), "answer": final.get("answer", ""), "errors": final.get("plan_errors") or [], "trace": trace}
+
+
+async def execute_command(args: argparse.Namespace) -> int:
+    from smart_agent.context import Context
+    from smart_agent.graphs.planner import build_executor_graph
+
+    plan = _read_plan(args.plan_file)
+    values: dict[str, Any] = {}
+    if args.workspace:
+        values["workspace"] = os.path.abspath(args.workspace)
+    if args.allow_private_network is not None:
+        values["allow_private_network"] = True
+    if args.max_parallel_tools is not None:
+        values["max_parallel_tools"] = args.max_parallel_tools
+    ctx = Context(**values)
+    registry = _registry()
+    on_event = (lambda ev: None) if (args.quiet or args.json) else _step_printer(sys.stderr)
+
+    async def run(graph: Any, config: dict) -> dict:
+        graph_input: Any = {"plan": plan}
+        if args.thread:
+            snapshot = await graph.aget_state(config)
+            if snapshot.next:  # an unfinished execution on this thread: resume it
+                print(f"resuming execution {args.thread} (finished steps are kept)", file=sys.stderr)
+                graph_input = None
+        final: dict = {}
+        async for mode, chunk in graph.astream(graph_input, config, context=ctx, stream_mode=["custom", "values"]):
+            if mode == "custom" and isinstance(chunk, dict):
+                on_event(chunk)
+            elif mode == "values":
+                final = chunk
+        return final
+
+    config = {"configurable": {"thread_id": args.thread or "execute"}, "recursion_limit": 10_000}
+    if args.thread:
+        from smart_agent.sessions import open_checkpointer
+
+        async with open_checkpointer() as saver:
+            final = await run(build_executor_graph(registry=registry, checkpointer=saver), config)
+    else:
+        final = await run(build_executor_graph(registry=registry), config)
+
+    result = execution_json(final)
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False, default=str))
+    else:
+        print(result["answer"])
+    if result["status"] == "planning_failed":
+        return EXIT_USAGE
+    failed = any(e["status"] != "ok" for e in result["trace"])
+    return EXIT_FAILED if failed or result["status"] != "done" else EXIT_OK

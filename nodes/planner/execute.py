@@ -1,0 +1,213 @@
+"""The executor: ``prepare`` a run, ``dispatch`` ready steps, ``run_step`` each one.
+
+``dispatch`` applies ``scheduler.schedule`` to the results so far: it records
+skipped steps, notices a halting failure, and lists the steps that may run now;
+the route after it fans those out with ``Send("run_step", ...)`` (at most
+``max_parallel_tools`` per superstep). Every ``run_step`` writes its result under
+its step id (dict-merge reducer); the superstep ends, the checkpoint is saved and
+``dispatch`` runs again. A resumed thread therefore never re-runs a step that
+finished. The executor never calls a model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any, Callable
+
+from langchain_core.messages import HumanMessage
+from langgraph.runtime import Runtime
+
+from smart_agent.context import Context, coerce_context
+from smart_agent.events import emit
+from smart_agent.nodes.planner.common import select_registry, task_text
+from smart_agent.nodes.planner.prompts import clip
+from smart_agent.nodes.planner.refs import ReferenceResolutionError, referenced_steps, resolve
+from smart_agent.nodes.planner.scheduler import FAILED, OK, as_plan, schedule, step_outputs
+from smart_agent.nodes.planner.schema import Step
+from smart_agent.nodes.planner.validate import validate_plan
+from smart_agent.tools.invoke import run_tool
+from smart_agent.tools.registry import ToolMeta, ToolRegistry
+
+BACKOFF_BASE_S = 0.5
+BACKOFF_MAX_S = 30.0
+PREVIEW_CHARS = 300
+# Failures that another attempt cannot fix.
+NOT_RETRIED = {"invalid_args", "reference", "unknown_tool"}
+
+
+def backoff_delay(attempt: int, base_s: float = BACKOFF_BASE_S, max_s: float = BACKOFF_MAX_S) -> float:
+    """Seconds to wait after failed attempt number ``attempt`` (1-based): base, 2*base, 4*base..."""
+    return min(max_s, base_s * (2 ** max(0, attempt - 1)))
+
+
+def step_policy(step: Step, meta: ToolMeta | None, ctx: Context) -> tuple[int, float | None]:
+    """(retries, timeout_s) of a step: its own values, else the tool's, else the run's."""
+    retries = step.retries if step.retries is not None else (meta.retries if meta else 0)
+    if step.timeout_s is not None:
+        timeout = step.timeout_s
+    else:
+        candidates = [t for t in ((meta.timeout_s if meta else None), ctx.tool_timeout_s) if t]
+        timeout = min(candidates) if candidates else None
+    return int(retries), timeout
+
+
+def json_safe(value: Any) -> Any:
+    """The value itself when it survives JSON (checkpoints, references), else its text."""
+    try:
+        json.dumps(value)
+        return value
+    except (TypeError, ValueError):
+        return None
+
+
+async def execute_step(
+    step: Step,
+    outputs: dict[str, Any],
+    registry: ToolRegistry,
+    ctx: Context,
+    *,
+    store: Any = None,
+    stream_writer: Any = None,
+    backoff_base_s: float = BACKOFF_BASE_S,
+    sleep: Callable[[float], Any] = asyncio.sleep,
+) -> dict[str, Any]:
+    """Run one step with reference resolution, timeout and retries; never raises for tool failures."""
+    result: dict[str, Any] = {"id": step.id, "tool": step.tool, "args": step.args, "status": FAILED, "output": None,
+                              "error": None, "attempts": 0, "errors": [], "duration_s": 0.0}
+    try:
+        args = resolve(step.args, outputs)
+    except ReferenceResolutionError as exc:
+        result.update(error=f"reference: {exc}", kind="reference")
+        return result
+    result["args"] = args
+    if step.tool not in registry:
+        result.update(error=f"unknown tool {step.tool!r}", kind="unknown_tool")
+        return result
+    tool = registry.get(step.tool)
+    retries, timeout = step_policy(step, registry.meta(step.tool), ctx)
+    total = 0.0
+    for attempt in range(1, retries + 2):
+        outcome = await run_tool(
+            tool, args, call_id=f"{step.id}-{attempt}", context=ctx, store=store,
+            stream_writer=stream_writer, timeout_s=timeout,
+        )
+        total += outcome.duration_s
+        result["attempts"] = attempt
+        if outcome.ok:
+            output = json_safe(outcome.raw)
+            result.update(status=OK, output=outcome.content if output is None else output, error=None)
+            break
+        result["errors"].append(outcome.content)
+        result.update(error=outcome.content, kind=outcome.error)
+        if outcome.error in NOT_RETRIED or attempt > retries:
+            break
+        await sleep(backoff_delay(attempt, backoff_base_s))
+    result["duration_s"] = round(total, 3)
+    return result
+
+
+# -- nodes ---------------------------------------------------------------------
+def make_prepare_node(*, execute_only: bool = False, registry: ToolRegistry | None = None) -> Callable:
+    """Reset per-run state and copy the limits routing needs from the context into the state.
+
+    With ``execute_only`` (``smart-agent execute``) the input carries a ``plan``, which is
+    validated against ``registry`` instead of asking a model for one.
+    """
+
+    async def prepare(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = coerce_context(runtime.context)
+        old = state.get("step_results") or {}
+        update: dict[str, Any] = {
+            "status": "planning",
+            "plan_errors": [],
+            "plan_attempts": 0,
+            "planner_messages": [],
+            "step_results": {sid: None for sid in old},
+            "ready": [],
+            "round": 0,
+            "replans": 0,
+            "halt": None,
+            "error": None,
+            "answer": "",
+            "approve_plan": bool(ctx.approve_plan),
+            "max_plan_attempts": int(ctx.max_plan_attempts),
+            "max_replans": 0 if execute_only else int(ctx.max_replans),
+            "max_parallel": int(ctx.max_parallel_tools),
+        }
+        if execute_only:
+            checked = validate_plan(state.get("plan"), registry or ToolRegistry())
+            if checked.ok:
+                update.update(plan=checked.plan.model_dump(), status="planned")
+            else:
+                answer = "Invalid plan, nothing was executed:\n" + "\n".join(f"- {e}" for e in checked.errors)
+                update.update(plan=None, status="planning_failed", plan_errors=checked.errors, error=answer, answer=answer)
+            return update
+        update["plan"] = None
+        task = (state.get("task") or "").strip()
+        if task:
+            update["messages"] = [HumanMessage(content=task)]
+        elif not task_text(state):
+            answer = "Nothing to plan: give a task (the `task` input or a human message)."
+            update.update(status="planning_failed", error=answer, answer=answer)
+        return update
+
+    return prepare
+
+
+def make_dispatch_node() -> Callable:
+    async def dispatch(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
+        plan = as_plan(state.get("plan"))
+        results = state.get("step_results") or {}
+        round_ = int(state.get("round") or 0)
+        replans = int(state.get("replans") or 0)
+        max_parallel = int(state.get("max_parallel") or coerce_context(runtime.context).max_parallel_tools)
+        decision = schedule(plan, results, max_parallel=max_parallel, round_=round_, plan_round=replans)
+        for sid, skipped in decision.skipped.items():
+            emit("step_result", step=sid, tool=skipped["tool"], status="skipped", ok=False, error=skipped["error"],
+                 attempts=0, duration_s=0.0, round=round_)
+        update: dict[str, Any] = {"step_results": decision.skipped, "ready": decision.ready}
+        if decision.halt is not None:
+            update.update(status="halted", halt=decision.halt)
+        elif decision.ready:
+            update.update(status="running", round=round_ + 1)
+        else:
+            update["status"] = "done"
+        return update
+
+    return dispatch
+
+
+def step_task(state: dict, step_id: str) -> dict[str, Any]:
+    """What ``run_step`` receives through ``Send``: the step and the outputs it references."""
+    plan = as_plan(state.get("plan"))
+    index = plan.ids().index(step_id)
+    step = plan.steps[index]
+    results = state.get("step_results") or {}
+    return {
+        "step": step.model_dump(),
+        "outputs": step_outputs(results, referenced_steps(step.args)),
+        "index": index,
+        "round": int(state.get("round") or 0),
+        "plan_round": int(state.get("replans") or 0),
+    }
+
+
+def make_run_step_node(registry: ToolRegistry, *, backoff_base_s: float = BACKOFF_BASE_S) -> Callable:
+    async def run_step(task: dict, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = coerce_context(runtime.context)
+        step = Step.model_validate(task["step"])
+        emit("step_start", step=step.id, tool=step.tool, round=task.get("round"), depends_on=step.depends_on)
+        offered = select_registry(registry, ctx.tools)  # an edited plan cannot reach tools the run does not offer
+        result = await execute_step(
+            step, dict(task.get("outputs") or {}), offered, ctx,
+            store=runtime.store, stream_writer=runtime.stream_writer, backoff_base_s=backoff_base_s,
+        )
+        result.update(index=task.get("index", 0), round=task.get("round", 0), plan_round=task.get("plan_round", 0))
+        preview = clip(result["output"] if isinstance(result["output"], str) else json.dumps(result["output"], default=str), PREVIEW_CHARS)
+        emit("step_result", step=step.id, tool=step.tool, status=result["status"], ok=result["status"] == OK,
+             error=result["error"], attempts=result["attempts"], duration_s=result["duration_s"],
+             round=result["round"], preview=preview if result["status"] == OK else None)
+        return {"step_results": {step.id: result}}
+
+    return run_step

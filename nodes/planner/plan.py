@@ -1,0 +1,259 @@
+"""plan: one model attempt to compile the task into a validated plan.
+
+The model sees the tool registry (names, descriptions, argument schemas) and the
+plan format. It may answer with a ``submit_plan`` tool call, with structured
+output, or with JSON in text (fenced or bare; common slips are repaired). Every
+validation error goes back to the model in the next attempt's messages; the
+graph routes back here until the plan is valid or ``max_plan_attempts`` is spent.
+
+After a halt, the same node makes a *revised* plan: the model sees the trace and
+the failure, and may depend on / reference the steps that already finished.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langgraph.runtime import Runtime
+
+from smart_agent.context import Context, coerce_context
+from smart_agent.events import emit
+from smart_agent.models import load_chat_model
+from smart_agent.nodes.planner.common import (
+    as_ai_message,
+    bind_tools_or_none,
+    invoke_model,
+    message_text,
+    select_registry,
+    task_text,
+    usage_of,
+)
+from smart_agent.nodes.planner.prompts import (
+    TASK_PROMPT,
+    feedback_prompt,
+    planner_system_prompt,
+    replan_prompt,
+)
+from smart_agent.nodes.planner.scheduler import OK, build_trace
+from smart_agent.nodes.planner.schema import Plan, inline_refs, plan_json_schema, submit_plan_tool
+from smart_agent.nodes.planner.validate import validate_plan
+from smart_agent.tools.registry import ToolRegistry
+
+PlanMethod = Literal["tool", "structured", "text"]
+SUBMIT_PLAN = "submit_plan"
+
+
+@dataclass
+class Attempt:
+    """The outcome of one planning call."""
+
+    plan: Plan | None
+    errors: list[str]
+    response: AIMessage
+    # Messages to append to the planning conversation (the reply, and the feedback when rejected).
+    messages: list[BaseMessage] = field(default_factory=list)
+
+
+def initial_messages(task: str, registry: ToolRegistry) -> list[BaseMessage]:
+    return [SystemMessage(content=planner_system_prompt(registry)), HumanMessage(content=TASK_PROMPT.format(task=task))]
+
+
+def payload_from_message(message: AIMessage) -> tuple[Any, list[str]]:
+    """The plan candidate in a reply: a submit_plan call, parsed structured output, or text."""
+    calls = list(message.tool_calls or [])
+    for call in calls:
+        args = call.get("args") or {}
+        if call.get("name") == SUBMIT_PLAN or (isinstance(args, dict) and ("steps" in args or "plan" in args)):
+            return args, []
+    for bad in message.invalid_tool_calls or []:
+        if bad.get("name") == SUBMIT_PLAN:
+            return str(bad.get("args") or ""), []  # malformed JSON arguments: repaired by validation
+    parsed = (message.additional_kwargs or {}).get("parsed")
+    if parsed:
+        return parsed, []
+    text = message_text(message)
+    if calls and not text.strip():
+        names = ", ".join(sorted({c.get("name", "?") for c in calls}))
+        return None, [
+            f"planning: you called {names} directly; tools are not run while planning. Submit a plan "
+            f"(a submit_plan call or the JSON object) whose steps use those tools instead."
+        ]
+    return text, []
+
+
+def feedback_messages(response: AIMessage, errors: list[str]) -> list[BaseMessage]:
+    """The rejected reply plus the errors, in a shape every provider accepts."""
+    text = feedback_prompt(errors)
+    calls = list(response.tool_calls or [])
+    if calls:
+        # Every tool call needs its tool result before the next model turn.
+        out: list[BaseMessage] = [response]
+        out.extend(
+            ToolMessage(content=text if i == 0 else "See the errors above.", tool_call_id=c["id"], name=c.get("name"), status="error")
+            for i, c in enumerate(calls)
+        )
+        return out
+    clean = AIMessage(content=message_text(response) or "(no plan)")
+    return [clean, HumanMessage(content=text)]
+
+
+async def plan_attempt(
+    model: BaseChatModel,
+    messages: list[BaseMessage],
+    registry: ToolRegistry,
+    *,
+    method: PlanMethod = "tool",
+    finished: Iterable[str] = (),
+    used_ids: Iterable[str] = (),
+    spec: str | None = None,
+) -> Attempt:
+    """Ask the model once and validate what it produced."""
+    parsed: Any = None
+    if method == "structured":
+        try:
+            runnable = model.with_structured_output(
+                inline_refs(plan_json_schema()) | {"title": "plan", "description": "An execution plan."},
+                include_raw=True,
+            )
+        except (NotImplementedError, AttributeError, ValueError, TypeError):
+            runnable = model
+        result = await invoke_model(runnable, messages, spec=spec)
+        if isinstance(result, dict) and "raw" in result:
+            parsed = result.get("parsed")
+            response = as_ai_message(result.get("raw"))
+        else:
+            response = as_ai_message(result)
+    elif method == "tool":
+        runnable = bind_tools_or_none(model, [submit_plan_tool()]) or model
+        response = as_ai_message(await invoke_model(runnable, messages, spec=spec))
+    else:
+        response = as_ai_message(await invoke_model(model, messages, spec=spec))
+    emit("usage", node="plan", **usage_of(response))
+
+    if parsed:
+        payload, errors = parsed, []
+    else:
+        payload, errors = payload_from_message(response)
+    if not errors:
+        result_ = validate_plan(payload, registry, finished=finished, used_ids=used_ids)
+        if result_.ok:
+            return Attempt(result_.plan, [], response, [AIMessage(content=message_text(response) or "(plan submitted)")])
+        errors = result_.errors
+    return Attempt(None, errors, response, feedback_messages(response, errors))
+
+
+@dataclass
+class PlanningResult:
+    plan: Plan | None
+    errors: list[str]
+    attempts: int
+    messages: list[BaseMessage]
+
+
+async def make_plan(
+    task: str,
+    *,
+    model: BaseChatModel,
+    registry: ToolRegistry,
+    max_attempts: int = 3,
+    method: PlanMethod = "tool",
+) -> PlanningResult:
+    """Plan without a graph (``smart-agent plan``): attempts until valid or ``max_attempts``."""
+    messages = initial_messages(task, registry)
+    errors: list[str] = []
+    for attempt in range(1, max_attempts + 1):
+        result = await plan_attempt(model, messages, registry, method=method)
+        messages = [*messages, *result.messages]
+        if result.plan is not None:
+            return PlanningResult(result.plan, [], attempt, messages)
+        errors = result.errors
+    return PlanningResult(None, errors, max_attempts, messages)
+
+
+def planning_failed_text(errors: list[str], attempts: int) -> str:
+    listing = "\n".join(f"- {e}" for e in errors) or "- (no details)"
+    return (
+        f"Planning failed: the model did not produce a valid plan in {attempts} attempt"
+        f"{'s' if attempts != 1 else ''}, so nothing was executed. Problems with the last plan:\n{listing}"
+    )
+
+
+def make_plan_node(
+    registry: ToolRegistry,
+    model: BaseChatModel | None = None,
+    *,
+    method: PlanMethod = "tool",
+) -> Callable:
+    async def plan(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = coerce_context(runtime.context)
+        llm = model or load_chat_model(ctx.model)
+        tools = select_registry(registry, ctx.tools)
+        task = task_text(state)
+        results = state.get("step_results") or {}
+        status = state.get("status")
+        replans = int(state.get("replans") or 0)
+        update: dict[str, Any] = {}
+
+        if status == "halted":  # a new round: revise the plan after a failure
+            replans += 1
+            used = list(results)
+            trace = build_trace(state.get("plan"), results, plan_round=replans - 1)
+            messages: list[BaseMessage] = [
+                SystemMessage(content=planner_system_prompt(tools)),
+                HumanMessage(content=replan_prompt(task, state.get("plan"), trace, state.get("halt"), used)),
+            ]
+            attempts = 0
+            update["replans"] = replans
+        elif status == "plan_invalid":  # the same round: the conversation already holds the feedback
+            messages = list(state.get("planner_messages") or [])
+            attempts = int(state.get("plan_attempts") or 0)
+        else:
+            messages = initial_messages(task, tools)
+            attempts = 0
+
+        finished = [sid for sid, r in results.items() if r.get("status") == OK]
+        result = await plan_attempt(
+            llm, messages, tools, method=method, finished=finished, used_ids=list(results),
+            spec=None if model else ctx.model,
+        )
+        attempts += 1
+        if result.plan is not None:
+            plan_dict = result.plan.model_dump()
+            emit("plan", valid=True, plan=plan_dict, attempt=attempts, replan=replans)
+            return {
+                **update,
+                "plan": plan_dict,
+                "status": "planned",
+                "plan_errors": [],
+                "plan_attempts": attempts,
+                "planner_messages": [],
+            }
+        emit("plan", valid=False, errors=result.errors, attempt=attempts, replan=replans)
+        return {
+            **update,
+            "status": "plan_invalid",
+            "plan_errors": result.errors,
+            "plan_attempts": attempts,
+            "planner_messages": [*messages, *result.messages],
+        }
+
+    return plan
+
+
+def make_plan_failed_node() -> Callable:
+    async def plan_failed(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
+        answer = planning_failed_text(list(state.get("plan_errors") or []), int(state.get("plan_attempts") or 0))
+        emit("final_answer", answer=answer, status="planning_failed")
+        return {
+            "status": "planning_failed",
+            "error": answer,
+            "answer": answer,
+            "planner_messages": [],
+            "messages": [AIMessage(content=answer)],
+        }
+
+    return plan_failed

@@ -1,0 +1,55 @@
+"""Routing decisions of the planner graph: small pure functions over the state.
+
+The limits they compare against (``max_plan_attempts``, ``max_replans``,
+``approve_plan``) are copied into the state by ``prepare``, so a decision depends
+on nothing but its argument.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from langgraph.types import Send
+
+from smart_agent.nodes.planner.execute import step_task
+
+END = "__end__"
+
+
+def route_after_prepare(state: dict) -> Literal["plan", "__end__"]:
+    """Plan unless there is nothing to plan."""
+    return END if state.get("status") == "planning_failed" else "plan"
+
+
+def route_after_plan(state: dict) -> Literal["plan", "approve", "dispatch", "plan_failed", "synthesize"]:
+    """Valid plan: approval or execution. Invalid: try again, or give up."""
+    if state.get("status") == "planned":
+        return "approve" if state.get("approve_plan") else "dispatch"
+    if int(state.get("plan_attempts") or 0) < int(state.get("max_plan_attempts") or 1):
+        return "plan"
+    # Out of attempts: a first plan fails the run; a failed *revision* still reports what ran.
+    return "synthesize" if int(state.get("replans") or 0) > 0 else "plan_failed"
+
+
+def route_after_approve(state: dict) -> Literal["dispatch", "approve", "__end__"]:
+    status = state.get("status")
+    if status == "approved":
+        return "dispatch"
+    if status == "approval_invalid":
+        return "approve"
+    return END
+
+
+def route_after_dispatch(state: dict) -> list[Send] | Literal["plan", "synthesize"]:
+    """Fan the ready steps out to ``run_step``; after a halt replan (while allowed) or report."""
+    status = state.get("status")
+    if status == "running" and state.get("ready"):
+        return [Send("run_step", step_task(state, sid)) for sid in state["ready"]]
+    if status == "halted" and int(state.get("replans") or 0) < int(state.get("max_replans") or 0):
+        return "plan"
+    return "synthesize"
+
+
+def route_after_load(state: dict) -> Literal["dispatch", "__end__"]:
+    """``smart-agent execute``: run a valid plan, stop on an invalid one."""
+    return "dispatch" if state.get("status") == "planned" else END

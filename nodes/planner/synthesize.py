@@ -1,0 +1,87 @@
+"""synthesize: one model call turns the task and the execution trace into the answer.
+
+``report`` is the model-free counterpart used by ``smart-agent execute``: a
+deterministic text rendering of the same trace.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langgraph.runtime import Runtime
+
+from smart_agent.context import Context, coerce_context
+from smart_agent.events import emit
+from smart_agent.models import load_chat_model
+from smart_agent.nodes.planner.common import invoke_model, message_text, task_text, usage_of
+from smart_agent.nodes.planner.prompts import SYNTHESIZE_SYSTEM, clip, synthesize_prompt
+from smart_agent.nodes.planner.refs import as_text
+from smart_agent.nodes.planner.scheduler import OK, build_trace, counts
+
+
+def run_notes(state: dict) -> list[str]:
+    """What the synthesizer must know beyond the trace (a halt, a failed replan)."""
+    notes = []
+    halt = state.get("halt")
+    if state.get("status") in ("halted", "plan_invalid") and halt:
+        failed = ", ".join(f"{sid} ({err})" for sid, err in (halt.get("errors") or {}).items())
+        notes.append(f"Execution halted because a step failed: {failed}. Steps marked not_run never ran.")
+    if state.get("status") == "plan_invalid" and int(state.get("replans") or 0) > 0:
+        notes.append("A revised plan was attempted but was invalid, so the remaining work was not done.")
+    return notes
+
+
+def final_status(state: dict) -> str:
+    status = state.get("status")
+    return "halted" if status in ("halted", "plan_invalid") else "done"
+
+
+def make_synthesize_node(model: BaseChatModel | None = None) -> Callable:
+    async def synthesize(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = coerce_context(runtime.context)
+        llm = model or load_chat_model(ctx.model)
+        trace = build_trace(state.get("plan"), state.get("step_results") or {}, plan_round=int(state.get("replans") or 0))
+        messages = [
+            SystemMessage(content=SYNTHESIZE_SYSTEM),
+            HumanMessage(content=synthesize_prompt(task_text(state), trace, run_notes(state))),
+        ]
+        response = await invoke_model(llm, messages, spec=None if model else ctx.model)
+        usage = usage_of(response)
+        emit("usage", node="synthesize", **usage)
+        answer = message_text(response).strip()
+        status = final_status(state)
+        emit("final_answer", answer=answer, status=status, steps=counts(trace))
+        return {"answer": answer, "status": status, "messages": [AIMessage(content=answer)]}
+
+    return synthesize
+
+
+def report_text(state: dict) -> str:
+    """A deterministic summary of an execution (no model): status line, steps, final output."""
+    trace = build_trace(state.get("plan"), state.get("step_results") or {}, plan_round=int(state.get("replans") or 0))
+    tally = counts(trace)
+    status = final_status(state)
+    lines = [f"Execution {status}: {tally['ok']} ok, {tally['failed']} failed, {tally['skipped']} skipped, {tally['not_run']} not run."]
+    for e in trace:
+        line = f"- {e['id']} {e['tool']}: {e['status']}"
+        if e["status"] != OK and e.get("error"):
+            line += f" ({clip(str(e['error']), 300)})"
+        lines.append(line)
+    finished = [e for e in trace if e["status"] == OK]
+    if finished:
+        lines.append("")
+        lines.append(f"Output of {finished[-1]['id']}:")
+        lines.append(clip(as_text(finished[-1]["output"])))
+    return "\n".join(lines)
+
+
+def make_report_node() -> Callable:
+    async def report(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
+        answer = report_text(state)
+        status = final_status(state)
+        emit("final_answer", answer=answer, status=status)
+        return {"answer": answer, "status": status}
+
+    return report
