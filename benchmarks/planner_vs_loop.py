@@ -17,7 +17,12 @@ Three runs of the same work:
   ``browse_url`` calls in one turn, then ``write_file`` with the pages copied into
   its arguments, then the answer;
 * ``loop (one call per turn)`` – the same with a model that calls one tool per turn,
-  as many models do.
+  as many models do;
+* ``create_agent (...)`` – LangChain's own ``langchain.agents.create_agent`` with the
+  same tools and the same two scripted model behaviours, as the outside baseline.
+
+Ratios are the planner's number divided by each other run's (below 1: the planner
+needs less).
 
 What differs is structural, not the scripted model's wit: how many model calls a
 run needs, how much text the model has to read (the loop re-sends the growing
@@ -42,6 +47,7 @@ from typing import Any, Callable
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "planner_vs_loop.json"
+TOOLS = ("browse_url", "write_file")
 TASK = "Read the {n} pages, save their text together to pages.txt, and tell me what they say."
 
 
@@ -83,13 +89,22 @@ async def run_one(kind: str, urls: list[str], latency: float, workspace: str) ->
     from smart_agent.testing.scripted_server import ScriptedOpenAIServer
     from smart_agent.tools.builtins import default_registry
 
-    script = planner_script(urls) if kind == "planner" else loop_script(urls, parallel=kind == "loop_parallel")
+    script = planner_script(urls) if kind == "planner" else loop_script(urls, parallel=kind.endswith("_parallel"))
     registry = default_registry(plugins_folder=Path(workspace) / "no-plugins", entry_points=False)
     with ScriptedOpenAIServer(script, default_delay_s=latency) as server:
         model = ChatOpenAI(base_url=server.base_url, api_key="x", model="scripted", stream_usage=True, max_retries=0)
-        builder: Callable = build_planner_graph if kind == "planner" else build_agent_graph
-        graph = builder(model=model, registry=registry)
-        values: dict[str, Any] = {"model": "openai:scripted", "allow_private_network": True, "workspace": workspace, "max_parallel_tools": 8}
+        if kind.startswith("create_agent"):
+            from langchain.agents import create_agent
+
+            from smart_agent.context import DEFAULT_SYSTEM_PROMPT
+
+            graph = create_agent(model, tools=registry.tools(TOOLS), system_prompt=DEFAULT_SYSTEM_PROMPT, context_schema=Context)
+        else:
+            builder: Callable = build_planner_graph if kind == "planner" else build_agent_graph
+            graph = builder(model=model, registry=registry)
+        # Every run is offered the same two tools, so tool schemas weigh the same everywhere.
+        values: dict[str, Any] = {"model": "openai:scripted", "allow_private_network": True, "workspace": workspace,
+                                  "max_parallel_tools": 8, "tools": list(TOOLS)}
         if "memory" in Context.__dataclass_fields__:
             values["memory"] = False  # long-term memory is not what is measured here
         ctx = Context(**values)
@@ -104,6 +119,12 @@ async def run_one(kind: str, urls: list[str], latency: float, workspace: str) ->
                 final = chunk
         elapsed = time.perf_counter() - start
         calls = len(server.requests)
+        if kind.startswith("create_agent"):  # no usage events: read the AI messages' usage
+            for m in final.get("messages", []):
+                u = getattr(m, "usage_metadata", None) or {}
+                usage["input_tokens"] += int(u.get("input_tokens") or 0)
+                usage["output_tokens"] += int(u.get("output_tokens") or 0)
+            final = {**final, "answer": final["messages"][-1].content if final.get("messages") else ""}
     saved = (Path(workspace) / "pages.txt").read_text(encoding="utf-8")
     assert all(f"/page{i}" in saved for i in range(len(urls))), "the pages were not all saved"
     assert final.get("answer"), "no answer"
@@ -145,7 +166,13 @@ def main(argv: list[str] | None = None) -> int:
 
     httpd = serve_pages(args.page_delay)
     urls = [f"http://127.0.0.1:{httpd.server_address[1]}/page{i}" for i in range(args.pages)]
-    kinds = {"planner": "planner", "loop_parallel": "loop (parallel calls)", "loop_sequential": "loop (one call per turn)"}
+    kinds = {
+        "planner": "planner",
+        "loop_parallel": "loop (parallel calls)",
+        "loop_sequential": "loop (one call per turn)",
+        "create_agent_parallel": "create_agent (parallel calls)",
+        "create_agent_sequential": "create_agent (one call per turn)",
+    }
     rows: dict[str, list[dict]] = {k: [] for k in kinds}
     try:
         for _ in range(args.repeat):
@@ -166,10 +193,21 @@ def main(argv: list[str] | None = None) -> int:
             "input_tokens": runs[0]["input_tokens"],
             "output_tokens": runs[0]["output_tokens"],
         }
+    base = summary["planner"]
+    ratios = {
+        kind: {
+            "wall_time": round(base["median_s"] / s["median_s"], 3),
+            "model_calls": round(base["model_calls"] / s["model_calls"], 3),
+            "input_tokens": round(base["input_tokens"] / s["input_tokens"], 3),
+        }
+        for kind, s in summary.items()
+        if kind != "planner"
+    }
     result = {
         "settings": vars(args) | {"out": None},
         "machine": {"python": sys.version.split()[0], "platform": platform.platform(), "cpus": __import__("os").cpu_count()},
         "results": summary,
+        "planner_ratio_to": ratios,
         "runs": rows,
     }
     out = Path(args.out)
@@ -181,6 +219,11 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---:|---:|---:|---:|")
     for s in summary.values():
         print(f"| {s['label']} | {s['median_s']:.2f} | {s['model_calls']} | {s['input_tokens']} | {s['output_tokens']} |")
+    print("\nplanner ÷ other run (below 1: the planner needs less)\n")
+    print("| against | wall time | model calls | input tokens |")
+    print("|---|---:|---:|---:|")
+    for kind, r in ratios.items():
+        print(f"| {kinds[kind]} | {r['wall_time']:.2f} | {r['model_calls']:.2f} | {r['input_tokens']:.2f} |")
     print(f"\nwritten to {out}")
     return 0
 
