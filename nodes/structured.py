@@ -1,0 +1,52 @@
+"""structuredOutput: validate the final answer against the run's output schema.
+
+Valid: the value goes to ``structured_response`` (and, as JSON text, to ``answer``)
+and the run ends. Invalid JSON or a schema violation: a feedback message with the
+validation errors goes back to the model, at most ``max_output_retries`` times; then
+the run fails with :class:`StructuredOutputError`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+from langchain_core.messages import HumanMessage
+from langgraph.runtime import Runtime
+
+from smart_agent.context import Context, coerce_context
+from smart_agent.events import emit
+from smart_agent.nodes.summarize import FEEDBACK_KIND, MARK, ContextBudget, text_of
+from smart_agent.structured_output import RETRY_MESSAGE, StructuredOutputError, validate_answer
+
+
+def make_structured_output_node(budget: ContextBudget) -> Callable:
+    async def structured_output(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = coerce_context(runtime.context)
+        schema = state.get("output_schema") or {}
+        messages = state.get("messages") or []
+        answer = text_of(messages[-1]) if messages else ""
+        model = budget.output_model if schema == budget.default_schema else None
+        value, errors = validate_answer(answer, schema, model)
+        turns = int(state.get("turns") or 0)
+        made = int(state.get("tool_calls_made") or 0)
+        if not errors:
+            text = json.dumps(value, ensure_ascii=False)
+            emit("final_answer", answer=text, structured_response=value, turns=turns, tool_calls_made=made)
+            return {"structured_response": value, "answer": text}
+        retries = int(state.get("output_retries") or 0)
+        emit("error", kind="structured_output", errors=errors, retry=retries + 1, max_retries=ctx.max_output_retries)
+        if retries >= ctx.max_output_retries:
+            raise StructuredOutputError(
+                f"The model's final answer is not valid for the output schema after {retries + 1} "
+                f"attempt(s): {'; '.join(errors)}"
+            )
+        feedback = HumanMessage(
+            content=RETRY_MESSAGE.format(errors="\n".join(f"- {e}" for e in errors)),
+            additional_kwargs={MARK: {"kind": FEEDBACK_KIND}},
+        )
+        update: dict[str, Any] = {"messages": [feedback], "output_retries": retries + 1}
+        update["request_tokens"] = budget.measure(ctx, state, update)
+        return update
+
+    return structured_output
