@@ -1,0 +1,72 @@
+"""The dual graph: a reasoning agent that hands objectives to the planner.
+
+Wiring only; the work is in ``smart_agent.nodes.dual``::
+
+    START -> prepare -> decide -(brainstorm)-> brainstorm -> decide
+                           |---(execute)----> execute (planner subgraph) -> decide
+                           |---(invalid)----> decide
+                           '---(final)------> finish -> END
+
+The dynamic side (``decide``) only reasons and chooses; the static side (the planner
+graph) plans a tool sequence for one objective, runs it and reports its answer,
+which is kept as an asset every later decision sees.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langgraph.graph import END, START, StateGraph
+
+from smart_agent.context import Context
+from smart_agent.graphs.planner import build_planner_graph
+from smart_agent.nodes.dual import (
+    brainstorm,
+    finish,
+    make_decide_node,
+    make_execute_node,
+    make_prepare_node,
+    route_after_decide,
+)
+from smart_agent.state import DualOutputState, DualState, InputState
+from smart_agent.tools.registry import ToolRegistry
+
+RECURSION_LIMIT = 1000
+
+
+def build_dual_graph(
+    *,
+    model: BaseChatModel | None = None,
+    registry: ToolRegistry | None = None,
+    planner: Any = None,
+    checkpointer: Any = None,
+    store: Any = None,
+    name: str = "dual",
+):
+    """Compile the dual graph.
+
+    ``model`` overrides the context's ``model`` (reasoning and planner); ``registry``
+    is the planner's tools (default: the built-in tools); ``planner`` replaces the
+    executor with any compiled graph taking ``{"task"}`` and returning ``{"answer"}``.
+    """
+    # No checkpointer of its own: the planner runs as a subgraph of this graph's thread
+    # (one objective at a time), so a plan approval pauses and resumes the whole run.
+    planner = planner or build_planner_graph(model=model, registry=registry, name="executor")
+    g = StateGraph(DualState, input_schema=InputState, output_schema=DualOutputState, context_schema=Context)
+    g.add_node("prepare", make_prepare_node())
+    g.add_node("decide", make_decide_node(model))
+    g.add_node("brainstorm", brainstorm)
+    g.add_node("execute", make_execute_node(planner))
+    g.add_node("finish", finish)
+    g.add_edge(START, "prepare")
+    g.add_edge("prepare", "decide")
+    g.add_conditional_edges("decide", route_after_decide, ["decide", "brainstorm", "execute", "finish"])
+    g.add_edge("brainstorm", "decide")
+    g.add_edge("execute", "decide")
+    g.add_edge("finish", END)
+    return g.compile(checkpointer=checkpointer, store=store, name=name).with_config(recursion_limit=RECURSION_LIMIT)
+
+
+# For `langgraph dev` / langgraph.json: no checkpointer of its own (the server brings one).
+graph = build_dual_graph()

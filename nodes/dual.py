@@ -1,0 +1,217 @@
+"""Dual agent: a reasoning loop (brainstorm / execute / final) over the planner.
+
+At each iteration ``decide`` asks the model for one structured decision::
+
+    {"action": "brainstorm", "thought": "..."}     -> kept in ``thoughts``
+    {"action": "execute", "objective": "..."}      -> the planner graph runs it; its answer
+                                                      becomes an asset (``a1``, ``a2``...)
+    {"action": "final", "answer": "..."}           -> the run's answer
+
+The decision comes from a ``decide`` tool call or JSON in the text (fenced, bare, or
+with common slips); a reply that is neither is sent back with the reason. Each
+decision call sees the goal, every thought, every asset and the previous decisions,
+not the raw history. After ``max_iterations`` decisions the next one must be final.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Callable, Literal
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langgraph.errors import GraphBubbleUp
+from langgraph.runtime import Runtime
+
+from smart_agent.context import Context, coerce_context
+from smart_agent.events import emit
+from smart_agent.models import load_chat_model
+from smart_agent.nodes.planner.common import as_ai_message, invoke_model, message_text, task_text, usage_of
+from smart_agent.nodes.structured_reply import reply_payload, submit_tool
+
+DECIDE = "decide"
+ACTIONS = ("brainstorm", "execute", "final")
+FIELD_OF = {"brainstorm": "thought", "execute": "objective", "final": "answer"}
+ALIASES = {
+    "thought": ("thought", "thoughts", "reasoning", "idea", "content", "text"),
+    "objective": ("objective", "task", "goal", "instruction", "content"),
+    "answer": ("answer", "response", "final_answer", "content", "text"),
+}
+ASSET_CHARS = 2000
+
+DUAL_SYSTEM = (
+    "You solve the user's goal step by step. At each step choose exactly one action:\n"
+    "- brainstorm: think about the approach; your thought is kept for the next steps.\n"
+    "- execute: hand one concrete objective to the executor, which plans and runs tools "
+    "for it and returns a result (stored as an asset you will see).\n"
+    "- final: give the final answer to the user.\n\n"
+    f"Call the {DECIDE} tool, or reply with only a JSON object: "
+    '{"action": "brainstorm", "thought": "..."} or {"action": "execute", "objective": "..."} '
+    'or {"action": "final", "answer": "..."}. Execute only what you cannot answer from the '
+    "assets; answer as soon as they suffice."
+)
+
+LAST_STEP = "This is your last step: the action must be final."
+
+
+def decide_tool() -> dict[str, Any]:
+    return submit_tool(
+        DECIDE,
+        "Take the next step: brainstorm (thought), execute (objective) or final (answer).",
+        {
+            "action": {"type": "string", "enum": list(ACTIONS)},
+            "thought": {"type": "string", "description": "brainstorm: your reasoning"},
+            "objective": {"type": "string", "description": "execute: one concrete objective for the executor"},
+            "answer": {"type": "string", "description": "final: the answer to the user"},
+        },
+        ["action"],
+    )
+
+
+def parse_decision(payload: Any) -> tuple[dict[str, str] | None, str | None]:
+    """A decision ``{"action": ..., <field>: text}`` from a parsed reply, or ``(None, why)``."""
+    if isinstance(payload, list) and len(payload) == 1:
+        payload = payload[0]
+    if not isinstance(payload, dict):
+        return None, f"expected a JSON object with an action, got {type(payload).__name__}"
+    if isinstance(payload.get("decision"), dict):
+        payload = payload["decision"]
+    action = str(payload.get("action") or payload.get("type") or "").strip().lower()
+    if not action:  # infer from the only field given
+        given = [a for a in ACTIONS if isinstance(payload.get(FIELD_OF[a]), str) and payload[FIELD_OF[a]].strip()]
+        action = given[0] if len(given) == 1 else ""
+    action = {"think": "brainstorm", "answer": "final", "finish": "final", "run": "execute"}.get(action, action)
+    if action not in ACTIONS:
+        return None, f"'action' must be one of {', '.join(ACTIONS)} (got {payload.get('action')!r})"
+    field = FIELD_OF[action]
+    value = next((payload[k] for k in ALIASES[field] if isinstance(payload.get(k), str) and payload[k].strip()), None)
+    if value is None:
+        return None, f"a {action} decision needs a non-empty '{field}'"
+    return {"action": action, field: value.strip()}, None
+
+
+def _clip(text: str, n: int = ASSET_CHARS) -> str:
+    return text if len(text) <= n else text[:n] + f"… [{len(text)} chars]"
+
+
+def decide_prompt(state: dict, last_step: bool) -> str:
+    parts = [f"Goal:\n{state.get('goal') or ''}"]
+    thoughts = state.get("thoughts") or []
+    if thoughts:
+        parts.append("Your thoughts so far:\n" + "\n".join(f"{i + 1}. {t}" for i, t in enumerate(thoughts)))
+    assets = state.get("assets") or {}
+    if assets:
+        parts.append("Assets (results of executed objectives):\n" + "\n".join(
+            f"[{a['id']}] objective: {a['objective']}\n  status: {a['status']}\n  result: {_clip(a.get('answer') or '')}"
+            for a in assets.values()
+        ))
+    if state.get("decision_error"):
+        parts.append(f"Your previous reply was not a valid decision: {state['decision_error']}")
+    parts.append(LAST_STEP if last_step else "Choose the next action.")
+    return "\n\n".join(parts)
+
+
+def make_prepare_node() -> Callable:
+    async def prepare(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = coerce_context(runtime.context)
+        goal = task_text(state)
+        update: dict[str, Any] = {
+            "goal": goal, "thoughts": [], "decisions": [], "iterations": 0, "decision_error": "",
+            "objective": "", "answer": "", "max_iterations": ctx.max_iterations,
+        }
+        task = (state.get("task") or "").strip()
+        if task:
+            update["messages"] = [HumanMessage(content=task)]
+        if state.get("task") is not None:
+            update["task"] = ""
+        return update
+
+    return prepare
+
+
+def forced_final(state: dict, decision: dict | None) -> dict[str, str]:
+    """The final decision at the iteration limit when the model gave another one."""
+    assets = [a for a in (state.get("assets") or {}).values() if a.get("status") == "ok"]
+    text = (decision or {}).get("answer") or (assets[-1]["answer"] if assets else "") or (
+        "I reached the step limit before reaching an answer."
+    )
+    return {"action": "final", "answer": text}
+
+
+def make_decide_node(model: BaseChatModel | None = None) -> Callable:
+    async def decide(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = coerce_context(runtime.context)
+        if not state.get("goal"):
+            return {"decisions": [{"action": "final", "answer": "Nothing to do: give a goal (the `task` input or a user message)."}]}
+        llm = model or await asyncio.to_thread(load_chat_model, ctx.model)
+        iterations = int(state.get("iterations") or 0) + 1
+        last_step = iterations >= int(state.get("max_iterations") or ctx.max_iterations)
+        try:
+            runnable = llm.bind_tools([decide_tool()])
+        except (NotImplementedError, AttributeError):
+            runnable = llm
+        messages = [SystemMessage(content=DUAL_SYSTEM), HumanMessage(content=decide_prompt(state, last_step))]
+        response = as_ai_message(await invoke_model(runnable, messages, spec=None if model else ctx.model))
+        emit("usage", node="decide", turn=iterations, **usage_of(response))
+        payload, problem = reply_payload(response, DECIDE)
+        decision, problem = parse_decision(payload) if problem is None else (None, problem)
+        if decision is None and not response.tool_calls and message_text(response).strip() and last_step:
+            decision = {"action": "final", "answer": message_text(response).strip()}  # plain prose at the end
+        if last_step and (decision is None or decision["action"] != "final"):
+            decision = forced_final(state, decision)
+        update: dict[str, Any] = {"iterations": iterations}
+        if decision is None:
+            emit("error", node="decide", error=problem, iteration=iterations)
+            return {**update, "decision_error": problem or "invalid decision"}
+        emit("reasoning", action=decision["action"], iteration=iterations,
+             **{k: v for k, v in decision.items() if k != "action"})
+        return {**update, "decision_error": "", "decisions": [*(state.get("decisions") or []), decision]}
+
+    return decide
+
+
+def last_decision(state: dict) -> dict | None:
+    decisions = state.get("decisions") or []
+    return decisions[-1] if decisions and not state.get("decision_error") else None
+
+
+def route_after_decide(state: dict) -> Literal["decide", "brainstorm", "execute", "finish"]:
+    decision = last_decision(state)
+    if decision is None:
+        return "decide"  # invalid reply: ask again (the iteration counted)
+    return {"brainstorm": "brainstorm", "execute": "execute", "final": "finish"}[decision["action"]]
+
+
+async def brainstorm(state: dict) -> dict[str, Any]:
+    decision = last_decision(state) or {}
+    return {"thoughts": [*(state.get("thoughts") or []), decision.get("thought", "")]}
+
+
+def make_execute_node(planner: Any) -> Callable:
+    """Run ``planner`` (a compiled planner graph) on the objective as a subgraph."""
+
+    async def execute(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
+        objective = (last_decision(state) or {}).get("objective", "")
+        asset_id = f"a{len(state.get('assets') or {}) + 1}"
+        emit("step_start", step=asset_id, objective=objective)
+        try:
+            out = await planner.ainvoke({"task": objective}, context=runtime.context)
+            answer = str(out.get("answer") or "")
+            status = "ok" if out.get("status") in (None, "done") else str(out.get("status"))
+            error = out.get("error")
+        except GraphBubbleUp:
+            raise  # the planner's plan approval pauses the whole run
+        except Exception as exc:  # the reasoning loop sees the failure and can try another way
+            answer, status, error = "", "failed", f"{type(exc).__name__}: {exc}"
+        asset = {"id": asset_id, "objective": objective, "answer": answer or (error or ""), "status": status}
+        emit("step_result", step=asset_id, ok=status == "ok", status=status, error=error, preview=_clip(answer, 300))
+        return {"assets": {asset_id: asset}, "objective": objective}
+
+    return execute
+
+
+async def finish(state: dict) -> dict[str, Any]:
+    answer = ((last_decision(state) or {}).get("answer") or "").strip()
+    emit("final_answer", answer=answer, iterations=int(state.get("iterations") or 0), assets=len(state.get("assets") or {}))
+    return {"answer": answer, "messages": [AIMessage(content=answer)]}
+

@@ -1,0 +1,267 @@
+"""Fleet: split a goal into independent subtasks, run one worker agent per subtask, aggregate.
+
+* ``decompose`` asks the model for the subtasks (a ``submit_subtasks`` call or a JSON
+  list), validates them (non-empty distinct strings, at most ``max_subtasks``) and sends
+  every problem back to the model once; a model that still fails gets one subtask, the
+  whole goal, so the run always proceeds.
+* ``dispatch`` picks the next ``max_workers`` subtasks without a result; the route fans
+  them out with ``Send`` (one round = one superstep of parallel workers).
+* ``worker`` runs the agent graph on one subtask with its own conversation. Any
+  exception becomes a failed result (``ok: False`` with the error) and never stops
+  the other workers.
+* ``aggregate`` gives the goal and every result (failures included) to the model once
+  and returns its answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+import uuid
+from typing import Any, Callable
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langgraph.config import get_config
+from langgraph.errors import GraphBubbleUp
+from langgraph.runtime import Runtime
+from langgraph.types import Send
+
+from smart_agent.context import Context, coerce_context
+from smart_agent.events import emit
+from smart_agent.models import load_chat_model
+from smart_agent.nodes.planner.common import as_ai_message, invoke_model, message_text, task_text, usage_of
+from smart_agent.nodes.structured_reply import feedback, reply_payload, submit_tool
+from smart_agent.tools.agents import AGENT_KEY, DEPTH_KEY, agent_depth, parent_stream_writer, run_detached, tag_events
+
+SUBMIT_SUBTASKS = "submit_subtasks"
+DECOMPOSE_ATTEMPTS = 2
+PREVIEW_CHARS = 300
+
+DECOMPOSE_SYSTEM = (
+    "You coordinate a fleet of worker agents. Split the user's goal into independent "
+    "subtasks that separate workers can do at the same time, without seeing each other's "
+    "work. Each subtask is one self-contained instruction naming everything the worker "
+    "needs. Use as few subtasks as the goal needs, at most {max_subtasks}; a goal that "
+    "cannot be split is one subtask.\n\n"
+    f"Call {SUBMIT_SUBTASKS} with the list, or reply with only a JSON list of strings, e.g. "
+    '["Find the population of Paris", "Find the population of Rome"].'
+)
+
+WORKER_TASK = "You are one worker of a fleet working on this goal:\n{goal}\n\nYour subtask (do only this):\n{task}"
+
+AGGREGATE_SYSTEM = (
+    "You combine the results of worker agents into one answer to the user's goal. Use only "
+    "what the results say. If a worker failed, answer from the others and say briefly which "
+    "part is missing."
+)
+
+
+def subtasks_tool(max_subtasks: int) -> dict[str, Any]:
+    return submit_tool(
+        SUBMIT_SUBTASKS,
+        f"Submit the independent subtasks of the goal (1 to {max_subtasks}).",
+        {"subtasks": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": max_subtasks}},
+        ["subtasks"],
+    )
+
+
+def validate_subtasks(payload: Any, max_subtasks: int) -> tuple[list[str], list[str]]:
+    """``(subtasks, [])`` when valid, else ``([], errors)``.
+
+    Accepts a list of strings, a list of ``{"task": ...}`` objects, or an object with a
+    ``subtasks`` (or ``tasks``) list. Exact duplicates are dropped.
+    """
+    if isinstance(payload, dict):
+        for key in ("subtasks", "tasks"):
+            if key in payload:
+                payload = payload[key]
+                break
+        else:
+            return [], ["expected a list of subtasks (or an object with a 'subtasks' list)"]
+    if not isinstance(payload, list):
+        return [], [f"expected a list of subtasks, got {type(payload).__name__}"]
+    errors: list[str] = []
+    out: list[str] = []
+    for i, item in enumerate(payload):
+        if isinstance(item, dict):
+            item = item.get("task", item.get("description"))
+        if not isinstance(item, str) or not item.strip():
+            errors.append(f"subtask {i} must be a non-empty string")
+        elif item.strip() not in out:
+            out.append(item.strip())
+    if not payload:
+        errors.append("the list of subtasks is empty")
+    if len(out) > max_subtasks:
+        errors.append(f"{len(out)} subtasks is too many: give at most {max_subtasks} (merge related ones)")
+    return ([], errors) if errors else (out, [])
+
+
+async def decompose_goal(model: BaseChatModel, goal: str, max_subtasks: int, *, spec: str | None = None) -> tuple[list[str], list[str], list[dict]]:
+    """Ask the model for subtasks: ``(subtasks, last errors, usages)``; empty subtasks when it never succeeded."""
+    try:
+        runnable = model.bind_tools([subtasks_tool(max_subtasks)])
+    except (NotImplementedError, AttributeError):
+        runnable = model
+    messages: list[BaseMessage] = [
+        SystemMessage(content=DECOMPOSE_SYSTEM.format(max_subtasks=max_subtasks)),
+        HumanMessage(content=goal),
+    ]
+    usages: list[dict] = []
+    errors: list[str] = []
+    for _ in range(DECOMPOSE_ATTEMPTS):
+        response = as_ai_message(await invoke_model(runnable, messages, spec=spec))
+        usages.append(usage_of(response))
+        payload, problem = reply_payload(response, SUBMIT_SUBTASKS)
+        subtasks, errors = validate_subtasks(payload, max_subtasks) if problem is None else ([], [problem])
+        if subtasks:
+            return subtasks, [], usages
+        messages += feedback(response, errors)
+    return [], errors, usages
+
+
+def make_decompose_node(model: BaseChatModel | None = None) -> Callable:
+    async def decompose(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = coerce_context(runtime.context)
+        goal = task_text(state)
+        update: dict[str, Any] = {}
+        task = (state.get("task") or "").strip()
+        if task:
+            update["messages"] = [HumanMessage(content=task)]
+        if state.get("task") is not None:
+            update["task"] = ""  # consumed: a later run on this thread must not re-add it
+        # Forget the previous run's results on this thread (None deletes a key).
+        update["results"] = {wid: None for wid in (state.get("results") or {})}
+        if not goal:
+            answer = "Nothing to do: give a goal (the `task` input or a user message)."
+            return {**update, "goal": "", "subtasks": [], "status": "done", "error": answer, "answer": answer}
+        llm = model or await asyncio.to_thread(load_chat_model, ctx.model)
+        subtasks, errors, usages = await decompose_goal(llm, goal, ctx.max_subtasks, spec=None if model else ctx.model)
+        for usage in usages:
+            emit("usage", node="decompose", **usage)
+        if not subtasks:
+            emit("error", node="decompose", error="; ".join(errors), fallback="the whole goal is one subtask")
+            subtasks = [goal]
+        items = [{"id": f"w{i + 1}", "task": t} for i, t in enumerate(subtasks)]
+        emit("plan", subtasks=items)
+        return {
+            **update, "goal": goal, "subtasks": items, "ready": [], "round": 0,
+            "max_workers": ctx.max_workers, "status": "running", "error": None, "answer": "",
+        }
+
+    return decompose
+
+
+def pending_subtasks(state: dict) -> list[str]:
+    done = state.get("results") or {}
+    return [s["id"] for s in state.get("subtasks") or [] if s["id"] not in done]
+
+
+def make_dispatch_node() -> Callable:
+    async def dispatch(state: dict) -> dict[str, Any]:
+        if state.get("status") != "running":
+            return {"ready": []}
+        limit = max(1, int(state.get("max_workers") or 1))
+        ready = pending_subtasks(state)[:limit]
+        if not ready:
+            return {"ready": [], "status": "aggregating"}
+        return {"ready": ready, "round": int(state.get("round") or 0) + 1}
+
+    return dispatch
+
+
+def worker_input(state: dict, worker_id: str) -> dict[str, Any]:
+    """What ``worker`` receives through ``Send``."""
+    task = next(s["task"] for s in state.get("subtasks") or [] if s["id"] == worker_id)
+    return {"id": worker_id, "task": task, "goal": state.get("goal") or "", "round": int(state.get("round") or 0)}
+
+
+def route_after_dispatch(state: dict) -> list[Send] | str:
+    """One ``Send`` per ready subtask; once none is left, aggregate (or end when there was nothing to do)."""
+    if state.get("status") == "running" and state.get("ready"):
+        return [Send("worker", worker_input(state, wid)) for wid in state["ready"]]
+    if state.get("subtasks"):
+        return "aggregate"
+    return "__end__"
+
+
+def _preview(text: str) -> str:
+    return text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + f"… [{len(text)} chars]"
+
+
+def worker_config(worker_id: str) -> dict[str, Any]:
+    """A worker's own run config (it is a separate run, never a checkpointed subgraph)."""
+    try:
+        parent = get_config()
+    except RuntimeError:  # outside a graph run
+        parent = {}
+    callbacks = parent.get("callbacks")
+    config: dict[str, Any] = {"configurable": {
+        AGENT_KEY: worker_id, DEPTH_KEY: agent_depth(parent) + 1, "thread_id": f"fleet-{worker_id}-{uuid.uuid4().hex[:8]}",
+    }}
+    if callbacks is not None:
+        config["callbacks"] = callbacks
+    return config
+
+
+def make_worker_node(agent_graph: Any) -> Callable:
+    """``agent_graph``: a compiled agent graph, run as its own run with its own messages;
+    its events reach the fleet's stream tagged ``agent: <worker id>``."""
+
+    async def worker(item: dict, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = coerce_context(runtime.context)
+        # Workers do not read or write long-term memory: N parallel writers of one
+        # observation each would flood it; the fleet's caller owns the memory.
+        child_ctx = dataclasses.replace(ctx, memory=False) if ctx.memory else ctx
+        wid, task = item["id"], item["task"]
+        emit("step_start", step=wid, task=task, round=item.get("round"))
+        start = time.perf_counter()
+        result: dict[str, Any] = {"id": wid, "task": task, "round": item.get("round", 0)}
+        try:
+            out = await run_detached(
+                agent_graph, {"task": WORKER_TASK.format(goal=item.get("goal", ""), task=task)}, context=child_ctx,
+                config=worker_config(wid), forward=tag_events(parent_stream_writer(runtime.stream_writer), wid),
+            )
+            result.update(ok=True, answer=str(out.get("answer") or ""), error=None, tool_calls_made=int(out.get("tool_calls_made") or 0))
+        except GraphBubbleUp:
+            raise  # interrupts and control flow belong to LangGraph
+        except Exception as exc:  # one worker's failure is recorded; the others go on
+            text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            result.update(ok=False, answer="", error=f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
+        result["duration_s"] = round(time.perf_counter() - start, 4)
+        emit("step_result", step=wid, ok=result["ok"], error=result["error"], duration_s=result["duration_s"],
+             round=result["round"], preview=_preview(result["answer"]) if result["ok"] else None)
+        return {"results": {wid: result}}
+
+    return worker
+
+
+def aggregate_prompt(goal: str, subtasks: list[dict], results: dict[str, Any]) -> str:
+    parts = [f"Goal:\n{goal}", "Worker results:"]
+    for s in subtasks:
+        r = results.get(s["id"]) or {}
+        if r.get("ok"):
+            parts.append(f"[{s['id']}] {s['task']}\nResult: {r.get('answer') or '(empty)'}")
+        else:
+            parts.append(f"[{s['id']}] {s['task']}\nFAILED: {r.get('error') or 'no result'}")
+    parts.append("Write the final answer to the goal.")
+    return "\n\n".join(parts)
+
+
+def make_aggregate_node(model: BaseChatModel | None = None) -> Callable:
+    async def aggregate(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = coerce_context(runtime.context)
+        llm = model or await asyncio.to_thread(load_chat_model, ctx.model)
+        subtasks = state.get("subtasks") or []
+        results = state.get("results") or {}
+        messages = [SystemMessage(content=AGGREGATE_SYSTEM), HumanMessage(content=aggregate_prompt(state.get("goal") or "", subtasks, results))]
+        response = as_ai_message(await invoke_model(llm, messages, spec=None if model else ctx.model))
+        emit("usage", node="aggregate", **usage_of(response))
+        answer = message_text(response).strip()
+        failed = [wid for wid, r in results.items() if r and not r.get("ok")]
+        emit("final_answer", answer=answer, workers=len(subtasks), failed=failed)
+        return {"answer": answer, "status": "done", "messages": [AIMessage(content=answer)]}
+
+    return aggregate
+

@@ -1,0 +1,122 @@
+"""Two-phase reasoning: think with one tool, then act with the tools the thinking named.
+
+With ``reasoning_mode="two_phase"`` every agent turn that may call tools makes two
+model calls:
+
+1. **reasoning** – the model is offered only a ``reasoning`` tool (``situation``,
+   ``plan``, ``done``). Its call is not kept in the conversation; it becomes a
+   ``reasoning`` event and a note in the next request's system prompt.
+2. **action** – the ordinary agent turn (``nodes/agent.py``, unchanged) with the
+   reasoning in its system prompt and only the tools the reasoning names
+   (progressive tool discovery; all tools when it names none). When the reasoning
+   says ``done``, no tools are offered: the turn answers.
+
+A turn that must answer anyway (tool limit reached) skips phase 1. The wrapper never
+touches the agent node itself: it changes only the turn's context and a copy of the state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import re
+from typing import Any, Callable
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import SystemMessage
+from langgraph.runtime import Runtime
+
+from smart_agent.context import Context, coerce_context
+from smart_agent.events import emit
+from smart_agent.models import load_chat_model
+from smart_agent.nodes.agent import call_model, offered_tools, usage_of
+from smart_agent.nodes.structured_reply import submit_tool
+from smart_agent.prompts import build_system_prompt
+from smart_agent.tools.registry import ToolRegistry
+
+REASONING = "reasoning"
+TWO_PHASE = "two_phase"
+
+REASONING_INSTRUCTIONS = (
+    f"First think, do not act: call the {REASONING} tool with your assessment of the situation, "
+    "the next steps (name the tools you will use) and whether the task is done. "
+    "Available tools: {tools}."
+)
+
+ACTION_NOTE = "Your reasoning for this step:\nSituation: {situation}\nPlan: {plan}"
+DONE_NOTE = "Your reasoning for this step:\nSituation: {situation}\nThe task is done: answer the user now, without tools."
+
+
+def reasoning_tool() -> dict[str, Any]:
+    return submit_tool(
+        REASONING,
+        "Analyze the situation and decide what to do next, naming the tools you will use.",
+        {
+            "situation": {"type": "string", "description": "Your assessment of the current situation"},
+            "plan": {"type": "array", "items": {"type": "string"}, "description": "The next steps, naming tools"},
+            "done": {"type": "boolean", "description": "True when the task is complete and you can answer"},
+        },
+        ["situation", "plan", "done"],
+    )
+
+
+def read_reasoning(message: Any) -> dict[str, Any] | None:
+    """``{"situation", "plan", "done"}`` from a ``reasoning`` call, or None."""
+    for call in getattr(message, "tool_calls", None) or []:
+        if call.get("name") == REASONING:
+            args = call.get("args") or {}
+            plan = args.get("plan") or []
+            plan = [str(p) for p in plan] if isinstance(plan, list) else [str(plan)]
+            done = args.get("done")
+            done = done if isinstance(done, bool) else str(done).strip().lower() in {"true", "yes", "1"}
+            return {"situation": str(args.get("situation") or ""), "plan": plan, "done": done}
+    return None
+
+
+def tools_named(reasoning: dict[str, Any], names: list[str]) -> list[str]:
+    """The tool names the reasoning mentions (whole words, case-insensitive), in registry order."""
+    text = (reasoning["situation"] + " " + " ".join(reasoning["plan"])).lower()
+    return [n for n in names if re.search(rf"(?<![\w]){re.escape(n.lower())}(?![\w])", text)]
+
+
+def make_two_phase_node(
+    agent_node: Callable,
+    registry: ToolRegistry,
+    model: BaseChatModel | None = None,
+    budget: Any = None,
+) -> Callable:
+    """Wrap the agent node: two-phase turns when the run's ``reasoning_mode`` says so."""
+
+    async def agent(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = coerce_context(runtime.context)
+        if getattr(ctx, "reasoning_mode", "direct") != TWO_PHASE:
+            return await agent_node(state, runtime)
+        tools = offered_tools(ctx, registry, state)
+        if not tools:  # the turn must answer: nothing to reason about
+            return await agent_node(state, runtime)
+        llm = model or await asyncio.to_thread(load_chat_model, ctx.model)
+        names = [t.name for t in tools]
+        system = build_system_prompt(ctx, state) + "\n\n" + REASONING_INSTRUCTIONS.format(tools=", ".join(names))
+        request = [SystemMessage(content=system), *state.get("messages", [])]
+        if budget is not None:
+            request = budget.fit_request(ctx, request, [])
+        response = await call_model(llm, request, [reasoning_tool()], spec=None if model else ctx.model)
+        emit("usage", turn=int(state.get("turns") or 0) + 1, phase=REASONING, **usage_of(response))
+        reasoning = read_reasoning(response)
+        if reasoning is None:  # no reasoning given: an ordinary turn
+            emit("reasoning", phase=REASONING, situation="", plan=[], done=False, tools=names)
+            return await agent_node(state, runtime)
+        chosen = [] if reasoning["done"] else (tools_named(reasoning, names) or names)
+        emit("reasoning", phase=REASONING, tools=chosen, **reasoning)
+        note = (DONE_NOTE if reasoning["done"] else ACTION_NOTE).format(
+            situation=reasoning["situation"], plan="; ".join(reasoning["plan"]) or "(none)"
+        )
+        turn_state = {**state, "notice": "\n\n".join(p for p in ((state.get("notice") or "").strip(), note) if p)}
+        if reasoning["done"]:
+            turn_state["finalize"] = True  # offered_tools gives none: the turn answers
+            turn_ctx = ctx
+        else:
+            turn_ctx = dataclasses.replace(ctx, tools=chosen)
+        return await agent_node(turn_state, runtime.override(context=turn_ctx))
+
+    return agent

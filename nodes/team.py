@@ -1,0 +1,146 @@
+"""Team: several agents (own prompt, own tools) sharing one conversation, with handoffs.
+
+The active agent's turn runs the ordinary agent and tools nodes with the agent's own
+system prompt and tool registry (a per-run context override). Each agent is offered
+a ``transfer_to_<name>`` tool per agent it may hand over to; after the tools ran, the
+``handoff`` node applies the *first* valid transfer in call order and answers the
+other transfers of that turn with an error tool message. Results are matched to calls
+by position, never by tool-call id, so ids that collide cannot mix them up.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal
+
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import BaseTool
+from langgraph.runtime import Runtime
+
+from smart_agent.context import Context, coerce_context
+from smart_agent.events import emit
+from smart_agent.nodes.routes import pending_tool_calls, tool_limit_reached
+from smart_agent.tools.agents import HANDOFF_PREFIX, as_handoff
+from smart_agent.tools.registry import ToolMeta, ToolRegistry
+
+
+@dataclass
+class AgentSpec:
+    """One member of a team: its system prompt and tools.
+
+    ``handoffs``: the agents it may transfer to (None: every other member).
+    """
+
+    prompt: str
+    tools: list[BaseTool] = field(default_factory=list)
+    handoffs: list[str] | None = None
+    description: str = ""
+
+
+def team_registries(agents: dict[str, AgentSpec]) -> dict[str, ToolRegistry]:
+    """Each member's tools plus its ``transfer_to_<name>`` tools."""
+    out: dict[str, ToolRegistry] = {}
+    for name, spec in agents.items():
+        reg = ToolRegistry()
+        for tool in spec.tools:
+            reg.register(tool, ToolMeta(source="user"), replace=True)
+        targets = [t for t in (spec.handoffs if spec.handoffs is not None else agents) if t != name]
+        for target in targets:
+            if target not in agents:
+                raise ValueError(f"agent {name!r} hands off to unknown agent {target!r}; known: {', '.join(agents)}")
+            reg.register(as_handoff(target, agents[target].description), ToolMeta(source="handoff"), replace=True)
+        out[name] = reg
+    return out
+
+
+def active_agent(state: dict, agents: dict[str, Any], default: str) -> str:
+    name = state.get("active_agent")
+    return name if name in agents else default
+
+
+def member_runtime(runtime: Runtime[Context], spec: AgentSpec) -> Runtime[Context]:
+    """The run's runtime with the member's prompt; its tools come from its own registry."""
+    ctx = dataclasses.replace(coerce_context(runtime.context), system_prompt=spec.prompt, tools=None)
+    return runtime.override(context=ctx)
+
+
+def make_team_node(agents: dict[str, AgentSpec], default: str, inner: dict[str, Callable]) -> Callable:
+    """A node that runs ``inner[active agent]`` (an agent or tools node) as that member."""
+
+    async def node(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
+        name = active_agent(state, agents, default)
+        update = await inner[name](state, member_runtime(runtime, agents[name]))
+        if state.get("active_agent") != name:
+            update = {**update, "active_agent": name}
+        return update
+
+    return node
+
+
+def handoff_calls(message: Any) -> list[tuple[int, dict]]:
+    """``(position, call)`` of the transfer calls of an AI message, in call order."""
+    return [(i, c) for i, c in enumerate(pending_tool_calls(message)) if (c.get("name") or "").startswith(HANDOFF_PREFIX)]
+
+
+def last_turn(messages: list[Any]) -> tuple[AIMessage | None, list[ToolMessage]]:
+    """The last AI message and the tool messages that follow it, in order."""
+    for i in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[i], AIMessage):
+            return messages[i], [m for m in messages[i + 1 :] if isinstance(m, ToolMessage)]
+    return None, []
+
+
+def resolve_handoffs(calls: list[tuple[int, dict]], current: str, allowed: set[str]) -> tuple[int | None, dict[int, str]]:
+    """Position of the winning transfer (the first valid one in call order) and an error per other position."""
+    winner: int | None = None
+    errors: dict[int, str] = {}
+    for pos, call in calls:
+        target = (call.get("name") or "")[len(HANDOFF_PREFIX) :]
+        if call.get("type") == "invalid_tool_call" or target not in allowed or target == current:
+            continue  # the tools node already answered it with an error
+        if winner is None:
+            winner = pos
+        else:
+            first = next(c for p, c in calls if p == winner)
+            errors[pos] = (
+                f"Not transferred: only one handoff per turn is applied and {first.get('name')} came first; "
+                f"{first.get('name', '')[len(HANDOFF_PREFIX):]} is now the active agent."
+            )
+    return winner, errors
+
+
+def make_handoff_node(agents: dict[str, AgentSpec], default: str, registries: dict[str, ToolRegistry]) -> Callable:
+    async def handoff(state: dict) -> dict[str, Any]:
+        current = active_agent(state, agents, default)
+        ai, results = last_turn(state.get("messages") or [])
+        calls = handoff_calls(ai)
+        allowed = {n[len(HANDOFF_PREFIX) :] for n in registries[current].names() if n.startswith(HANDOFF_PREFIX)}
+        winner, errors = resolve_handoffs(calls, current, allowed)
+        replaced: list[ToolMessage] = []
+        for pos, text in errors.items():
+            if pos < len(results):  # the tools node answers calls in call order
+                old = results[pos]
+                replaced.append(ToolMessage(content=text, tool_call_id=old.tool_call_id, name=old.name, status="error", id=old.id))
+        update: dict[str, Any] = {"messages": replaced} if replaced else {}
+        if winner is not None:
+            call = dict(calls)[winner]
+            target = (call.get("name") or "")[len(HANDOFF_PREFIX) :]
+            emit("handoff", **{"from": current, "to": target}, call_id=call.get("id"),
+                 reason=(call.get("args") or {}).get("reason", ""), ignored=[dict(calls)[p].get("name") for p in errors])
+            update.update(active_agent=target, handoffs=int(state.get("handoffs") or 0) + 1)
+        return update
+
+    return handoff
+
+
+def route_after_team_tools(state: dict) -> Literal["handoff", "toolLimitFinalize", "agent"]:
+    """Transfers first; then the usual tool-budget check."""
+    ai, _ = last_turn(state.get("messages") or [])
+    if handoff_calls(ai):
+        return "handoff"
+    return "toolLimitFinalize" if tool_limit_reached(state) else "agent"
+
+
+def route_after_handoff(state: dict) -> Literal["toolLimitFinalize", "agent"]:
+    return "toolLimitFinalize" if tool_limit_reached(state) else "agent"

@@ -1,0 +1,288 @@
+"""Agents as tools: delegate a task to another agent and get only its answer back.
+
+* ``as_tool(graph, name, description)`` wraps any compiled graph that takes
+  ``{"task": str}`` and returns ``{"answer": str}`` (the agent, planner, fleet and dual
+  graphs all do) as a LangChain tool ``name(task)``.
+* ``sub_agent_tool()`` is the ``sub_agent(task)`` tool: it runs a fresh child agent
+  loop with its own conversation. Nesting is bounded by ``max_agent_depth`` (children
+  at the limit are not given ``sub_agent``) and concurrency by ``max_sub_agents``
+  (a semaphore per nesting level, so a parent waiting on its child never holds the
+  slot the child needs).
+* ``as_handoff(agent_name)`` is the ``transfer_to_<name>`` tool of the team graph
+  (``graphs/team.py``): calling it asks the graph to switch the active agent.
+
+A child runs outside the parent's checkpoint: it is a one-shot call whose answer
+comes back as the tool result, so parallel children never share a checkpoint
+namespace. Its depth and id travel in the run config (``configurable``); the parent
+stream gets ``sub_agent`` events (``phase`` start/end, ``parent``, ``child``,
+``depth``) and the child's own events tagged with ``agent`` (the child id).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import uuid
+import weakref
+from typing import Any, Callable, Iterable
+
+from langchain.tools import ToolRuntime
+from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables.config import var_child_runnable_config
+from langchain_core.tools import BaseTool, StructuredTool
+from pydantic import BaseModel, Field
+
+from smart_agent.context import Context, coerce_context
+from smart_agent.events import make_event
+from smart_agent.tools.registry import ToolMeta, ToolRegistry
+
+DEPTH_KEY = "smart_agent_depth"
+AGENT_KEY = "smart_agent_agent_id"
+ROOT_AGENT = "root"
+SUB_AGENT = "sub_agent"
+HANDOFF_PREFIX = "transfer_to_"
+PREVIEW_CHARS = 300
+
+
+class TaskArgs(BaseModel):
+    task: str = Field(description="The complete, self-contained task for the agent: everything it needs to know.")
+
+
+def agent_depth(config: dict | None) -> int:
+    """Nesting depth of the agent running under ``config`` (0 for a top-level agent)."""
+    value = ((config or {}).get("configurable") or {}).get(DEPTH_KEY, 0)
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def agent_id(config: dict | None) -> str:
+    return str(((config or {}).get("configurable") or {}).get(AGENT_KEY) or ROOT_AGENT)
+
+
+def _preview(text: str) -> str:
+    return text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + f"… [{len(text)} chars]"
+
+
+def child_context(ctx: Context, registry: ToolRegistry | None = None) -> Context:
+    """The parent's context for a child: no long-term memory, only tools the child has."""
+    changes: dict[str, Any] = {"memory": False}
+    if ctx.tools and registry is not None:
+        changes["tools"] = [n for n in ctx.tools if n in registry] or None
+    return dataclasses.replace(ctx, **changes)
+
+
+def parent_stream_writer(stream_writer: Any) -> Callable[[dict], None]:
+    """A writer to the current run's custom stream that also works while a child is detached."""
+    write = stream_writer or (lambda _ev: None)
+    parent_run = var_child_runnable_config.get()
+
+    def writer(event: dict) -> None:
+        # LangGraph's stream writer looks up its run's config in a context variable.
+        token = var_child_runnable_config.set(parent_run)
+        try:
+            write(event)
+        except Exception:
+            pass
+        finally:
+            var_child_runnable_config.reset(token)
+
+    return writer
+
+
+async def run_detached(
+    graph: Any,
+    graph_input: Any,
+    *,
+    context: Any,
+    config: dict[str, Any],
+    forward: Callable[[dict], None],
+) -> dict:
+    """Run ``graph`` as its own run, not a subgraph of the current node: no shared
+    checkpoint namespace (parallel children cannot collide), its own recursion limit.
+    Its custom events go to ``forward``; returns its final state."""
+    token = var_child_runnable_config.set(None)
+    try:
+        final: dict = {}
+        async for mode, chunk in graph.astream(graph_input, config=config, context=context, stream_mode=["custom", "values"]):
+            if mode == "custom" and isinstance(chunk, dict) and "event" in chunk:
+                forward(chunk)
+            elif mode == "values" and isinstance(chunk, dict):
+                final = chunk
+        return final
+    finally:
+        var_child_runnable_config.reset(token)
+
+
+def tag_events(writer: Callable[[dict], None], agent: str) -> Callable[[dict], None]:
+    """Forward a child's events tagged with its id (a grandchild's keep their own tag)."""
+    return lambda ev: writer({**ev, "agent": ev.get("agent") or agent})
+
+
+async def run_child(
+    graph: Any,
+    task: str,
+    *,
+    runtime: ToolRuntime | None,
+    name: str,
+    context: Context | None = None,
+) -> str:
+    """Run ``graph`` on ``task`` as a child of the agent calling the tool; return its answer.
+
+    A failure of the child propagates (the tools node turns it into an error result).
+    """
+    parent_config = dict(getattr(runtime, "config", None) or {})
+    depth = agent_depth(parent_config) + 1
+    parent = agent_id(parent_config)
+    child = f"{name}-{uuid.uuid4().hex[:8]}"
+    ctx = context if context is not None else child_context(coerce_context(getattr(runtime, "context", None)))
+    writer = parent_stream_writer(getattr(runtime, "stream_writer", None))
+    config: dict[str, Any] = {"configurable": {DEPTH_KEY: depth, AGENT_KEY: child, "thread_id": child}}
+    if parent_config.get("callbacks") is not None:
+        config["callbacks"] = parent_config["callbacks"]
+    writer(make_event("sub_agent", phase="start", tool=name, parent=parent, child=child, depth=depth, task=_preview(task)))
+    answer, ok, problem = "", False, None
+    try:
+        final = await run_detached(graph, {"task": task}, context=ctx, config=config, forward=tag_events(writer, child))
+        answer = str(final.get("answer") or "")
+        ok = True
+    except Exception as exc:
+        problem = f"{type(exc).__name__}: {exc}"
+        raise
+    finally:
+        writer(make_event("sub_agent", phase="end", tool=name, parent=parent, child=child, depth=depth, ok=ok,
+                          error=problem, preview=_preview(answer) if ok else None))
+    return answer or "(the agent gave no answer)"
+
+
+def as_tool(graph: Any, name: str, description: str, *, context: dict[str, Any] | None = None) -> BaseTool:
+    """Wrap a compiled agent graph as a tool that runs it on a task and returns its ``answer``.
+
+    The child runs with the caller's context (long-term memory off) updated with
+    ``context``, e.g. ``{"system_prompt": "You are the researcher."}``. Compile the
+    wrapped graph without a checkpointer: each call is a fresh, one-shot run.
+    """
+    overrides = dict(context or {})
+
+    async def run(task: str, runtime: ToolRuntime = None) -> str:  # type: ignore[assignment]
+        ctx = child_context(coerce_context(getattr(runtime, "context", None)))
+        if overrides:
+            ctx = dataclasses.replace(ctx, **overrides)
+        return await run_child(graph, task, runtime=runtime, name=name, context=ctx)
+
+    return StructuredTool.from_function(coroutine=run, name=name, description=description, args_schema=TaskArgs)
+
+
+SUB_AGENT_DESCRIPTION = (
+    "Delegate a self-contained subtask to a new helper agent with its own fresh context and "
+    "the same tools; returns only the helper's final answer. Use it for independent pieces of "
+    "work whose details you do not need to keep in your own context."
+)
+
+
+class SubAgents:
+    """The ``sub_agent`` tool and the child graphs it runs (built once, on first use)."""
+
+    def __init__(
+        self,
+        *,
+        model: BaseChatModel | None = None,
+        registry: ToolRegistry | None = None,
+        tools: Iterable[BaseTool] | None = None,
+        max_depth: int | None = None,
+        max_concurrent: int | None = None,
+        name: str = SUB_AGENT,
+    ) -> None:
+        self.model = model
+        self.registry = registry
+        self.extra_tools = list(tools or [])
+        self.max_depth = max_depth
+        self.max_concurrent = max_concurrent
+        self.name = name
+        self._graphs: dict[bool, Any] = {}
+        self._registries: dict[bool, ToolRegistry] = {}
+        self._semaphores: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self.tool = StructuredTool.from_function(
+            coroutine=self._run, name=name, description=SUB_AGENT_DESCRIPTION, args_schema=TaskArgs,
+        )
+
+    def limits(self, ctx: Context) -> tuple[int, int]:
+        depth = self.max_depth if self.max_depth is not None else ctx.max_agent_depth
+        concurrent = self.max_concurrent if self.max_concurrent is not None else ctx.max_sub_agents
+        return int(depth), max(1, int(concurrent))
+
+    def child_registry(self, can_delegate: bool) -> ToolRegistry:
+        if can_delegate not in self._registries:
+            from smart_agent.graphs.agent import resolve_registry
+
+            reg = resolve_registry(self.registry, self.extra_tools).copy()
+            reg.unregister(self.name)
+            if can_delegate:
+                reg.register(self.tool, ToolMeta(source="user"), replace=True)
+            self._registries[can_delegate] = reg
+        return self._registries[can_delegate]
+
+    def child_graph(self, can_delegate: bool) -> Any:
+        """The child agent loop; it has ``sub_agent`` only when its children stay within the depth limit."""
+        if can_delegate not in self._graphs:
+            from smart_agent.graphs.agent import build_agent_graph
+
+            self._graphs[can_delegate] = build_agent_graph(
+                model=self.model, registry=self.child_registry(can_delegate), checkpointer=False, name=self.name,
+            )
+        return self._graphs[can_delegate]
+
+    def semaphore(self, depth: int, limit: int) -> asyncio.Semaphore:
+        per_loop = self._semaphores.setdefault(asyncio.get_running_loop(), {})
+        return per_loop.setdefault((depth, limit), asyncio.Semaphore(limit))
+
+    async def _run(self, task: str, runtime: ToolRuntime = None) -> str:  # type: ignore[assignment]
+        ctx = coerce_context(getattr(runtime, "context", None))
+        max_depth, concurrent = self.limits(ctx)
+        depth = agent_depth(getattr(runtime, "config", None)) + 1
+        if depth > max_depth:
+            raise RuntimeError(f"sub-agent depth limit reached ({max_depth}); do this task yourself")
+        can_delegate = depth < max_depth
+        graph = self.child_graph(can_delegate)
+        async with self.semaphore(depth, concurrent):
+            return await run_child(
+                graph, task, runtime=runtime, name=self.name,
+                context=child_context(ctx, self.child_registry(can_delegate)),
+            )
+
+
+def sub_agent_tool(
+    *,
+    model: BaseChatModel | None = None,
+    registry: ToolRegistry | None = None,
+    tools: Iterable[BaseTool] | None = None,
+    max_depth: int | None = None,
+    max_concurrent: int | None = None,
+    name: str = SUB_AGENT,
+) -> BaseTool:
+    """The ``sub_agent(task)`` tool. Children get ``registry`` (default: the built-in
+    tools) plus ``tools``; limits default to the run's ``max_agent_depth`` / ``max_sub_agents``."""
+    return SubAgents(
+        model=model, registry=registry, tools=tools, max_depth=max_depth, max_concurrent=max_concurrent, name=name,
+    ).tool
+
+
+class HandoffArgs(BaseModel):
+    reason: str = Field(default="", description="Why the other agent should take over (one sentence).")
+
+
+def handoff_tool_name(agent_name: str) -> str:
+    return f"{HANDOFF_PREFIX}{agent_name}"
+
+
+def as_handoff(agent_name: str, description: str = "") -> BaseTool:
+    """The ``transfer_to_<agent_name>`` tool. Only the team graph acts on it: its
+    ``handoff`` node switches the active agent; the tool itself only acknowledges."""
+
+    def transfer(reason: str = "") -> str:
+        return f"Transferred to {agent_name}."
+
+    return StructuredTool.from_function(
+        func=transfer,
+        name=handoff_tool_name(agent_name),
+        description=description or f"Hand the conversation over to the {agent_name} agent, who continues the task.",
+        args_schema=HandoffArgs,
+    )
