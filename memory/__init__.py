@@ -1,1 +1,12 @@
-"""memory."""
+"""Long-term memory: FAISS + SQLite ``BaseStore`` with a local embedding model.
+
+* ``store.py`` -- ``FaissMemoryStore`` (LangGraph ``BaseStore``; ``remember``/``recall``),
+  ``open_store``, ``user_namespace``, ``RankingConfig``;
+* ``embeddings.py`` -- the bundled all-MiniLM-L6-v2 (``"local"``) or any ``provider:model``;
+* ``numpy_bert.py`` -- the NumPy forward pass used for the local model;
+* ``service.py`` -- glue for nodes/tools/CLI (which store, which namespace, what text);
+* ``cli.py`` -- ``smart-agent memory list|search|forget|stats``.
+
+Nothing heavy is imported here: FAISS and the model load on first use.
+See docs/memory.md.
+"""

@@ -1,0 +1,181 @@
+"""Glue between runs and the memory store: which store, which namespace, what text.
+
+Used by the graph nodes (``nodes/memory.py``), the tools (``tools/memory_tools.py``)
+and the CLI (``memory/cli.py``). Importing this module is cheap: the store
+module, FAISS and the embedding model load on first use.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from smart_agent.memory.store import Recalled
+
+# Recall drops memories less similar than this to the query (cosine; MiniLM puts
+# unrelated sentences at about -0.1..0.15). $SMART_AGENT_MEMORY_MIN_SIMILARITY overrides.
+RECALL_MIN_SIMILARITY = 0.2
+MAX_MEMORY_CHARS = 500  # per memory in the prompt block
+MAX_TASK_CHARS = 600
+MAX_ANSWER_CHARS = 800
+MAX_TOOL_FACTS = 5
+
+MEMORY_CONTEXT_HEADER = (
+    "Long-term memory — notes from earlier sessions with this user, most relevant first. "
+    "They may be outdated: when they conflict with the current conversation, trust the conversation."
+)
+
+# "Remember that X", "Please note: X", "Could you keep in mind X" at the start of a sentence.
+_REMEMBER_RE = re.compile(
+    r"(?:^|[.!?;]\s+)(?:(?:please|pls|kindly|can you|could you|would you)\s+)?"
+    r"(?:remember|memori[sz]e|note|keep in mind|don't forget|do not forget)\b\s*(?:that\b|:)?\s*(.+)",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def ctx_value(ctx: Any, name: str, default: Any = None) -> Any:
+    """``ctx.<name>`` for a Context, a dict (SDK / Studio) or None; None -> default."""
+    if ctx is None:
+        return default
+    value = ctx.get(name, default) if isinstance(ctx, Mapping) else getattr(ctx, name, default)
+    return default if value is None else value
+
+
+def memory_enabled(ctx: Any) -> bool:
+    value = ctx_value(ctx, "memory", None)
+    if value is None:
+        raw = os.environ.get("SMART_AGENT_MEMORY", "")
+        return raw.strip().lower() not in {"0", "false", "no", "off"}
+    return bool(value)
+
+
+def namespace_for(ctx: Any) -> tuple[str, str]:
+    from smart_agent.memory.store import user_namespace
+
+    return user_namespace(ctx_value(ctx, "user_id", None) or os.environ.get("SMART_AGENT_USER_ID") or "default")
+
+
+def store_for(runtime_store: Any = None, ctx: Any = None) -> Any:
+    """``runtime.store`` when it can remember/recall, else the default store.
+
+    The default store lives in ``$SMART_AGENT_HOME/memory`` and is cached per
+    folder and embedding model, so every node and tool of a process shares one.
+    """
+    from smart_agent.memory.store import is_memory_store, open_store
+
+    if is_memory_store(runtime_store):
+        return runtime_store
+    spec = ctx_value(ctx, "embedding_model", None) or os.environ.get("SMART_AGENT_EMBEDDING_MODEL") or "local"
+    return open_store(embeddings=spec)
+
+
+def min_similarity() -> float:
+    raw = os.environ.get("SMART_AGENT_MEMORY_MIN_SIMILARITY", "")
+    try:
+        return float(raw) if raw.strip() else RECALL_MIN_SIMILARITY
+    except ValueError:
+        return RECALL_MIN_SIMILARITY
+
+
+def one_line(text: str, limit: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def format_memory_context(recalled: Sequence["Recalled"], now: float | None = None) -> str:
+    """The prompt block: one line per memory with its age, e.g. ``- (3 days ago) ...``."""
+    if not recalled:
+        return ""
+    d = [r.to_dict(now) for r in recalled]
+    lines = [MEMORY_CONTEXT_HEADER]
+    lines += [f"- ({m['age']}) {one_line(m['text'].replace(chr(10), ' | '), MAX_MEMORY_CHARS)}" for m in d]
+    return "\n".join(lines)
+
+
+# -- observations written after a run -----------------------------------------------
+def explicit_memory_request(task: str) -> str | None:
+    """``"Remember that my favourite colour is teal"`` -> ``"my favourite colour is teal"``."""
+    m = _REMEMBER_RE.search(task or "")
+    if not m:
+        return None
+    fact = one_line(m.group(1), 300).rstrip(" .!")
+    if fact.endswith("?"):
+        return None  # "Can you remember when we met?" is a question, not a note
+    return fact or None
+
+
+def build_observation(
+    task: str,
+    answer: str,
+    *,
+    tool_facts: Sequence[str] = (),
+    failed: bool = False,
+) -> tuple[str, float]:
+    """Deterministic observation text and importance for a finished task.
+
+    Importance: 0.5 by default, 0.8 when the user explicitly asked to remember
+    something, 0.3 when the run produced no usable answer.
+    """
+    lines = [f"Task: {one_line(task, MAX_TASK_CHARS)}"]
+    fact = explicit_memory_request(task)
+    if fact:
+        lines.append(f"User asked to remember: {fact}")
+    if answer:
+        lines.append(f"Answer: {one_line(answer, MAX_ANSWER_CHARS)}")
+    if tool_facts:
+        lines.append("Tools: " + "; ".join(one_line(f, 160) for f in tool_facts[:MAX_TOOL_FACTS]))
+    importance = 0.8 if fact else (0.3 if failed or not answer else 0.5)
+    return "\n".join(lines), importance
+
+
+def message_text(message: Any) -> str:
+    content = getattr(message, "content", message)
+    if isinstance(content, str):
+        return content
+    parts = []
+    for block in content or []:
+        if isinstance(block, str):
+            parts.append(block)
+        elif isinstance(block, dict) and block.get("type") == "text":
+            parts.append(str(block.get("text", "")))
+    return "".join(parts)
+
+
+def run_task_and_facts(state: Mapping[str, Any]) -> tuple[str, str, list[str]]:
+    """The current run's task (``task`` or last human message), answer and tool facts."""
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    messages = list(state.get("messages") or [])
+    last_human = -1
+    for i in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[i], HumanMessage):
+            last_human = i
+            break
+    task = (state.get("task") or "").strip()
+    if not task and last_human >= 0:
+        task = message_text(messages[last_human]).strip()
+    answer = (state.get("answer") or "").strip()
+    facts: list[str] = []
+    calls: dict[str, str] = {}
+    for msg in messages[last_human + 1 :]:
+        if isinstance(msg, AIMessage):
+            for call in msg.tool_calls or []:
+                args = ", ".join(f"{k}={v!r}" for k, v in sorted((call.get("args") or {}).items()))
+                calls[call.get("id") or ""] = f"{call.get('name')}({one_line(args, 80)})"
+            if not answer and not msg.tool_calls:
+                answer = message_text(msg).strip()
+        elif isinstance(msg, ToolMessage):
+            head = calls.get(msg.tool_call_id, msg.name or "tool")
+            if (msg.name or "") in {"remember", "search_memory"}:
+                continue  # memory tools are memory already
+            status = "failed" if getattr(msg, "status", "success") == "error" else "->"
+            facts.append(f"{head} {status} {one_line(message_text(msg), 60)}")
+    return task, answer, facts
+
+
+def now() -> float:
+    return time.time()

@@ -1,0 +1,106 @@
+"""memory_recall / memory_write: long-term memory around a run.
+
+``memory_recall`` runs at the start of a run: it searches the user's memories
+with the task (the last human message) and puts a text block into
+``memory_context``, which the agent node appends to the system prompt.
+``memory_write`` runs when the run ends: it writes one deterministic observation
+(task, answer, what the tools did) with consolidation -- no extra model call.
+
+Both are no-ops when the context's ``memory`` is False, and neither can fail a
+run: a memory error is logged and reported as an event. The store is
+``runtime.store`` when it supports ``remember``/``recall`` (a
+``FaissMemoryStore``), otherwise the default store in ``$SMART_AGENT_HOME/memory``.
+Store work runs in a thread so the event loop keeps streaming.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from smart_agent.events import emit
+from smart_agent.memory.service import (
+    build_observation,
+    ctx_value,
+    format_memory_context,
+    memory_enabled,
+    min_similarity,
+    namespace_for,
+    run_task_and_facts,
+    store_for,
+)
+
+log = logging.getLogger(__name__)
+
+__all__ = ["memory_recall", "memory_write"]
+
+
+def _runtime_parts(runtime: Any) -> tuple[Any, Any]:
+    return getattr(runtime, "context", None), getattr(runtime, "store", None)
+
+
+def _cleared(state: dict) -> dict[str, Any]:
+    """Disabled: change nothing, except a stale block left by an earlier run."""
+    if state.get("memory_context") or state.get("recalled_memories"):
+        return {"memory_context": "", "recalled_memories": []}
+    return {}
+
+
+async def memory_recall(state: dict, runtime: Runtime) -> dict[str, Any]:
+    """Recall the top ``memory_k`` memories for this run's task into ``memory_context``."""
+    ctx, runtime_store = _runtime_parts(runtime)
+    k = int(ctx_value(ctx, "memory_k", 5))
+    if not memory_enabled(ctx) or k <= 0:
+        return _cleared(state)
+    task, _, _ = run_task_and_facts(state)
+    if not task:
+        return _cleared(state)
+    start = time.perf_counter()
+    ns = namespace_for(ctx)
+    try:
+        store = store_for(runtime_store, ctx)
+        recalled = await asyncio.to_thread(store.recall, ns, task, k, min_similarity=min_similarity())
+    except Exception as exc:  # memory must never break a run
+        log.warning("smart-agent memory: recall failed: %s", exc)
+        emit("memory_recall", error=f"{type(exc).__name__}: {exc}", count=0, namespace=list(ns))
+        return _cleared(state)
+    now = time.time()
+    memories = [r.to_dict(now) for r in recalled]
+    emit(
+        "memory_recall",
+        query=task[:200],
+        namespace=list(ns),
+        count=len(memories),
+        memories=[{k_: m[k_] for k_ in ("key", "score", "similarity", "age")} for m in memories],
+        took_ms=round((time.perf_counter() - start) * 1000, 1),
+    )
+    return {"memory_context": format_memory_context(recalled, now), "recalled_memories": memories}
+
+
+async def memory_write(state: dict, runtime: Runtime) -> dict[str, Any]:
+    """Write an observation of the finished task (task, answer, tool facts)."""
+    ctx, runtime_store = _runtime_parts(runtime)
+    if not memory_enabled(ctx):
+        return {}
+    task, answer, facts = run_task_and_facts(state)
+    if not task or not answer:
+        emit("memory_write", skipped="no task or no answer")
+        return {}
+    text, importance = build_observation(task, answer, tool_facts=facts, failed=bool(state.get("error")))
+    start = time.perf_counter()
+    ns = namespace_for(ctx)
+    try:
+        store = store_for(runtime_store, ctx)
+        result = await asyncio.to_thread(
+            store.remember, ns, text, importance=importance, kind="observation", metadata={"source": "run"}
+        )
+    except Exception as exc:
+        log.warning("smart-agent memory: write failed: %s", exc)
+        emit("memory_write", error=f"{type(exc).__name__}: {exc}", namespace=list(ns))
+        return {}
+    emit("memory_write", **result.to_dict(), took_ms=round((time.perf_counter() - start) * 1000, 1))
+    return {}

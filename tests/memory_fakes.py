@@ -1,0 +1,49 @@
+"""Deterministic embeddings for memory tests that need exact control of cosines."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+from langchain_core.embeddings import Embeddings
+
+DIM = 16
+
+
+def unit(*components: float, dim: int = DIM) -> list[float]:
+    v = np.zeros(dim, dtype="float64")
+    v[: len(components)] = components
+    return (v / np.linalg.norm(v)).tolist()
+
+
+def hashed(text: str, dim: int = DIM) -> list[float]:
+    seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+    v = np.random.default_rng(seed).normal(size=dim)
+    return (v / np.linalg.norm(v)).tolist()
+
+
+class TableEmbeddings(Embeddings):
+    """Vectors from a table (exact cosines), a hashed random unit vector otherwise."""
+
+    def __init__(self, table: dict[str, list[float]] | None = None, dim: int = DIM) -> None:
+        self.table = dict(table or {})
+        self.dim = dim
+        self.calls = 0
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.calls += 1
+        return [self.table.get(t) or hashed(t, self.dim) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+
+@pytest.fixture(scope="session")
+def local_model():
+    """The real all-MiniLM-L6-v2, loaded once per test session (~8 s; cached process-wide)."""
+    from smart_agent.memory.embeddings import load_embeddings
+
+    emb = load_embeddings("local")
+    emb.embed_query("warm up")
+    return emb

@@ -1,0 +1,490 @@
+"""FaissMemoryStore: BaseStore operations, persistence, namespaces, consolidation,
+ranking, pruning, concurrency and safety of the on-disk format."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from langgraph.store.base import GetOp, InvalidNamespaceError, ListNamespacesOp, MatchCondition, PutOp, SearchOp
+from memory_fakes import TableEmbeddings, local_model, unit  # noqa: F401  (fixture)
+
+from smart_agent.memory.embeddings import LOCAL_DIM, LocalSentenceEmbeddings
+from smart_agent.memory.store import (
+    DB_NAME,
+    INDEX_DIR,
+    FaissMemoryStore,
+    RankingConfig,
+    humanize_age,
+    open_store,
+    user_namespace,
+)
+
+TESTS = Path(__file__).resolve().parent
+DAY = 86_400.0
+
+
+@pytest.fixture
+def fake_store(tmp_path):
+    stores = []
+
+    def make(table=None, **kw):
+        s = FaissMemoryStore(tmp_path / f"store{len(stores)}", embeddings=TableEmbeddings(table), **kw)
+        stores.append(s)
+        return s
+
+    yield make
+    for s in stores:
+        s.close()
+
+
+class Clock:
+    def __init__(self, t: float = 1_700_000_000.0) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+# -- BaseStore operations -----------------------------------------------------------
+def test_put_get_search_list_delete(fake_store):
+    s = fake_store()
+    s.put(("docs", "a"), "k1", {"text": "alpha", "n": 1})
+    s.put(("docs", "a"), "k2", {"text": "beta", "n": 5})
+    s.put(("docs", "b"), "k3", {"text": "gamma", "n": 9, "tag": {"x": 1}})
+    s.put(("other",), "k4", {"title": "no text field"})
+    got = s.get(("docs", "a"), "k1")
+    assert got.value == {"text": "alpha", "n": 1} and got.key == "k1" and got.namespace == ("docs", "a")
+    assert s.get(("docs", "a"), "missing") is None
+
+    assert {i.key for i in s.search(("docs",))} == {"k1", "k2", "k3"}
+    assert [i.key for i in s.search(("docs",), filter={"n": {"$gte": 5}})] == ["k3", "k2"]  # newest first
+    assert [i.key for i in s.search(("docs",), filter={"tag": {"x": 1}})] == ["k3"]
+    assert len(s.search(("docs",), limit=2)) == 2
+    assert [i.key for i in s.search(("docs",), limit=1, offset=2)] == ["k1"]
+
+    hits = s.search(("docs",), query="beta")  # the same text -> the same vector
+    assert hits[0].key == "k2" and hits[0].score is not None
+    assert s.search(("docs",), query="beta", filter={"n": 1})[0].key == "k1"
+    # A whole-value fallback makes items without the index field searchable too.
+    assert s.search(("other",), query=json.dumps({"title": "no text field"}, sort_keys=True))[0].key == "k4"
+
+    assert s.list_namespaces() == [("docs", "a"), ("docs", "b"), ("other",)]
+    assert s.list_namespaces(prefix=("docs",)) == [("docs", "a"), ("docs", "b")]
+    assert s.list_namespaces(suffix=("b",)) == [("docs", "b")]
+    assert s.list_namespaces(max_depth=1) == [("docs",), ("other",)]
+
+    s.put(("docs", "a"), "k1", {"text": "alpha 2"})  # update keeps created_at
+    again = s.get(("docs", "a"), "k1")
+    assert again.value["text"] == "alpha 2" and again.created_at == got.created_at
+    s.delete(("docs", "a"), "k1")
+    assert s.get(("docs", "a"), "k1") is None
+    assert all(i.key != "k1" for i in s.search(("docs",), query="alpha 2"))
+
+
+def test_batch_results_in_order_and_index_false(fake_store):
+    s = fake_store()
+    res = s.batch(
+        [
+            PutOp(("n",), "a", {"text": "one"}),
+            PutOp(("n",), "b", {"text": "two"}, index=False),
+            GetOp(("n",), "a"),
+            SearchOp(("n",), query="two", limit=5),
+            ListNamespacesOp(match_conditions=(MatchCondition("prefix", ("n",)),)),
+        ]
+    )
+    assert res[0] is None and res[1] is None
+    assert res[2].key == "a"
+    assert [i.key for i in res[3]] == ["a"]  # "b" is stored but not indexed
+    assert res[4] == [("n",)]
+    assert s.get(("n",), "b").value == {"text": "two"}
+
+
+async def test_async_api(fake_store):
+    s = fake_store()
+    await s.aput(("u",), "k", {"text": "hello"})
+    assert (await s.aget(("u",), "k")).value == {"text": "hello"}
+    assert [i.key for i in await s.asearch(("u",), query="hello")] == ["k"]
+    assert await s.alist_namespaces() == [("u",)]
+
+
+def test_invalid_namespaces_rejected(fake_store):
+    s = fake_store()
+    with pytest.raises(InvalidNamespaceError):
+        s.batch([PutOp(("a.b",), "k", {"text": "x"})])
+    with pytest.raises(InvalidNamespaceError):
+        s.remember(("",), "x")
+    assert user_namespace("alice.smith@example.com") == ("memories", "alice%2Esmith@example%2Ecom")
+    assert user_namespace("") == ("memories", "default")
+
+
+def test_search_of_an_empty_store_loads_no_model(tmp_path):
+    emb = TableEmbeddings()
+    s = FaissMemoryStore(tmp_path, embeddings=emb)
+    assert s.search(("memories",), query="anything") == []
+    assert s.recall(("memories", "u"), "anything") == []
+    assert emb.calls == 0
+    s.close()
+
+
+# -- persistence ------------------------------------------------------------------------
+def test_persistence_across_instances_and_files_on_disk(tmp_path):
+    a = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())
+    a.remember(("memories", "u"), "first fact")
+    a.remember(("memories", "u"), "second fact")
+    a.close()
+    files = sorted(p.name for p in (tmp_path / INDEX_DIR).iterdir())
+    assert len(files) == 1 and files[0].endswith("-2.faiss")  # <ns hash>-<version>.faiss
+    assert (tmp_path / DB_NAME).exists()
+    assert not list(tmp_path.rglob("*.pkl")) and not list(tmp_path.rglob("*.pickle"))
+    b = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())
+    assert [r.text for r in b.recall(("memories", "u"), "second fact", k=1)] == ["second fact"]
+    assert b.count(("memories",)) == 2
+    b.close()
+
+
+WRITER = """
+import sys
+sys.path.insert(0, {tests!r})
+from smart_agent.memory.store import FaissMemoryStore, user_namespace
+s = FaissMemoryStore({path!r}{emb})
+r = s.remember(user_namespace("alice"), "Alice's favourite colour is teal.", importance=0.9)
+s.remember(user_namespace("bob"), "Bob is allergic to peanuts.")
+print(r.key)
+"""
+
+
+def test_persistence_across_processes_with_the_real_model(tmp_path, local_model):
+    """A subprocess writes with the local model; this process reads it back."""
+    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
+    code = WRITER.format(tests=str(TESTS), path=str(tmp_path), emb="")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr
+    key = out.stdout.strip().splitlines()[-1]
+    s = FaissMemoryStore(tmp_path)  # "local", already loaded in this process
+    hits = s.recall(user_namespace("alice"), "What colour does Alice like?", k=3)
+    assert [h.key for h in hits][:1] == [key]
+    assert hits[0].importance == pytest.approx(0.9) and hits[0].similarity > 0.5
+    assert s.recall(user_namespace("carol"), "colour") == []
+    s.close()
+
+
+def test_a_second_process_sees_writes_of_the_first(tmp_path):
+    """Two stores on one folder (as two processes): the cached index is refreshed."""
+    a = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())
+    b = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())
+    a.remember(("memories", "u"), "fact one")
+    assert [r.text for r in b.recall(("memories", "u"), "fact one")] == ["fact one"]  # b caches its index
+    a.remember(("memories", "u"), "fact two")
+    assert "fact two" in [r.text for r in b.recall(("memories", "u"), "fact two")]
+    b.forget(("memories", "u"), b.recall(("memories", "u"), "fact one", k=1)[0].key)
+    assert [r.text for r in a.recall(("memories", "u"), "fact one", k=5)] == ["fact two"]
+    code = WRITER.format(tests=str(TESTS), path=str(tmp_path), emb=", embeddings=__import__('memory_fakes').TableEmbeddings()")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert a.recall(user_namespace("bob"), "Bob is allergic to peanuts.", k=1)[0].text == "Bob is allergic to peanuts."
+    a.close()
+    b.close()
+
+
+def test_missing_stale_or_corrupt_index_files_are_rebuilt(tmp_path):
+    s = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())
+    for i in range(5):
+        s.remember(("memories", "u"), f"fact {i}")
+    s.close()
+    (f,) = list((tmp_path / INDEX_DIR).glob("*.faiss"))
+    f.write_bytes(b"not a faiss index at all")
+    s2 = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())
+    assert s2.recall(("memories", "u"), "fact 3", k=1)[0].text == "fact 3"
+    s2.close()
+    for p in (tmp_path / INDEX_DIR).glob("*.faiss"):
+        p.unlink()
+    s3 = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())
+    assert s3.recall(("memories", "u"), "fact 4", k=1)[0].text == "fact 4"
+    assert list((tmp_path / INDEX_DIR).glob("*.faiss"))  # rewritten
+    s3.close()
+
+
+def test_changing_the_embedding_model_reembeds(tmp_path):
+    s = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings(dim=16), embedding_name="fake-16")
+    s.remember(("memories", "u"), "keep me")
+    s.close()
+    s2 = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings(dim=32), embedding_name="fake-32")
+    hits = s2.recall(("memories", "u"), "keep me")
+    assert hits[0].text == "keep me" and hits[0].similarity == pytest.approx(1.0, abs=1e-5)
+    assert s2.stats()["embedding_model"] == "fake-32"
+    s2.close()
+
+
+# -- namespaces --------------------------------------------------------------------------
+def test_namespaces_are_isolated(fake_store):
+    s = fake_store()
+    s.remember(user_namespace("alice"), "secret of alice")
+    s.remember(user_namespace("bob"), "secret of bob")
+    assert [r.text for r in s.recall(user_namespace("bob"), "secret of alice", k=5, min_similarity=-1)] == ["secret of bob"]
+    assert [r.text for r in s.recall(user_namespace("alice"), "secret of alice", k=5)] == ["secret of alice"]
+    assert s.count(user_namespace("alice")) == 1 and s.count(("memories",)) == 2
+    # A prefix search spans both.
+    assert {r.text for r in s.recall(("memories",), "secret", k=5, min_similarity=-1)} == {"secret of alice", "secret of bob"}
+    assert not s.forget(user_namespace("bob"), s.recall(user_namespace("alice"), "x", k=1, min_similarity=-1)[0].key)
+
+
+# -- consolidation ----------------------------------------------------------------------------
+def test_near_duplicates_merge_with_controlled_vectors(fake_store):
+    clock = Clock()
+    table = {
+        "colour teal": unit(1, 0),
+        "colour is teal!": unit(1, 0.2),  # cos 0.98 -> merge
+        "lives in Lisbon": unit(0, 1),  # cos 0 -> new
+        "half related": unit(1, 1.2),  # cos 0.64 -> new
+    }
+    s = fake_store(table, clock=clock)
+    first = s.remember(("m",), "colour teal", importance=0.4)
+    clock.t += DAY
+    merged = s.remember(("m",), "colour is teal!", importance=0.7)
+    assert merged.action == "merged" and merged.key == first.key and merged.merges == 1
+    assert merged.similarity == pytest.approx(0.98, abs=0.01)
+    item = s.get(("m",), first.key)
+    assert item.value["text"] == "colour is teal!"  # the newer text wins
+    assert item.value["importance"] == pytest.approx(0.75)  # max(0.4, 0.7) + 0.05
+    assert item.updated_at.timestamp() == pytest.approx(clock.t) and item.created_at.timestamp() == pytest.approx(clock.t - DAY)
+    assert s.remember(("m",), "lives in Lisbon").action == "created"
+    assert s.remember(("m",), "half related").action == "created"
+    assert s.count(("m",)) == 3
+    again = s.remember(("m",), "colour teal")
+    assert again.action == "merged" and again.merges == 2
+    assert s.stats()["namespaces"][0]["merges"] == 2
+
+
+def test_dedupe_with_the_real_model(tmp_path, local_model):
+    s = FaissMemoryStore(tmp_path)
+    ns = user_namespace("u")
+    a = s.remember(ns, "The user's favourite colour is teal.")
+    b = s.remember(ns, "The user's favorite color is teal")
+    c = s.remember(ns, "The user lives in Lisbon.")
+    d = s.remember(ns, "The user's favourite colour is teal.")
+    assert b.action == "merged" and b.key == a.key
+    assert c.action == "created" and d.action == "merged" and d.merges == 2
+    assert s.count(ns) == 2
+    hits = s.recall(ns, "What is my favourite colour?", k=2)
+    assert "teal" in hits[0].text and hits[0].similarity > hits[1].similarity
+    s.close()
+
+
+# -- ranking ------------------------------------------------------------------------------------
+def test_ranking_formula():
+    r = RankingConfig()
+    assert r.w_similarity + r.w_recency + r.w_importance == pytest.approx(1.0)
+    assert r.recency(0) == 1.0 and r.recency(30 * DAY) == pytest.approx(0.5) and r.recency(60 * DAY) == pytest.approx(0.25)
+    assert r.score(0.8, 30 * DAY, 0.5) == pytest.approx(0.7 * 0.8 + 0.15 * 0.5 + 0.15 * 0.5)
+    assert r.score(-0.3, 0, 0) == pytest.approx(0.15)  # negative cosine clipped
+
+
+def test_recency_and_importance_reorder_similar_memories(fake_store):
+    clock = Clock()
+    table = {
+        "q": unit(1, 0, 0),
+        "old but closest": unit(1, 0.75, 0),  # cos 0.80
+        "new, a bit less close": unit(1, 0, 1.02),  # cos 0.70
+        "unimportant": unit(1, 0.5, 0.5),  # cos ~0.82
+        "important": unit(1, 0.5, -0.5),  # cos ~0.82
+    }
+    s = fake_store(table, clock=clock, dedupe_threshold=0.99)
+    s.remember(("m",), "old but closest")
+    clock.t += 120 * DAY
+    s.remember(("m",), "new, a bit less close")
+    hits = s.recall(("m",), "q", k=2)
+    # 0.7*0.80 + 0.15*0.0625 + 0.075 = 0.644  <  0.7*0.70 + 0.15 + 0.075 = 0.715
+    assert [h.text for h in hits] == ["new, a bit less close", "old but closest"]
+    assert hits[1].similarity > hits[0].similarity
+    assert hits[0].score == pytest.approx(0.7 * hits[0].similarity + 0.15 + 0.15 * 0.5, abs=1e-6)
+    # pure similarity ranking is one config away
+    s.ranking = RankingConfig(w_similarity=1, w_recency=0, w_importance=0)
+    assert [h.text for h in s.recall(("m",), "q", k=2)] == ["old but closest", "new, a bit less close"]
+    s.ranking = RankingConfig()
+    s.remember(("n",), "unimportant", importance=0.1)
+    s.remember(("n",), "important", importance=0.9)
+    assert [h.text for h in s.recall(("n",), "q", k=2)] == ["important", "unimportant"]
+
+
+def test_min_similarity_and_k(fake_store):
+    table = {"q": unit(1, 0), "near": unit(1, 0.3), "far": unit(0, 1)}
+    s = fake_store(table)
+    s.remember(("m",), "near")
+    s.remember(("m",), "far")
+    assert [h.text for h in s.recall(("m",), "q", k=5, min_similarity=0.2)] == ["near"]
+    assert len(s.recall(("m",), "q", k=1)) == 1
+    assert s.recall(("m",), "q", k=0) == []
+
+
+# -- pruning ----------------------------------------------------------------------------------------
+def test_capacity_cap_prunes_least_valuable_never_the_new_one(fake_store):
+    clock = Clock()
+    s = fake_store(clock=clock, max_items_per_namespace=3, dedupe_threshold=0.999)
+    keep_important_old = s.remember(("m",), "important but old", importance=1.0)  # 1.0 * 0.125 after 90 d
+    clock.t += 60 * DAY
+    weak = s.remember(("m",), "weak and middle-aged", importance=0.2)  # 0.2 * 0.5 = 0.10 after 30 d
+    clock.t += 30 * DAY
+    fresh = s.remember(("m",), "fresh and average", importance=0.5)  # 0.5 * 1.0
+    assert s.count(("m",)) == 3
+    newest = s.remember(("m",), "trivial newcomer", importance=0.0)  # value 0: still kept
+    assert newest.pruned == [weak.key]
+    keys = {i.key for i in s.search(("m",), limit=10)}
+    assert keys == {keep_important_old.key, fresh.key, newest.key}
+    # Once it is no longer the one just written, importance 0 is worth nothing.
+    clock.t += 1
+    last = s.remember(("m",), "another", importance=0.5)
+    assert last.pruned == [newest.key]
+    # A year later the old important memory (1.0 * 0.5**(456/30)) is worth less than
+    # the fresher average one (0.5 * 0.5**(366/30)).
+    clock.t += 365 * DAY
+    final = s.remember(("m",), "yet another", importance=0.5)
+    assert final.pruned == [keep_important_old.key]
+    assert s.count(("m",)) == 3 and s.get(("m",), final.key) is not None
+    # Other namespaces are not affected by this namespace's cap.
+    s.remember(("other",), "x")
+    assert s.count(("other",)) == 1
+
+
+def test_cap_from_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("SMART_AGENT_MEMORY_MAX_ITEMS", "2")
+    s = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())
+    for t in ("a", "b", "c", "d"):
+        s.remember(("m",), t)
+    assert s.count(("m",)) == 2 and s.max_items_per_namespace == 2
+    s.close()
+
+
+# -- concurrency ------------------------------------------------------------------------------------
+def test_thread_safety(fake_store):
+    s = fake_store(dedupe_threshold=0.999)
+    errors = []
+
+    def worker(n):
+        try:
+            for i in range(15):
+                s.remember(("m", f"t{n % 2}"), f"thread {n} fact {i}")
+                s.recall(("m",), f"thread {n} fact {i}", k=3)
+                s.search(("m",), limit=5)
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert s.count(("m",)) == 90
+    # The in-memory indexes agree with SQLite.
+    for ns in (("m", "t0"), ("m", "t1")):
+        assert s.recall(ns, "thread 2 fact 7" if ns[1] == "t0" else "thread 3 fact 7", k=1)[0].similarity == pytest.approx(1.0, abs=1e-5)
+
+
+# -- safety -------------------------------------------------------------------------------------------
+class _Exploit:
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_planted_pickles_execute_nothing(tmp_path):
+    marker = tmp_path / "PWNED"
+    folder = tmp_path / "memory"
+    s = FaissMemoryStore(folder, embeddings=TableEmbeddings())
+    s.remember(("memories", "u"), "a harmless memory")
+    s.close()
+    payload = pickle.dumps(_Exploit(marker))
+    # Everything a pickle-based vector store would load...
+    for name in ("index.pkl", "docs.pkl", "index.pickle", "store.pkl"):
+        (folder / name).write_bytes(payload)
+    (folder / INDEX_DIR / "index.pkl").write_bytes(payload)
+    # ...and a pickle in place of the current FAISS file and inside SQLite values.
+    (current,) = list((folder / INDEX_DIR).glob("*.faiss"))
+    current.write_bytes(payload)
+    con = sqlite3.connect(folder / DB_NAME)
+    con.execute("INSERT INTO meta(key, value) VALUES ('pickle', ?)", (payload.hex(),))
+    con.execute("UPDATE items SET value = ?", (json.dumps({"text": "a harmless memory", "blob": payload.hex()}),))
+    con.commit()
+    con.close()
+    s2 = FaissMemoryStore(folder, embeddings=TableEmbeddings())
+    assert s2.recall(("memories", "u"), "a harmless memory")[0].text == "a harmless memory"
+    s2.list_namespaces()
+    s2.search(("memories",))
+    s2.stats()
+    s2.close()
+    assert not marker.exists()
+    # Sanity check: the planted file really is a working exploit when unpickled.
+    pickle.loads(payload)
+    assert marker.exists()
+
+
+def test_no_pickle_in_the_memory_code():
+    src = "".join((TESTS.parent / "memory" / f).read_text() for f in ("store.py", "embeddings.py", "service.py", "cli.py"))
+    assert "import pickle" not in src and "pickle.load" not in src and "load_local" not in src
+
+
+# -- misc ---------------------------------------------------------------------------------------------------
+def test_humanize_age():
+    assert humanize_age(5) == "just now"
+    assert humanize_age(90) == "1 minute ago"
+    assert humanize_age(3 * 3600) == "3 hours ago"
+    assert humanize_age(3 * DAY + 5) == "3 days ago"
+    assert humanize_age(15 * DAY) == "2 weeks ago"
+    assert humanize_age(400 * DAY) == "1 year ago"
+
+
+def test_open_store_is_cached_per_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("SMART_AGENT_HOME", str(tmp_path / "h1"))
+    a = open_store(embeddings=TableEmbeddings())
+    emb = a.embeddings
+    assert open_store(embeddings=emb) is a and a.path == tmp_path / "h1" / "memory"
+    monkeypatch.setenv("SMART_AGENT_HOME", str(tmp_path / "h2"))
+    assert open_store(embeddings=emb) is not a
+
+
+def test_local_model_is_normalized_384d(local_model):
+    v = np.asarray(local_model.embed_documents(["hello", "world"]))
+    assert v.shape == (2, LOCAL_DIM)
+    assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+    assert local_model.active_backend == "numpy"
+
+
+def test_numpy_backend_matches_sentence_transformers(local_model):
+    """The default NumPy forward pass gives sentence-transformers' vectors."""
+    texts = [
+        "The user's favourite colour is teal.",
+        "",
+        "a",
+        "Ünïcödé façade — naïve café 日本語 🙂",
+        "word " * 400,  # truncated at 256 tokens by both
+        "What is my favourite colour?",
+        *[f"Memory number {i}: the build server failed on step {i * 7}." for i in range(4)],
+    ]
+    st = LocalSentenceEmbeddings(backend="sentence-transformers")
+    a = local_model.encode(texts)
+    b = st.encode(texts)
+    assert st.active_backend == "sentence-transformers"
+    assert a.shape == b.shape == (len(texts), LOCAL_DIM)
+    assert float(np.abs(a - b).max()) < 1e-4
+    assert float((a * b).sum(1).min()) > 0.99999
+
+
+def test_stats_and_items(fake_store):
+    s = fake_store()
+    s.remember(user_namespace("u"), "x1")
+    stats = s.stats()
+    assert stats["items"] == 1 and stats["dim"] == 16 and stats["index_bytes"] > 0
+    assert [i.value["text"] for i in s.items(user_namespace("u"))] == ["x1"]
+    assert time.time() - s.items()[0].updated_at.timestamp() < 60
