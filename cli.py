@@ -47,6 +47,19 @@ def format_event(ev: dict) -> str | None:
         return f"  ! tool-call limit reached ({ev.get('limit')}): the next turn must answer"
     if kind == "final_answer":
         return None  # printed once at the end
+    if kind == "summarization":
+        if ev.get("action") == "archive":
+            return f"  ⇣ archived {ev.get('tool')} output ({ev.get('chars')} chars) as {ev.get('execution_id')}"
+        return (
+            f"  ⇣ context {ev.get('action')}: {ev.get('tokens_before')} → {ev.get('tokens_after')} tokens"
+            + (f" ({ev.get('strategy')}, {ev.get('compacted_messages')} messages)" if ev.get("strategy") else "")
+        )
+    if kind == "plan" and "subtasks" in ev:  # fleet
+        return "  ☰ fleet: " + "; ".join(f"{t.get('id')}: {_short(t.get('task', ''), 60)}" for t in ev.get("subtasks") or [])
+    if kind == "plan":
+        todos = ev.get("todos") or []
+        done = sum(1 for t in todos if t.get("status") == "done")
+        return f"  ☰ plan: {done}/{len(todos)} done (+{len(ev.get('added') or [])} ~{len(ev.get('updated') or [])} -{len(ev.get('removed') or [])})"
     payload = {k: v for k, v in ev.items() if k not in {"event", "ts"}}
     return f"  [{kind}] {_short(payload, 200)}"
 
@@ -100,13 +113,61 @@ def add_context_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tools", type=lambda s: [t.strip() for t in s.split(",") if t.strip()], help="comma-separated tool names to offer")
     p.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout; events go to stderr")
     p.add_argument("--quiet", "-q", action="store_true", help="do not print events")
-    for hook in _CONTEXT_ARG_HOOKS:
-        hook(p)
+    for add_args, _values in _feature_context_hooks():
+        add_args(p)
 
 
-# Features add their own flags and map them onto Context fields.
-_CONTEXT_ARG_HOOKS: list[Callable[[argparse.ArgumentParser], None]] = []
-_CONTEXT_VALUE_HOOKS: list[Callable[[argparse.Namespace, dict], None]] = []
+
+def _add_context_budget_args(p: argparse.ArgumentParser) -> None:
+    """Context management (issue 4): token budget, archive, todo planning, structured output."""
+    p.add_argument("--context-tokens", type=int, help="token budget of every model request (default 24000)")
+    p.add_argument("--summary-tokens", type=int, help="largest summary of compacted history, in tokens (default 1000)")
+    p.add_argument("--archive-chars", type=int, help="archive tool outputs longer than this many characters (default 2000; 0: off)")
+    p.add_argument("--todo", action="store_true", default=None, help="planning mode: the model keeps a todo list (manage_todo_list)")
+    p.add_argument("--output-schema", metavar="FILE", help="JSON Schema file: the final answer must be a JSON value valid against it")
+    p.add_argument("--max-output-retries", type=int, help="invalid structured answers sent back to the model before failing (default 2)")
+
+
+def _context_budget_values(args: argparse.Namespace, values: dict) -> None:
+    for flag, field_name in (
+        ("context_tokens", "context_token_limit"),
+        ("summary_tokens", "summary_token_limit"),
+        ("archive_chars", "archive_threshold_chars"),
+        ("todo", "use_todo_list"),
+        ("max_output_retries", "max_output_retries"),
+    ):
+        if getattr(args, flag, None) is not None:
+            values[field_name] = getattr(args, flag)
+    path = getattr(args, "output_schema", None)
+    if path:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                values["output_schema"] = json.load(fh)
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"--output-schema {path}: cannot read a JSON Schema ({exc})") from None
+
+
+def _add_reasoning_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--reasoning", choices=["direct", "two-phase"], help="two-phase: a reasoning call first, then an action call offering only the tools it named")
+
+
+def _reasoning_values(args: argparse.Namespace, values: dict) -> None:
+    if getattr(args, "reasoning", None):
+        values["reasoning"] = args.reasoning.replace("-", "_")
+
+
+def _feature_context_hooks() -> list[tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace, dict], None]]]:
+    """Each feature's (add its flags, map them onto Context fields) pair."""
+    from smart_agent.memory.cli import add_memory_context_args, memory_context_values
+    from smart_agent.nodes.planner.cli import add_planner_context_args, planner_context_values
+
+    return [
+        (_add_context_budget_args, _context_budget_values),
+        (add_memory_context_args, memory_context_values),
+        (add_planner_context_args, planner_context_values),
+        (_add_reasoning_args, _reasoning_values),
+    ]
+
 
 
 def context_from_args(args: argparse.Namespace):
@@ -120,8 +181,8 @@ def context_from_args(args: argparse.Namespace):
             values[field_name] = v
     if values.get("workspace"):
         values["workspace"] = os.path.abspath(values["workspace"])
-    for hook in _CONTEXT_VALUE_HOOKS:
-        hook(args, values)
+    for _add_args, to_values in _feature_context_hooks():
+        to_values(args, values)
     return Context(**values)
 
 
@@ -136,12 +197,22 @@ async def run_once(
 ) -> dict:
     config = {"configurable": {"thread_id": thread_id}, "recursion_limit": max(1000, 4 * int(getattr(context, "max_tool_calls", 20)) + 50)}
     final: dict = {}
-    async for mode, chunk in graph.astream(graph_input, config=config, context=context, stream_mode=["custom", "values"]):
-        if mode == "custom" and isinstance(chunk, dict) and "event" in chunk:
-            on_event(chunk)
-        elif mode == "values" and isinstance(chunk, dict):
-            final = chunk
-    return final
+    while True:
+        async for mode, chunk in graph.astream(graph_input, config=config, context=context, stream_mode=["custom", "values"]):
+            if mode == "custom" and isinstance(chunk, dict) and "event" in chunk:
+                on_event(chunk)
+            elif mode == "values" and isinstance(chunk, dict):
+                final = chunk
+        # A graph that paused for a person (the planner's plan approval): ask, then resume.
+        snapshot = await graph.aget_state(config) if graph.checkpointer is not None else None
+        pending = [i.value for i in (snapshot.interrupts if snapshot else ()) if isinstance(i.value, dict) and i.value.get("type") == "plan_approval"]
+        if not pending:
+            return final
+        from langgraph.types import Command
+
+        from smart_agent.nodes.planner.cli import prompt_for_approval
+
+        graph_input = Command(resume=prompt_for_approval(pending[0]))
 
 
 def _printer(stream: TextIO, quiet: bool, summary: RunSummary) -> Callable[[dict], None]:
@@ -320,8 +391,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _feature_cli_hooks() -> list[Callable]:
     """Sub-commands contributed by features (memory, planner...)."""
-    hooks: list[Callable] = []
-    return hooks
+    from smart_agent.memory.cli import register_cli as register_memory_cli
+    from smart_agent.nodes.planner.cli import register_cli as register_planner_cli
+
+    return [register_memory_cli, register_planner_cli]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -329,6 +402,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from smart_agent.models import ModelConfigError
     from smart_agent.nodes.resolver import InputError
+    from smart_agent.structured_output import StructuredOutputError
 
     handler = args.handler
     try:
@@ -339,6 +413,9 @@ def main(argv: list[str] | None = None) -> int:
     except ModelConfigError as exc:
         print(f"smart-agent: model not available.\n{exc}", file=sys.stderr)
         return EXIT_USAGE
+    except StructuredOutputError as exc:
+        print(f"smart-agent: structured output failed: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
     except (InputError, ValueError) as exc:
         print(f"smart-agent: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal
 
 DEFAULT_MODEL = "openai:gpt-4o-mini"
 
+ReasoningMode = Literal["direct", "two_phase"]
+
 DEFAULT_SYSTEM_PROMPT = (
     "You are smart-agent, a careful autonomous assistant. Use the tools you are given when "
     "they help; never guess a value a tool can compute or look up. When the task is done, "
@@ -73,8 +75,10 @@ class Context:
         ),
     )
     workspace: str = field(
-        default_factory=lambda: _env("workspace", os.getcwd()),
-        metadata=_d("Folder the file tools are confined to. Default: $SMART_AGENT_WORKSPACE or the current folder."),
+        # Empty means "the current folder", resolved when a tool runs (not here:
+        # contexts are built on the server's event loop, where os.getcwd blocks).
+        default_factory=lambda: _env("workspace", ""),
+        metadata=_d("Folder the file tools are confined to. Empty: $SMART_AGENT_WORKSPACE or the current folder."),
     )
     allow_private_network: bool = field(
         default_factory=lambda: _env("allow_private_network", False),
@@ -88,8 +92,88 @@ class Context:
         metadata=_d("Default timeout of one tool execution in seconds (a tool's own metadata may set a lower one)."),
     )
     # --- context management (issue: summarize / archive / todo / structured output)
+    context_token_limit: int = field(
+        default_factory=lambda: _env("context_token_limit", 24000),
+        metadata=_d(
+            "Token budget of every model request: system prompt, messages and tool schemas "
+            "(4 characters per token unless a token counter is given). Before a turn that "
+            "would exceed it, older history is compacted into a summary. Default 24000: room "
+            "for a 32k-context model's answer, and far below the point where long prompts "
+            "get slow, costly and less accurate on larger models."
+        ),
+    )
+    summary_token_limit: int = field(
+        default_factory=lambda: _env("summary_token_limit", 1000),
+        metadata=_d(
+            "Largest size of one summary of compacted history, in tokens (at most 15% of "
+            "context_token_limit). Default 1000: room for the facts, numbers, file names and "
+            "archived execution ids a long task needs, while leaving the budget to recent turns."
+        ),
+    )
+    archive_threshold_chars: int = field(
+        default_factory=lambda: _env("archive_threshold_chars", 2000),
+        metadata=_d(
+            "Tool outputs longer than this many characters are archived: the conversation gets "
+            "a short view (head, tail, size) and an execution id, and get_tool_response reads "
+            "the full text back. 0 turns archiving off."
+        ),
+    )
+    use_todo_list: bool = field(
+        default_factory=lambda: _env("use_todo_list", False),
+        metadata=_d(
+            "Planning mode: the system prompt gains planning rules and the model gets the "
+            "manage_todo_list tool; the list is kept in the state ('todos') and every change "
+            "is a 'plan' event."
+        ),
+    )
+    output_schema: dict[str, Any] | None = field(
+        default=None,
+        metadata=_d(
+            "JSON Schema of the final answer. When set, the run ends with a JSON object "
+            "validated against it (state 'structured_response'); invalid answers go back to "
+            "the model with the validation errors."
+        ),
+    )
+    max_output_retries: int = field(
+        default_factory=lambda: _env("max_output_retries", 2),
+        metadata=_d(
+            "How many times an answer that is not valid JSON for output_schema is sent back "
+            "to the model before the run fails with StructuredOutputError."
+        ),
+    )
     # --- memory (issue: long-term memory)
+    memory: bool = field(
+        default_factory=lambda: _env("memory", True),
+        metadata=_d(
+            "Long-term memory: recall relevant memories at the start of a run and write an "
+            "observation of the task and its answer at the end (FAISS + SQLite under "
+            "$SMART_AGENT_HOME/memory). Default: $SMART_AGENT_MEMORY or on."
+        ),
+    )
+    memory_k: int = field(
+        default_factory=lambda: _env("memory_k", 5),
+        metadata=_d("How many memories are recalled into the system prompt (ranked by similarity, recency and importance)."),
+    )
+    user_id: str = field(
+        default_factory=lambda: _env("user_id", "default"),
+        metadata=_d("Whose memories to use: each user id has its own memory namespace."),
+    )
+    embedding_model: str = field(
+        default_factory=lambda: _env("embedding_model", "local"),
+        metadata=_d(
+            "Embedding model of the memory: 'local' (bundled all-MiniLM-L6-v2, offline) or any "
+            "LangChain 'provider:model', e.g. 'openai:text-embedding-3-small'."
+        ),
+    )
     # --- reasoning mode (issue: two-phase reasoning)
+    reasoning: ReasoningMode = field(
+        default_factory=lambda: _env("reasoning", "direct"),
+        metadata=_d(
+            "'direct': each agent turn is one model call. 'two_phase': the model first reasons "
+            "with a single 'reasoning' tool (situation, plan, done), then acts with only the "
+            "tools its plan names (all when it names none; none when it says done)."
+        ),
+    )
     # Later features add their fields below this line.
     # --- planner (issue 6: plan, then execute)
     approve_plan: bool = field(
@@ -112,6 +196,28 @@ class Context:
             "Planner graph: model attempts to produce a valid plan (each rejected plan is sent "
             "back with all its errors) before the run ends with a planning error."
         ),
+    )
+
+    # --- multi-agent (issue 7: fleet, sub-agents, handoffs, dual agent)
+    max_workers: int = field(
+        default_factory=lambda: _env("max_workers", 4),
+        metadata=_d("Fleet graph: how many worker agents run at once."),
+    )
+    max_subtasks: int = field(
+        default_factory=lambda: _env("max_subtasks", 6),
+        metadata=_d("Fleet graph: most subtasks a goal may be split into (a longer list is sent back to the model)."),
+    )
+    max_agent_depth: int = field(
+        default_factory=lambda: _env("max_agent_depth", 3),
+        metadata=_d("sub_agent tool: deepest nesting of child agents; agents at this depth get no sub_agent tool."),
+    )
+    max_sub_agents: int = field(
+        default_factory=lambda: _env("max_sub_agents", 2),
+        metadata=_d("sub_agent tool: child agents running at once (per nesting level)."),
+    )
+    max_iterations: int = field(
+        default_factory=lambda: _env("max_iterations", 8),
+        metadata=_d("Dual graph: most brainstorm/execute decisions before a final answer is forced."),
     )
 
     def __post_init__(self) -> None:
@@ -137,7 +243,59 @@ def validate_context(ctx: Context) -> list[str]:
         errors.append(f"max_replans must be an integer >= 0 (got {ctx.max_replans!r})")
     if not isinstance(ctx.max_plan_attempts, int) or isinstance(ctx.max_plan_attempts, bool) or ctx.max_plan_attempts < 1:
         errors.append(f"max_plan_attempts must be an integer >= 1 (got {ctx.max_plan_attempts!r})")
+    # context management
+    errors.extend(_context_management_errors(ctx))
+    errors.extend(_multi_agent_errors(ctx))
+    # memory
+    if not isinstance(ctx.memory, bool):
+        errors.append(f"memory must be true or false (got {ctx.memory!r})")
+    if not isinstance(ctx.memory_k, int) or isinstance(ctx.memory_k, bool) or not 0 <= ctx.memory_k <= 100:
+        errors.append(f"memory_k must be an integer from 0 to 100 (got {ctx.memory_k!r})")
+    if not isinstance(ctx.user_id, str) or not ctx.user_id.strip() or "\x00" in ctx.user_id:
+        errors.append(f"user_id must be a non-empty string (got {ctx.user_id!r})")
+    if not isinstance(ctx.embedding_model, str) or not (
+        ctx.embedding_model.strip() == "local" or ":" in ctx.embedding_model
+    ):
+        errors.append(
+            f"embedding_model must be 'local' or 'provider:model' (got {ctx.embedding_model!r})"
+        )
     return errors
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _context_management_errors(ctx: Context) -> list[str]:
+    errors: list[str] = []
+    if not _is_int(ctx.context_token_limit) or ctx.context_token_limit < 1000:
+        errors.append(f"context_token_limit must be an integer >= 1000 (got {ctx.context_token_limit!r})")
+    if not _is_int(ctx.summary_token_limit) or ctx.summary_token_limit < 50:
+        errors.append(f"summary_token_limit must be an integer >= 50 (got {ctx.summary_token_limit!r})")
+    if not _is_int(ctx.archive_threshold_chars) or ctx.archive_threshold_chars < 0:
+        errors.append(f"archive_threshold_chars must be an integer >= 0 (got {ctx.archive_threshold_chars!r})")
+    if not isinstance(ctx.use_todo_list, bool):
+        errors.append(f"use_todo_list must be true or false (got {ctx.use_todo_list!r})")
+    if not _is_int(ctx.max_output_retries) or ctx.max_output_retries < 0:
+        errors.append(f"max_output_retries must be an integer >= 0 (got {ctx.max_output_retries!r})")
+    if ctx.output_schema is not None:
+        from smart_agent.structured_output import schema_problem
+
+        problem = schema_problem(ctx.output_schema)
+        if problem:
+            errors.append(f"output_schema is not a valid JSON Schema: {problem}")
+    return errors
+
+
+def _multi_agent_errors(ctx: Context) -> list[str]:
+    bounds = {"max_workers": 1, "max_subtasks": 1, "max_agent_depth": 0, "max_sub_agents": 1, "max_iterations": 1}
+    return [
+        f"{name} must be an integer >= {low} (got {getattr(ctx, name)!r})"
+        for name, low in bounds.items()
+        if not _is_int(getattr(ctx, name)) or getattr(ctx, name) < low
+    ] + ([] if ctx.reasoning in ("direct", "two_phase") else [
+        f"reasoning must be 'direct' or 'two_phase' (got {ctx.reasoning!r})"
+    ])
 
 
 def context_field_names() -> list[str]:
@@ -160,4 +318,3 @@ def coerce_context(value: Context | dict[str, Any] | None) -> Context:
     return Context(**{k: getattr(value, k) for k in context_field_names() if hasattr(value, k)})
 
 
-ReasoningMode = Literal["direct", "two_phase"]

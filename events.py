@@ -3,7 +3,7 @@
 Every event is a dict ``{"event": <type>, "ts": <unix time>, **payload}``. Types
 used across the framework: ``tool_call``, ``tool_result``, ``tool_limit``,
 ``final_answer``, ``usage``, ``plan``, ``summarization``, ``memory_recall``,
-``memory_write``, ``handoff``, ``reasoning``, ``step_start``, ``step_result``.
+``memory_write``, ``handoff``, ``sub_agent``, ``reasoning``, ``step_start``, ``step_result``.
 
 Subscribe with ``graph.astream(..., stream_mode="custom")`` (or together with other
 modes); outside a graph run ``emit`` is a no-op, so nodes and tools can call it
@@ -26,6 +26,7 @@ EVENT_TYPES = (
     "memory_recall",
     "memory_write",
     "handoff",
+    "sub_agent",
     "reasoning",
     "step_start",
     "step_result",

@@ -15,6 +15,14 @@ SKIPPED_RESULT = (
     "executed; answer with the information you already have."
 )
 
+PLANNING_RULES = (
+    "PLANNING: keep a plan with the manage_todo_list tool. For any task of more than one "
+    "step, first add the steps as todo items. Mark an item in_progress when you start it and "
+    "done as soon as it is finished; keep at most one item in_progress. Add, change or remove "
+    "items when you learn something that changes the plan. Before the final answer, every "
+    "item must be done or removed."
+)
+
 
 def build_system_prompt(ctx: Any, state: dict) -> str:
     """The run's system prompt: the configured prompt plus the state's sections."""
@@ -22,6 +30,15 @@ def build_system_prompt(ctx: Any, state: dict) -> str:
     memory = (state.get("memory_context") or "").strip()
     if memory:
         parts.append(memory)
+    if getattr(ctx, "use_todo_list", False):
+        from smart_agent.tools.context_tools import render_todos
+
+        parts.append(PLANNING_RULES + "\n\nCurrent todo list:\n" + render_todos(state.get("todos") or []))
+    schema = state.get("output_schema")
+    if schema:
+        from smart_agent.structured_output import output_instructions
+
+        parts.append(output_instructions(schema))
     notice = (state.get("notice") or "").strip()
     if notice:
         parts.append(notice)

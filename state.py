@@ -13,6 +13,11 @@ from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
 
+def merge_archived(left: dict[str, dict] | None, right: dict[str, dict] | None) -> dict[str, dict]:
+    """Archive index: entries are added (the same execution id twice is the same text)."""
+    return {**(left or {}), **(right or {})}
+
+
 class InputState(TypedDict, total=False):
     """What a caller passes: a task string, messages, or both (the task is appended)."""
 
@@ -40,6 +45,32 @@ class AgentState(InputState, total=False):
     # Text added to the system prompt of the next model turn (finalization notice).
     notice: str
     # Later features add their keys below this line.
+    # --- memory (issue 5): set by memory_recall at run start
+    # Text block of recalled long-term memories, appended to the system prompt.
+    memory_context: str
+    # The recalled memories as dicts (key, text, score, similarity, age...).
+    recalled_memories: list[dict]
+    # --- context management (issue 4): nodes/summarize.py, archive.py, tools/context_tools.py
+    # The run's context_token_limit, copied from the context by the resolver.
+    context_token_limit: int
+    # Predicted size (tokens) of the next model request: system prompt + messages + tool
+    # schemas. Written by every node that changes them; read by route_before_agent.
+    request_tokens: int
+    # Archived tool outputs: execution id -> metadata (tool, chars...). The text itself
+    # lives in the archive ($SMART_AGENT_HOME/archive or runtime.store), never in state.
+    archived: Annotated[dict[str, dict], merge_archived]
+    # get_tool_response calls this run (they do not count against max_tool_calls).
+    retrievals_made: int
+    # Context compactions so far in this thread.
+    compactions: int
+    # The todo list (planning mode): [{"id": int, "content": str, "status": pending|in_progress|done}].
+    todos: list[dict]
+    # The effective JSON Schema of the final answer (None: free text), set at run start.
+    output_schema: dict[str, Any] | None
+    # The validated final answer when output_schema is set.
+    structured_response: Any
+    # Invalid structured answers sent back to the model this run.
+    output_retries: int
 
 
 def merge_step_results(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:
@@ -51,6 +82,17 @@ def merge_step_results(left: dict[str, Any] | None, right: dict[str, Any] | None
         else:
             merged[key] = value
     return merged
+
+
+class PlannerOutputState(OutputState, total=False):
+    """What a planner run returns: the answer plus the plan and what became of each step."""
+
+    plan: dict[str, Any] | None
+    status: str
+    step_results: dict[str, Any]
+    halt: dict[str, Any] | None
+    error: str | None
+    plan_errors: list[str]
 
 
 class PlannerState(InputState, total=False):
@@ -89,3 +131,66 @@ class PlannerState(InputState, total=False):
     max_plan_attempts: int
     max_replans: int
     max_parallel: int
+
+
+# --- multi-agent (issue 7): graphs/fleet.py, graphs/team.py, graphs/dual.py
+
+
+class FleetOutputState(OutputState, total=False):
+    """What a fleet run returns: the aggregated answer plus every worker's result."""
+
+    subtasks: list[dict[str, Any]]
+    results: dict[str, Any]
+    status: str
+
+
+class FleetState(InputState, total=False):
+    """State of the fleet graph: a goal split into subtasks run by parallel worker agents."""
+
+    answer: str
+    # The goal being worked on (the task, or the last user message).
+    goal: str
+    # The validated subtasks: [{"id": "w1", "task": "..."}], in the model's order.
+    subtasks: list[dict[str, Any]]
+    # worker id -> {id, task, ok, answer, error, duration_s, round}; one writer per id.
+    results: Annotated[dict[str, Any], merge_step_results]
+    # Worker ids the last dispatch sent (at most max_workers).
+    ready: list[str]
+    round: int
+    max_workers: int
+    # decomposing | running | done
+    status: str
+    error: str | None
+
+
+class TeamState(AgentState, total=False):
+    """State of the team graph: the agent loop plus which agent holds the conversation."""
+
+    active_agent: str
+    # Handoffs made in the current run.
+    handoffs: int
+
+
+class DualOutputState(OutputState, total=False):
+    thoughts: list[str]
+    assets: dict[str, Any]
+    iterations: int
+
+
+class DualState(InputState, total=False):
+    """State of the dual graph: a reasoning loop that hands objectives to the planner."""
+
+    answer: str
+    goal: str
+    # Brainstormed thoughts, oldest first.
+    thoughts: list[str]
+    # asset id -> {id, objective, answer, status}: execution results later iterations see.
+    assets: Annotated[dict[str, Any], merge_step_results]
+    # Decisions taken this run: [{"action": ..., ...}].
+    decisions: list[dict[str, Any]]
+    iterations: int
+    max_iterations: int
+    # The objective the last "execute" decision handed to the planner.
+    objective: str
+    # Why the last reply could not be parsed as a decision (sent back on the next turn).
+    decision_error: str

@@ -1,6 +1,10 @@
 """The agent loop graph ("Smart Agent"): wiring only — the work lives in nodes/.
 
-    resolver → agent ⇄ tools → toolLimitFinalize → agent → END
+    resolver → memory_recall → agent ⇄ tools → toolLimitFinalize → agent → memory_write → END
+
+Before every agent turn ``route_before_agent`` inserts ``summarize`` when the next
+request would exceed the context budget; with an output schema the final answer
+passes ``structuredOutput`` (valid: end; invalid: back to the agent).
 """
 
 from __future__ import annotations
@@ -13,9 +17,18 @@ from langgraph.graph import END, START, StateGraph
 
 from smart_agent.context import Context
 from smart_agent.nodes.agent import make_agent_node
+from smart_agent.nodes.reasoning import make_two_phase_node
 from smart_agent.nodes.limit import tool_limit_finalize
-from smart_agent.nodes.resolver import resolver
-from smart_agent.nodes.routes import route_after_agent, route_after_tools
+from smart_agent.nodes.memory import memory_recall, memory_write
+from smart_agent.nodes.resolver import make_resolver
+from smart_agent.nodes.routes import (
+    route_after_agent,
+    route_after_structured_output,
+    route_after_tools,
+    route_before_agent,
+)
+from smart_agent.nodes.structured import make_structured_output_node
+from smart_agent.nodes.summarize import ContextBudget, make_summarize_node
 from smart_agent.nodes.tools import make_tools_node
 from smart_agent.state import AgentState, InputState
 from smart_agent.tools.registry import ToolMeta, ToolRegistry
@@ -33,7 +46,9 @@ def resolve_registry(registry: ToolRegistry | None, tools: Iterable[BaseTool] | 
         registry = registry.copy()
         for t in tools:
             registry.register(t, ToolMeta(source="user"), replace=True)
-    return registry
+    from smart_agent.tools.context_tools import with_context_tools
+
+    return with_context_tools(registry)  # get_tool_response, manage_todo_list (offered when they apply)
 
 
 def build_agent_graph(
@@ -44,24 +59,44 @@ def build_agent_graph(
     checkpointer: Any = None,
     store: Any = None,
     name: str = "agent",
+    token_counter: Any = None,
+    output_schema: Any = None,
 ):
     """Compile the agent loop.
 
     ``model`` overrides the context's ``model`` string (useful in notebooks and
     tests); ``tools`` are added to the registry (default: the built-in tools and
-    discovered plugins).
+    discovered plugins). ``token_counter`` counts request tokens for the context budget
+    (default: 4 characters per token; a chat model or any
+    ``(messages, tools) -> int`` callable, see tokens.py). ``output_schema`` (a pydantic
+    model class or JSON Schema dict) is the default schema of the final answer; a
+    run's ``output_schema`` context field overrides it.
     """
     registry = resolve_registry(registry, tools)
+    budget = ContextBudget(registry, token_counter, output_schema)
     builder = StateGraph(AgentState, context_schema=Context, input_schema=InputState)
-    builder.add_node("resolver", resolver)
-    builder.add_node("agent", make_agent_node(registry, model))
-    builder.add_node("tools", make_tools_node(registry))
+    builder.add_node("resolver", make_resolver(budget.on_run_start))
+    builder.add_node("summarize", make_summarize_node(budget, model))
+    # reasoning="two_phase" (nodes/reasoning.py) wraps the turn; "direct" is the plain node.
+    builder.add_node("agent", make_two_phase_node(make_agent_node(registry, model, budget), registry, model, budget))
+    builder.add_node("tools", make_tools_node(registry, budget))
+    builder.add_node("structuredOutput", make_structured_output_node(budget))
     builder.add_node("toolLimitFinalize", tool_limit_finalize)
+    builder.add_node("memory_recall", memory_recall)
+    builder.add_node("memory_write", memory_write)
     builder.add_edge(START, "resolver")
-    builder.add_edge("resolver", "agent")
-    builder.add_conditional_edges("agent", route_after_agent, {"tools": "tools", END: END})
-    builder.add_conditional_edges("tools", route_after_tools, ["toolLimitFinalize", "agent"])
-    builder.add_edge("toolLimitFinalize", "agent")
+    builder.add_edge("resolver", "memory_recall")
+    builder.add_conditional_edges("memory_recall", route_before_agent, ["summarize", "agent"])
+    builder.add_edge("summarize", "agent")
+    builder.add_conditional_edges(
+        "agent", route_after_agent, {"tools": "tools", "structuredOutput": "structuredOutput", END: "memory_write"}
+    )
+    builder.add_conditional_edges(
+        "structuredOutput", route_after_structured_output, {"summarize": "summarize", "agent": "agent", END: "memory_write"}
+    )
+    builder.add_edge("memory_write", END)
+    builder.add_conditional_edges("tools", route_after_tools, ["toolLimitFinalize", "summarize", "agent"])
+    builder.add_conditional_edges("toolLimitFinalize", route_before_agent, ["summarize", "agent"])
     compiled = builder.compile(checkpointer=checkpointer, store=store, name=name)
     return compiled.with_config(recursion_limit=DEFAULT_RECURSION_LIMIT)
 

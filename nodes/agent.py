@@ -35,7 +35,16 @@ def offered_tools(ctx: Context, registry: ToolRegistry, state: dict) -> list[Bas
     """The tools this turn may call: none once the run must finalize."""
     if state.get("finalize") or tool_limit_reached(state):
         return []
-    return registry.tools(ctx.tools)
+    from smart_agent.tools.context_tools import context_tools_for, is_context_tool
+
+    # Context tools (get_tool_response, manage_todo_list) are offered only when they apply,
+    # memory tools only while the run's memory is on.
+    memory_on = bool(getattr(ctx, "memory", False))
+    tools = [
+        t for t in registry.tools(ctx.tools)
+        if not is_context_tool(registry, t.name) and (memory_on or "memory" not in registry.meta(t.name).tags)
+    ]
+    return tools + [t for t in context_tools_for(ctx, registry, state) if t not in tools]
 
 
 def usage_of(message: AIMessage) -> dict[str, int]:
@@ -65,13 +74,17 @@ async def call_model(
     return response
 
 
-def make_agent_node(registry: ToolRegistry, model: BaseChatModel | None = None) -> Callable:
+def make_agent_node(registry: ToolRegistry, model: BaseChatModel | None = None, budget: Any = None) -> Callable:
+    """``budget`` (nodes/summarize.py ContextBudget) guards the size of every request."""
+
     async def agent(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx = coerce_context(runtime.context)
         # Building a client reads certificates from disk: keep it off the event loop.
         llm = model or await asyncio.to_thread(load_chat_model, ctx.model)
         tools = offered_tools(ctx, registry, state)
         request = [SystemMessage(content=build_system_prompt(ctx, state)), *state.get("messages", [])]
+        if budget is not None:
+            request = budget.fit_request(ctx, request, tools)
         response = await call_model(llm, request, tools, spec=None if model else ctx.model)
         turns = int(state.get("turns") or 0) + 1
         emit("usage", turn=turns, **usage_of(response))
@@ -80,7 +93,9 @@ def make_agent_node(registry: ToolRegistry, model: BaseChatModel | None = None) 
             # Nothing was offered, so nothing can run: keep the text, drop the calls,
             # and never leave unanswered tool calls in the thread's history.
             response = AIMessage(content=message_text(response), id=response.id, usage_metadata=response.usage_metadata)
-        if not pending_tool_calls(response):
+        if not pending_tool_calls(response) and state.get("output_schema"):
+            pass  # the structuredOutput node validates the answer, then ends the run
+        elif not pending_tool_calls(response):
             answer = message_text(response).strip()
             if not answer and (state.get("finalize") or tool_limit_reached(state)):
                 answer = "I reached the tool-call limit before I could finish, and the model gave no final text."

@@ -94,8 +94,27 @@ def _clip(text: str, n: int = ASSET_CHARS) -> str:
     return text if len(text) <= n else text[:n] + f"… [{len(text)} chars]"
 
 
+HISTORY_MESSAGES = 10
+
+
+def conversation_so_far(state: dict) -> str:
+    """Earlier turns of the thread (Assistant mode), without the current goal."""
+    messages = list(state.get("messages") or [])
+    if messages and isinstance(messages[-1], HumanMessage):
+        messages = messages[:-1]
+    lines = []
+    for m in messages[-HISTORY_MESSAGES:]:
+        if isinstance(m, (HumanMessage, AIMessage)) and str(m.content).strip():
+            who = "User" if isinstance(m, HumanMessage) else "You"
+            lines.append(f"{who}: {_clip(str(m.content))}")
+    return "\n".join(lines)
+
+
 def decide_prompt(state: dict, last_step: bool) -> str:
     parts = [f"Goal:\n{state.get('goal') or ''}"]
+    history = conversation_so_far(state)
+    if history:
+        parts.insert(0, f"Conversation so far:\n{history}")
     thoughts = state.get("thoughts") or []
     if thoughts:
         parts.append("Your thoughts so far:\n" + "\n".join(f"{i + 1}. {t}" for i, t in enumerate(thoughts)))

@@ -1,6 +1,6 @@
 """Two-phase reasoning: think with one tool, then act with the tools the thinking named.
 
-With ``reasoning_mode="two_phase"`` every agent turn that may call tools makes two
+With ``reasoning="two_phase"`` every agent turn that may call tools makes two
 model calls:
 
 1. **reasoning** – the model is offered only a ``reasoning`` tool (``situation``,
@@ -85,11 +85,11 @@ def make_two_phase_node(
     model: BaseChatModel | None = None,
     budget: Any = None,
 ) -> Callable:
-    """Wrap the agent node: two-phase turns when the run's ``reasoning_mode`` says so."""
+    """Wrap the agent node: two-phase turns when the run's ``reasoning`` says so."""
 
     async def agent(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx = coerce_context(runtime.context)
-        if getattr(ctx, "reasoning_mode", "direct") != TWO_PHASE:
+        if getattr(ctx, "reasoning", "direct") != TWO_PHASE:
             return await agent_node(state, runtime)
         tools = offered_tools(ctx, registry, state)
         if not tools:  # the turn must answer: nothing to reason about

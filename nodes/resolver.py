@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage, ToolMessage
 from langgraph.runtime import Runtime
@@ -93,5 +93,21 @@ def resolve_input(state: dict, ctx: Context) -> dict[str, Any]:
     return update
 
 
-async def resolver(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
-    return resolve_input(state, coerce_context(runtime.context))
+RunStartHook = Callable[[dict, dict, Context], dict]
+
+
+def make_resolver(*hooks: RunStartHook) -> Callable:
+    """The resolver node; each hook ``(state, update, ctx) -> dict`` adds per-run keys
+    (e.g. the context budget's limits and the predicted request size)."""
+
+    async def resolver(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = coerce_context(runtime.context)
+        update = resolve_input(state, ctx)
+        for hook in hooks:
+            update.update(hook(state, update, ctx) or {})
+        return update
+
+    return resolver
+
+
+resolver = make_resolver()

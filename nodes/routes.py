@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from langchain_core.messages import AIMessage
 
+from smart_agent.tokens import usable_tokens
+
 END = "__end__"
 
 
@@ -21,11 +23,14 @@ def pending_tool_calls(message: Any) -> list[dict]:
     return [*(message.tool_calls or []), *(message.invalid_tool_calls or [])]
 
 
-def route_after_agent(state: dict) -> Literal["tools", "__end__"]:
-    """Run tools when the model asked for them; otherwise the loop is over."""
+def route_after_agent(state: dict) -> Literal["tools", "structuredOutput", "__end__"]:
+    """Run tools when the model asked for them; otherwise the loop is over (after the
+    answer is validated, when the run has an output schema)."""
     messages = state.get("messages") or []
     if messages and not state.get("finalize") and pending_tool_calls(messages[-1]):
         return "tools"
+    if state.get("output_schema") and messages and isinstance(messages[-1], AIMessage):
+        return "structuredOutput"
     return END
 
 
@@ -34,6 +39,30 @@ def tool_limit_reached(state: dict) -> bool:
     return limit is not None and int(state.get("tool_calls_made") or 0) >= int(limit)
 
 
-def route_after_tools(state: dict) -> Literal["toolLimitFinalize", "agent"]:
+def route_after_tools(state: dict) -> Literal["toolLimitFinalize", "summarize", "agent"]:
     """Once the tool-call budget is spent, finalize; otherwise give the model the results."""
-    return "toolLimitFinalize" if tool_limit_reached(state) else "agent"
+    return "toolLimitFinalize" if tool_limit_reached(state) else route_before_agent(state)
+
+
+def route_before_agent(state: dict) -> Literal["summarize", "agent"]:
+    """Compact the history first when the predicted next request is over the budget.
+
+    ``request_tokens`` (system prompt + messages + tool schemas, as the agent will send
+    them) is written by every node that changes them; ``context_token_limit`` is copied
+    from the context by the resolver.
+    """
+    limit = state.get("context_token_limit")
+    if not limit:
+        return "agent"
+    return "summarize" if int(state.get("request_tokens") or 0) > usable_tokens(int(limit)) else "agent"
+
+
+def route_after_structured_output(state: dict) -> Literal["summarize", "agent", "__end__"]:
+    """A validated answer ends the run; an invalid one (answered by a feedback message
+    carrying the validation errors) goes back to the model."""
+    messages = state.get("messages") or []
+    last = messages[-1] if messages else None
+    mark = (getattr(last, "additional_kwargs", None) or {}).get("smart_agent") or {}
+    if isinstance(mark, dict) and mark.get("kind") == "output_feedback":
+        return route_before_agent(state)
+    return END

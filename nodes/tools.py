@@ -20,6 +20,7 @@ from smart_agent.context import Context, coerce_context
 from smart_agent.events import emit
 from smart_agent.nodes.routes import pending_tool_calls
 from smart_agent.prompts import SKIPPED_RESULT
+from smart_agent.tools.context_tools import CONTEXT_TOOL_NAMES, GET_TOOL_RESPONSE, STATE_TAG, free_retrievals
 from smart_agent.tools.invoke import ToolOutcome, run_tool
 from smart_agent.tools.registry import ToolRegistry
 
@@ -72,7 +73,30 @@ async def execute_call(
     )
 
 
-def make_tools_node(registry: ToolRegistry) -> Callable:
+def split_free_retrievals(calls: list[dict], used: int, quota: int) -> tuple[list[dict], list[dict]]:
+    """get_tool_response calls within the run's free quota, and every other call.
+
+    Reading back an archived output changes nothing and is how the model recovers what
+    compaction hid, so it does not spend the tool budget; it has its own bound."""
+    free: list[dict] = []
+    counted: list[dict] = []
+    for c in calls:
+        if c.get("name") == GET_TOOL_RESPONSE and c.get("type") != "invalid_tool_call" and used + len(free) < quota:
+            free.append(c)
+        else:
+            counted.append(c)
+    return free, counted
+
+
+def _updates_state(registry: ToolRegistry, call: dict) -> bool:
+    name = call.get("name") or ""
+    return call.get("type") != "invalid_tool_call" and name in registry and STATE_TAG in registry.meta(name).tags
+
+
+def make_tools_node(registry: ToolRegistry, budget: Any = None) -> Callable:
+    """``budget`` (nodes/summarize.py ContextBudget) archives large outputs and predicts
+    the next request's size."""
+
     async def tools(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx = coerce_context(runtime.context)
         messages = state.get("messages") or []
@@ -80,19 +104,21 @@ def make_tools_node(registry: ToolRegistry) -> Callable:
         calls = pending_tool_calls(last) if isinstance(last, AIMessage) else []
         made = int(state.get("tool_calls_made") or 0)
         limit = int(state.get("max_tool_calls", ctx.max_tool_calls))
-        to_run, skipped = plan_calls(calls, made, limit)
-        allowed = set(ctx.tools) if ctx.tools else None
+        retrievals = int(state.get("retrievals_made") or 0)
+        free, counted = split_free_retrievals(calls, retrievals, free_retrievals(limit))
+        to_run, skipped = plan_calls(counted, made, limit)
+        allowed = (set(ctx.tools) | CONTEXT_TOOL_NAMES) if ctx.tools else None
         sem = asyncio.Semaphore(max(1, ctx.max_parallel_tools))
         try:
             config = get_config()
         except Exception:
             config = None
 
-        async def one(call: dict) -> ToolOutcome:
+        async def one(call: dict, call_state: dict) -> ToolOutcome:
             async with sem:
                 emit("tool_call", id=call.get("id"), name=call.get("name"), args=call.get("args"))
                 outcome = await execute_call(
-                    call, registry, ctx, state=state, store=runtime.store, config=config,
+                    call, registry, ctx, state=call_state, store=runtime.store, config=config,
                     stream_writer=runtime.stream_writer, allowed=allowed,
                 )
                 emit(
@@ -101,13 +127,36 @@ def make_tools_node(registry: ToolRegistry) -> Callable:
                 )
                 return outcome
 
-        outcomes = await asyncio.gather(*(one(c) for c in to_run))
-        out_messages: list[ToolMessage] = [o.to_message() for o in outcomes]
-        for call in skipped:
+        # Results keep the calls' order. Tools that update the state (a Command) run one
+        # at a time after the others, each seeing the updates before it.
+        position = {id(c): i for i, c in enumerate(calls)}
+        runnable = sorted([*free, *to_run], key=lambda c: position[id(c)])
+        stateful = [c for c in runnable if _updates_state(registry, c)]
+        parallel = [c for c in runnable if not _updates_state(registry, c)]
+        outcomes: dict[int, ToolOutcome] = {}
+        for call, outcome in zip(parallel, await asyncio.gather(*(one(c, state) for c in parallel))):
+            outcomes[position[id(call)]] = outcome
+        state_updates: dict[str, Any] = {}
+        for i in sorted(outcomes):
+            state_updates.update(outcomes[i].update or {})
+        for call in stateful:
+            outcome = await one(call, {**state, **state_updates})
+            outcomes[position[id(call)]] = outcome
+            state_updates.update(outcome.update or {})
+        out_messages: list[ToolMessage] = []
+        for i, call in enumerate(calls):
+            if i in outcomes:
+                out_messages.append(outcomes[i].to_message())
+                continue
             out_messages.append(
                 ToolMessage(content=SKIPPED_RESULT.format(limit=limit), tool_call_id=call.get("id") or "", name=call.get("name"), status="error")
             )
             emit("tool_result", id=call.get("id"), name=call.get("name"), ok=False, error="skipped_limit", duration_s=0.0, preview="skipped: tool-call limit")
-        return {"messages": out_messages, "tool_calls_made": made + len(to_run)}
+        update: dict[str, Any] = {**state_updates, "messages": out_messages, "tool_calls_made": made + len(to_run)}
+        if free:
+            update["retrievals_made"] = retrievals + len(free)
+        if budget is not None:
+            update = await budget.after_tools(ctx, state, update, runtime.store)
+        return update
 
     return tools

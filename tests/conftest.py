@@ -59,7 +59,9 @@ def openai_model(server, **kwargs):
 
 def cli_env(server=None, **extra) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "SMART_AGENT_MODEL"))}
-    env.update(HF_HUB_OFFLINE="1", LANGSMITH_TRACING="false", PYTHONUNBUFFERED="1")
+    # Memory (torch + the embedding model in every process) is tested on its own;
+    # tests that need it pop SMART_AGENT_MEMORY or pass SMART_AGENT_MEMORY="true".
+    env.update(HF_HUB_OFFLINE="1", LANGSMITH_TRACING="false", PYTHONUNBUFFERED="1", SMART_AGENT_MEMORY="false")
     if server is not None:
         env.update(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="test-key", SMART_AGENT_MODEL="openai:scripted-model")
     env.update({k: str(v) for k, v in extra.items()})

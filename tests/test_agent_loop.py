@@ -183,3 +183,13 @@ def test_graph_draws_the_loop():
     mermaid = build_agent_graph(registry=ToolRegistry()).get_graph().draw_mermaid()
     for node in ("resolver", "agent", "tools", "toolLimitFinalize"):
         assert node in mermaid
+
+
+def test_memory_tools_are_offered_only_while_memory_is_on(workspace):
+    from smart_agent.nodes.agent import offered_tools
+
+    registry = default_registry()
+    off = [t.name for t in offered_tools(ctx(workspace, memory=False), registry, {})]
+    on = [t.name for t in offered_tools(ctx(workspace, memory=True), registry, {})]
+    assert "remember" not in off and "search_memory" not in off and "calculator" in off
+    assert "remember" in on and "search_memory" in on

@@ -27,7 +27,7 @@ from smart_agent.tools.registry import ToolMeta
 from smart_agent.tools.web import browse_url, fetch_url, web_search
 
 PUBLIC_IP = "93.184.216.34"
-BUILTIN_NAMES = ["calculator", "read_file", "list_files", "write_file", "browse_url", "web_search"]
+BUILTIN_NAMES = ["calculator", "read_file", "list_files", "write_file", "browse_url", "web_search", "remember", "search_memory"]
 
 
 def make_runtime(workspace: Path, **context: Any) -> ToolRuntime:
@@ -73,7 +73,8 @@ def test_default_registry(tmp_path: Path) -> None:
     registry = default_registry(plugins_folder=tmp_path / "no-plugins", entry_points=False)
     assert registry.names() == BUILTIN_NAMES
     assert registry.meta("write_file").side_effects is True
-    assert all(not registry.meta(n).side_effects for n in BUILTIN_NAMES if n != "write_file")
+    assert registry.meta("remember").side_effects is True
+    assert all(not registry.meta(n).side_effects for n in BUILTIN_NAMES if n not in ("write_file", "remember"))
     assert registry.meta("browse_url") == ToolMeta(timeout_s=30, retries=1, tags=("web",))
     assert registry.meta("web_search").timeout_s == 20
     assert registry.meta("calculator").source == "builtin"

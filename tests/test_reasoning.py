@@ -1,4 +1,4 @@
-"""Two-phase reasoning (reasoning_mode="two_phase") through the real langchain-openai client."""
+"""Two-phase reasoning (reasoning="two_phase") through the real langchain-openai client."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ async def test_two_phase_reasons_then_acts_with_the_named_tools(scripted_server)
     reg.register(calculator)
     reg.register(lookup)
     graph = build_agent_graph(model=openai_model(srv), registry=reg)
-    final, events = await run(graph, "What is 6*7?", Context(memory=False, reasoning_mode="two_phase"))
+    final, events = await run(graph, "What is 6*7?", Context(memory=False, reasoning="two_phase"))
 
     assert final["answer"] == "6*7 = 42" and final["tool_calls_made"] == 1
     r = srv.requests

@@ -11,6 +11,7 @@ from smart_agent.tools.calculator import calculator
 from smart_agent.tools.files import list_files, read_file, write_file
 from smart_agent.tools.registry import ToolMeta, ToolRegistry
 from smart_agent.tools.web import browse_url, web_search
+from smart_agent.tools.memory_tools import MEMORY_TOOLS
 
 __all__ = ["BUILTIN_TOOLS", "default_plugins_folder", "default_registry", "smart_agent_home"]
 
@@ -21,6 +22,7 @@ BUILTIN_TOOLS: list[tuple[BaseTool, ToolMeta]] = [
     (write_file, ToolMeta(side_effects=True, tags=("files",))),
     (browse_url, ToolMeta(timeout_s=30, retries=1, tags=("web",))),
     (web_search, ToolMeta(timeout_s=20, tags=("web",))),
+    *MEMORY_TOOLS,  # offered only while the run's memory is on (nodes/agent.py)
 ]
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from langchain.tools import ToolRuntime
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool
+from langgraph.types import Command
 from pydantic import ValidationError
 
 # LangChain validates injected ``ToolRuntime`` arguments with a schema whose
@@ -41,6 +42,9 @@ class ToolOutcome:
     duration_s: float = 0.0
     artifact: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # State update of a tool that returned a LangGraph ``Command(update=...)`` (its
+    # ToolMessage, if any, became ``content``); the tools node merges it.
+    update: dict[str, Any] | None = None
 
     def to_message(self) -> ToolMessage:
         return ToolMessage(
@@ -50,6 +54,16 @@ class ToolOutcome:
             status="success" if self.ok else "error",
             artifact=self.artifact,
         )
+
+
+def outcome_from_command(name: str, call_id: str, command: Command, duration_s: float) -> ToolOutcome:
+    """A tool's ``Command(update=...)``: its ToolMessage is the result, the rest a state update."""
+    update = dict(command.update or {}) if isinstance(command.update, dict) else {}
+    messages = update.pop("messages", None) or []
+    own = [m for m in messages if isinstance(m, ToolMessage) and m.tool_call_id in (call_id, "", None)]
+    content = stringify(own[0].content) if own else "Done."
+    ok = not own or own[0].status != "error"
+    return ToolOutcome(name, call_id, ok, content, raw=command, duration_s=duration_s, update=update or None)
 
 
 def runtime_param(tool: BaseTool) -> str | None:
@@ -141,6 +155,8 @@ async def run_tool(
     except Exception as exc:  # any tool failure becomes an error message
         text = str(exc).strip() or type(exc).__name__
         return ToolOutcome(tool.name, call_id, False, f"Tool {tool.name!r} failed: {text}", error=type(exc).__name__, duration_s=time.perf_counter() - start)
+    if isinstance(result, Command):
+        return outcome_from_command(tool.name, call_id, result, time.perf_counter() - start)
     artifact = None
     if isinstance(result, tuple) and getattr(tool, "response_format", None) == "content_and_artifact":
         result, artifact = result
