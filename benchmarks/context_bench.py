@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
             runs.append((f"with ({args.tight_tokens})", args.tight_tokens))
         runs.append(("without", 0))
         rows = [asyncio.run(run_mode(m, args.calls, args.chars, limit, ws)) for m, limit in runs]
-    with_, without = rows[0], rows[-1]
+    without = rows[-1]
     ratio = {
         r["mode"]: {
             "peak": round(without["peak_prompt_tokens"] / r["peak_prompt_tokens"], 2),

@@ -13,6 +13,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from smart_agent.messages import message_text
+
 if TYPE_CHECKING:  # pragma: no cover
     from smart_agent.memory.store import Recalled
 
@@ -132,17 +134,6 @@ def build_observation(
     return "\n".join(lines), importance
 
 
-def message_text(message: Any) -> str:
-    content = getattr(message, "content", message)
-    if isinstance(content, str):
-        return content
-    parts = []
-    for block in content or []:
-        if isinstance(block, str):
-            parts.append(block)
-        elif isinstance(block, dict) and block.get("type") == "text":
-            parts.append(str(block.get("text", "")))
-    return "".join(parts)
 
 
 def run_task_and_facts(state: Mapping[str, Any]) -> tuple[str, str, list[str]]:

@@ -12,23 +12,13 @@ from langgraph.runtime import Runtime
 
 from smart_agent.context import Context, coerce_context
 from smart_agent.events import emit
+from smart_agent.messages import message_text
 from smart_agent.models import explain_model_error, load_chat_model
 from smart_agent.nodes.routes import pending_tool_calls, tool_limit_reached
 from smart_agent.prompts import build_system_prompt
 from smart_agent.tools.registry import ToolRegistry
 
 
-def message_text(message: BaseMessage) -> str:
-    content = message.content
-    if isinstance(content, str):
-        return content
-    parts = []
-    for block in content or []:
-        if isinstance(block, str):
-            parts.append(block)
-        elif isinstance(block, dict) and block.get("type") == "text":
-            parts.append(block.get("text", ""))
-    return "".join(parts)
 
 
 def offered_tools(ctx: Context, registry: ToolRegistry, state: dict) -> list[BaseTool]:

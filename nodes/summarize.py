@@ -49,6 +49,7 @@ from langgraph.runtime import Runtime
 
 from smart_agent.archive import ARCHIVE_KEY, ToolArchive, clip_text, make_view
 from smart_agent.context import Context, coerce_context
+from smart_agent.messages import message_text as text_of
 from smart_agent.events import emit
 from smart_agent.models import load_chat_model
 from smart_agent.nodes.routes import pending_tool_calls
@@ -87,17 +88,6 @@ class ContextBudgetError(ValueError):
 
 
 # --------------------------------------------------------------------------- messages
-def text_of(message: BaseMessage) -> str:
-    content = message.content
-    if isinstance(content, str):
-        return content
-    parts = []
-    for block in content or []:
-        if isinstance(block, str):
-            parts.append(block)
-        elif isinstance(block, dict) and block.get("type") == "text":
-            parts.append(block.get("text", ""))
-    return "".join(parts)
 
 
 def mark_of(message: BaseMessage) -> dict:

@@ -73,3 +73,15 @@ def run_cli(args, *, env, input_text=None, timeout=120, cwd=None):
     exe = Path(sys.executable).with_name("smart-agent")
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "smart_agent.cli"]
     return subprocess.run(cmd + list(args), env=env, input=input_text, capture_output=True, text=True, timeout=timeout, cwd=cwd)
+
+
+async def run_graph(graph, task, context, thread=None, events=None):
+    """Stream a graph run: collect custom events into ``events``, return the final state."""
+    config = {"configurable": {"thread_id": thread}} if thread else {}
+    final = {}
+    async for mode, chunk in graph.astream({"task": task}, config=config, context=context, stream_mode=["custom", "values"]):
+        if mode == "custom" and events is not None:
+            events.append(chunk)
+        elif mode == "values":
+            final = chunk
+    return final

@@ -3,8 +3,7 @@
 import asyncio
 import time
 
-import pytest
-from conftest import openai_model
+from conftest import openai_model, run_graph
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
@@ -18,19 +17,11 @@ from smart_agent.tools.registry import ToolRegistry
 
 
 def ctx(workspace, **kw):
-    kw.setdefault("memory", False) if "memory" in Context.__dataclass_fields__ else None
+    kw.setdefault("memory", False)
     return Context(workspace=str(workspace), **kw)
 
 
-async def run(graph, task, context, thread=None, events=None):
-    config = {"configurable": {"thread_id": thread}} if thread else {}
-    final = {}
-    async for mode, chunk in graph.astream({"task": task}, config=config, context=context, stream_mode=["custom", "values"]):
-        if mode == "custom" and events is not None:
-            events.append(chunk)
-        elif mode == "values":
-            final = chunk
-    return final
+run = run_graph
 
 
 async def test_calculator_answer_over_http(scripted_server, workspace):

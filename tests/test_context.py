@@ -9,7 +9,7 @@ import re
 import string
 
 import pytest
-from conftest import cli_env, openai_model, run_cli
+from conftest import cli_env, openai_model, run_cli, run_graph
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
@@ -31,15 +31,7 @@ def ctx(workspace, **kw):
     return Context(workspace=str(workspace), **kw)
 
 
-async def run(graph, task, context, thread=None, events=None):
-    config = {"configurable": {"thread_id": thread}} if thread else {}
-    final = {}
-    async for mode, chunk in graph.astream({"task": task}, config=config, context=context, stream_mode=["custom", "values"]):
-        if mode == "custom" and events is not None:
-            events.append(chunk)
-        elif mode == "values":
-            final = chunk
-    return final
+run = run_graph
 
 
 def is_summary_request(req) -> bool:

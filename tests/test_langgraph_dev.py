@@ -1,6 +1,5 @@
 """`langgraph dev` serves the graphs; langgraph_sdk creates a thread, runs it and reads its state."""
 
-import os
 import socket
 import subprocess
 import sys

@@ -8,7 +8,7 @@ import json
 from types import SimpleNamespace
 
 import pytest
-from conftest import cli_env, openai_model, run_cli
+from conftest import cli_env, openai_model, run_cli, run_graph
 from langchain.tools import ToolRuntime
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
@@ -37,14 +37,7 @@ def ctx(workspace, **kw):
 
 
 async def run(graph, task, context, thread="t1", events=None):
-    final = {}
-    config = {"configurable": {"thread_id": thread}}
-    async for mode, chunk in graph.astream({"task": task}, config=config, context=context, stream_mode=["custom", "values"]):
-        if mode == "custom" and events is not None:
-            events.append(chunk)
-        elif mode == "values":
-            final = chunk
-    return final
+    return await run_graph(graph, task, context, thread=thread, events=events)
 
 
 def system_prompt(srv, i=-1) -> str:

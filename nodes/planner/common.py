@@ -7,21 +7,11 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
+from smart_agent.messages import message_text
 from smart_agent.models import explain_model_error
 from smart_agent.tools.registry import ToolRegistry
 
 
-def message_text(message: Any) -> str:
-    content = getattr(message, "content", message)
-    if isinstance(content, str):
-        return content
-    parts = []
-    for block in content or []:
-        if isinstance(block, str):
-            parts.append(block)
-        elif isinstance(block, dict) and block.get("type") in ("text", "output_text"):
-            parts.append(str(block.get("text", "")))
-    return "".join(parts)
 
 
 def usage_of(message: Any) -> dict[str, int]:
