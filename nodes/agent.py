@@ -83,9 +83,9 @@ def make_agent_node(registry: ToolRegistry, model: BaseChatModel | None = None, 
             # Nothing was offered, so nothing can run: keep the text, drop the calls,
             # and never leave unanswered tool calls in the thread's history.
             response = AIMessage(content=message_text(response), id=response.id, usage_metadata=response.usage_metadata)
-        if not pending_tool_calls(response) and state.get("output_schema"):
-            pass  # the structuredOutput node validates the answer, then ends the run
-        elif not pending_tool_calls(response):
+        # A final answer (no tool calls) ends the loop here, unless the run has an output
+        # schema: then the structuredOutput node validates it and sets the answer.
+        if not pending_tool_calls(response) and not state.get("output_schema"):
             answer = message_text(response).strip()
             if not answer and (state.get("finalize") or tool_limit_reached(state)):
                 answer = "I reached the tool-call limit before I could finish, and the model gave no final text."
