@@ -45,6 +45,11 @@ class AgentState(InputState, total=False):
     # Text added to the system prompt of the next model turn (finalization notice).
     notice: str
     # Later features add their keys below this line.
+    # --- handoffs (a team of agents, build_agent_graph(agents=...))
+    # The member that holds the thread; kept across runs of the thread.
+    active_agent: str
+    # Handoffs made in the current run.
+    handoffs: int
     # --- memory (issue 5): set by memory_recall at run start
     # Text block of recalled long-term memories, appended to the system prompt.
     memory_context: str
@@ -163,12 +168,6 @@ class FleetState(InputState, total=False):
     error: str | None
 
 
-class TeamState(AgentState, total=False):
-    """State of the team graph: the agent loop plus which agent holds the conversation."""
-
-    active_agent: str
-    # Handoffs made in the current run.
-    handoffs: int
 
 
 class DualOutputState(OutputState, total=False):

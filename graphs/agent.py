@@ -2,6 +2,10 @@
 
     resolver → memory_recall → agent ⇄ tools → toolLimitFinalize → agent → memory_write → END
 
+With ``agents`` (a team) the loop gains a ``handoff`` node: each member has its own
+prompt and tools, ``transfer_to_<name>`` tools hand the thread over, and the active
+member's turn runs the same agent and tools nodes.
+
 Before every agent turn ``route_before_agent`` inserts ``summarize`` when the next
 request would exceed the context budget; with an output schema the final answer
 passes ``structuredOutput`` (valid: end; invalid: back to the agent).
@@ -9,7 +13,7 @@ passes ``structuredOutput`` (valid: end; invalid: back to the agent).
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
@@ -23,6 +27,7 @@ from smart_agent.nodes.memory import memory_recall, memory_write
 from smart_agent.nodes.resolver import make_resolver
 from smart_agent.nodes.routes import (
     route_after_agent,
+    route_after_handoff,
     route_after_structured_output,
     route_after_tools,
     route_before_agent,
@@ -32,6 +37,9 @@ from smart_agent.nodes.summarize import ContextBudget, make_summarize_node
 from smart_agent.nodes.tools import make_tools_node
 from smart_agent.state import AgentState, InputState
 from smart_agent.tools.registry import ToolMeta, ToolRegistry
+
+if TYPE_CHECKING:
+    from smart_agent.nodes.team import AgentSpec
 
 # Enough supersteps for any bounded run: the loop itself ends through the tool limit.
 DEFAULT_RECURSION_LIMIT = 1000
@@ -61,6 +69,8 @@ def build_agent_graph(
     name: str = "agent",
     token_counter: Any = None,
     output_schema: Any = None,
+    agents: dict[str, "AgentSpec"] | None = None,
+    default_agent: str | None = None,
 ):
     """Compile the agent loop.
 
@@ -71,15 +81,42 @@ def build_agent_graph(
     ``(messages, tools) -> int`` callable, see tokens.py). ``output_schema`` (a pydantic
     model class or JSON Schema dict) is the default schema of the final answer; a
     run's ``output_schema`` context field overrides it.
+
+    ``agents`` (name -> ``AgentSpec(prompt, tools, handoffs)``) makes a team: members
+    replace ``registry``/``tools``, ``default_agent`` (the first member when None) holds a
+    new thread, and the ``handoff`` node switches the active member.
     """
-    registry = resolve_registry(registry, tools)
-    budget = ContextBudget(registry, token_counter, output_schema)
+    hooks = []
+    if agents:
+        from smart_agent.nodes.team import (
+            make_handoff_node,
+            make_team_node,
+            make_team_start_hook,
+            team_registries,
+            union_registry,
+        )
+
+        default_agent = default_agent or next(iter(agents))
+        if default_agent not in agents:
+            raise ValueError(f"default agent {default_agent!r} is not one of {', '.join(agents)}")
+        registries = team_registries(agents)
+        budget = ContextBudget(union_registry(registries), token_counter, output_schema)
+        hooks.append(make_team_start_hook(agents, default_agent))
+        turns = {n: make_two_phase_node(make_agent_node(r, model, budget), r, model, budget) for n, r in registries.items()}
+        agent_node = make_team_node(agents, default_agent, turns)
+        tools_node = make_team_node(agents, default_agent, {n: make_tools_node(r, budget) for n, r in registries.items()})
+    else:
+        registry = resolve_registry(registry, tools)
+        budget = ContextBudget(registry, token_counter, output_schema)
+        # reasoning="two_phase" (nodes/reasoning.py) wraps the turn; "direct" is the plain node.
+        agent_node = make_two_phase_node(make_agent_node(registry, model, budget), registry, model, budget)
+        tools_node = make_tools_node(registry, budget)
+
     builder = StateGraph(AgentState, context_schema=Context, input_schema=InputState)
-    builder.add_node("resolver", make_resolver(budget.on_run_start))
+    builder.add_node("resolver", make_resolver(budget.on_run_start, *hooks))
     builder.add_node("summarize", make_summarize_node(budget, model))
-    # reasoning="two_phase" (nodes/reasoning.py) wraps the turn; "direct" is the plain node.
-    builder.add_node("agent", make_two_phase_node(make_agent_node(registry, model, budget), registry, model, budget))
-    builder.add_node("tools", make_tools_node(registry, budget))
+    builder.add_node("agent", agent_node)
+    builder.add_node("tools", tools_node)
     builder.add_node("structuredOutput", make_structured_output_node(budget))
     builder.add_node("toolLimitFinalize", tool_limit_finalize)
     builder.add_node("memory_recall", memory_recall)
@@ -95,7 +132,11 @@ def build_agent_graph(
         "structuredOutput", route_after_structured_output, {"summarize": "summarize", "agent": "agent", END: "memory_write"}
     )
     builder.add_edge("memory_write", END)
-    builder.add_conditional_edges("tools", route_after_tools, ["toolLimitFinalize", "summarize", "agent"])
+    if agents:
+        builder.add_node("handoff", make_handoff_node(agents, default_agent, registries))
+        builder.add_conditional_edges("handoff", route_after_handoff, ["toolLimitFinalize", "summarize", "agent"])
+    after_tools = ["toolLimitFinalize", "summarize", "agent"] + (["handoff"] if agents else [])
+    builder.add_conditional_edges("tools", route_after_tools, after_tools)
     builder.add_conditional_edges("toolLimitFinalize", route_before_agent, ["summarize", "agent"])
     compiled = builder.compile(checkpointer=checkpointer, store=store, name=name)
     return compiled.with_config(recursion_limit=DEFAULT_RECURSION_LIMIT)

@@ -15,6 +15,9 @@ from smart_agent.tokens import usable_tokens
 
 END = "__end__"
 
+# Tools named transfer_to_<agent> hand the thread to another agent (tools/agents.py as_handoff).
+HANDOFF_PREFIX = "transfer_to_"
+
 
 def pending_tool_calls(message: Any) -> list[dict]:
     """Tool calls of an AI message that need a tool result (valid and malformed)."""
@@ -39,8 +42,31 @@ def tool_limit_reached(state: dict) -> bool:
     return limit is not None and int(state.get("tool_calls_made") or 0) >= int(limit)
 
 
-def route_after_tools(state: dict) -> Literal["toolLimitFinalize", "summarize", "agent"]:
-    """Once the tool-call budget is spent, finalize; otherwise give the model the results."""
+def last_ai_message(messages: list[Any]) -> AIMessage | None:
+    for message in reversed(messages or []):
+        if isinstance(message, AIMessage):
+            return message
+    return None
+
+
+def handoff_requested(state: dict) -> bool:
+    """The last model turn asked to transfer the thread (only in a team: ``active_agent`` is set)."""
+    if not state.get("active_agent"):
+        return False
+    ai = last_ai_message(state.get("messages") or [])
+    return any((c.get("name") or "").startswith(HANDOFF_PREFIX) for c in pending_tool_calls(ai))
+
+
+def route_after_tools(state: dict) -> Literal["handoff", "toolLimitFinalize", "summarize", "agent"]:
+    """Transfers first; once the tool-call budget is spent, finalize; otherwise give the
+    model the results."""
+    if handoff_requested(state):
+        return "handoff"
+    return "toolLimitFinalize" if tool_limit_reached(state) else route_before_agent(state)
+
+
+def route_after_handoff(state: dict) -> Literal["toolLimitFinalize", "summarize", "agent"]:
+    """The new agent takes the next turn (unless the tool budget is spent)."""
     return "toolLimitFinalize" if tool_limit_reached(state) else route_before_agent(state)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Callable
 
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool
@@ -20,8 +20,8 @@ from langgraph.runtime import Runtime
 
 from smart_agent.context import Context, coerce_context
 from smart_agent.events import emit
-from smart_agent.nodes.routes import pending_tool_calls, tool_limit_reached
-from smart_agent.tools.agents import HANDOFF_PREFIX, as_handoff
+from smart_agent.nodes.routes import HANDOFF_PREFIX, pending_tool_calls
+from smart_agent.tools.agents import as_handoff
 from smart_agent.tools.registry import ToolMeta, ToolRegistry
 
 
@@ -39,7 +39,9 @@ class AgentSpec:
 
 
 def team_registries(agents: dict[str, AgentSpec]) -> dict[str, ToolRegistry]:
-    """Each member's tools plus its ``transfer_to_<name>`` tools."""
+    """Each member's tools plus its ``transfer_to_<name>`` tools (and the context tools)."""
+    from smart_agent.tools.context_tools import with_context_tools
+
     out: dict[str, ToolRegistry] = {}
     for name, spec in agents.items():
         reg = ToolRegistry()
@@ -50,8 +52,26 @@ def team_registries(agents: dict[str, AgentSpec]) -> dict[str, ToolRegistry]:
             if target not in agents:
                 raise ValueError(f"agent {name!r} hands off to unknown agent {target!r}; known: {', '.join(agents)}")
             reg.register(as_handoff(target, agents[target].description), ToolMeta(source="handoff"), replace=True)
-        out[name] = reg
+        out[name] = with_context_tools(reg)
     return out
+
+
+def union_registry(registries: dict[str, ToolRegistry]) -> ToolRegistry:
+    """Every member's tools in one registry (the context budget's worst case)."""
+    union = ToolRegistry()
+    for reg in registries.values():
+        for tool_name in reg.names():
+            union.register(reg.get(tool_name), reg.meta(tool_name), replace=True)
+    return union
+
+
+def make_team_start_hook(agents: dict[str, AgentSpec], default: str) -> Callable:
+    """Resolver hook: who holds the thread at the start of a run; no handoffs yet."""
+
+    def on_run_start(state: dict, update: dict, ctx: Context) -> dict[str, Any]:
+        return {"active_agent": active_agent(state, agents, default), "handoffs": 0}
+
+    return on_run_start
 
 
 def active_agent(state: dict, agents: dict[str, Any], default: str) -> str:
@@ -132,15 +152,3 @@ def make_handoff_node(agents: dict[str, AgentSpec], default: str, registries: di
         return update
 
     return handoff
-
-
-def route_after_team_tools(state: dict) -> Literal["handoff", "toolLimitFinalize", "agent"]:
-    """Transfers first; then the usual tool-budget check."""
-    ai, _ = last_turn(state.get("messages") or [])
-    if handoff_calls(ai):
-        return "handoff"
-    return "toolLimitFinalize" if tool_limit_reached(state) else "agent"
-
-
-def route_after_handoff(state: dict) -> Literal["toolLimitFinalize", "agent"]:
-    return "toolLimitFinalize" if tool_limit_reached(state) else "agent"

@@ -8,7 +8,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from smart_agent.context import Context
 from smart_agent.graphs.team import build_team_graph
-from smart_agent.nodes.team import AgentSpec, resolve_handoffs, route_after_team_tools
+from smart_agent.nodes.routes import route_after_handoff, route_after_tools
+from smart_agent.nodes.team import AgentSpec, resolve_handoffs
 from smart_agent.testing.scripted_server import text, tool_call, tool_calls
 from smart_agent.tools.calculator import calculator
 
@@ -96,9 +97,14 @@ def test_resolve_handoffs_first_valid_in_call_order_wins():
     assert resolve_handoffs([(0, {"name": "transfer_to_a", "args": {}})], "a", {"b"}) == (None, {})
 
 
-def test_route_after_team_tools():
+def test_route_after_tools_in_a_team():
     handoff = AIMessage("", tool_calls=[{"name": "transfer_to_b", "args": {}, "id": "1"}])
     plain = AIMessage("", tool_calls=[{"name": "calculator", "args": {}, "id": "1"}])
-    assert route_after_team_tools({"messages": [handoff, ToolMessage("ok", tool_call_id="1")]}) == "handoff"
-    assert route_after_team_tools({"messages": [plain], "tool_calls_made": 1, "max_tool_calls": 5}) == "agent"
-    assert route_after_team_tools({"messages": [plain], "tool_calls_made": 5, "max_tool_calls": 5}) == "toolLimitFinalize"
+    team = {"active_agent": "a"}
+    assert route_after_tools({**team, "messages": [handoff, ToolMessage("ok", tool_call_id="1")]}) == "handoff"
+    assert route_after_tools({**team, "messages": [plain], "tool_calls_made": 1, "max_tool_calls": 5}) == "agent"
+    assert route_after_tools({**team, "messages": [plain], "tool_calls_made": 5, "max_tool_calls": 5}) == "toolLimitFinalize"
+    # outside a team a transfer-named tool is an ordinary tool
+    assert route_after_tools({"messages": [handoff, ToolMessage("ok", tool_call_id="1")]}) == "agent"
+    assert route_after_handoff({**team, "tool_calls_made": 5, "max_tool_calls": 5}) == "toolLimitFinalize"
+    assert route_after_handoff({**team, "tool_calls_made": 1, "max_tool_calls": 5}) == "agent"

@@ -34,13 +34,13 @@ from pydantic import BaseModel, Field
 
 from smart_agent.context import Context, coerce_context
 from smart_agent.events import make_event
+from smart_agent.nodes.routes import HANDOFF_PREFIX
 from smart_agent.tools.registry import ToolMeta, ToolRegistry
 
 DEPTH_KEY = "smart_agent_depth"
 AGENT_KEY = "smart_agent_agent_id"
 ROOT_AGENT = "root"
 SUB_AGENT = "sub_agent"
-HANDOFF_PREFIX = "transfer_to_"
 PREVIEW_CHARS = 300
 
 
