@@ -320,12 +320,17 @@ def public_resolver(host: str) -> list[str]:
     return [PUBLIC_IP]
 
 
+def seen(request: httpx.Request) -> str:
+    """Which host a request was for, and where it was actually sent."""
+    return f"{request.headers['host']} via {request.url}"
+
+
 def test_redirect_to_a_private_address_is_refused() -> None:
     requested: list[str] = []
 
     def handler(request: httpx.Request) -> httpx.Response:
-        requested.append(str(request.url))
-        if request.url.host == "public.example":
+        requested.append(seen(request))
+        if request.headers["host"] == "public.example":
             return httpx.Response(302, headers={"Location": "http://127.0.0.1:8765/secret"})
         return httpx.Response(200, text="internal secret")
 
@@ -334,7 +339,7 @@ def test_redirect_to_a_private_address_is_refused() -> None:
         fetch_url(
             "http://public.example/start", allow_private_network=False, transport=transport, resolve=public_resolver
         )
-    assert requested == ["http://public.example/start"]  # 127.0.0.1 was never contacted
+    assert requested == [f"public.example via http://{PUBLIC_IP}/start"]  # 127.0.0.1 was never contacted
 
 
 def test_redirect_to_a_private_address_is_refused_through_the_tool(
@@ -343,7 +348,7 @@ def test_redirect_to_a_private_address_is_refused_through_the_tool(
     hosts: list[str] = []
 
     def handler(request: httpx.Request) -> httpx.Response:
-        hosts.append(request.url.host)
+        hosts.append(request.headers["host"])
         return httpx.Response(301, headers={"Location": "http://169.254.169.254/latest/meta-data/"})
 
     monkeypatch.setattr(web, "_transport", httpx.MockTransport(handler))
@@ -366,7 +371,7 @@ def test_redirects_to_forbidden_targets_are_refused(location: str, error: str) -
     requested: list[str] = []
 
     def handler(request: httpx.Request) -> httpx.Response:
-        requested.append(str(request.url))
+        requested.append(seen(request))
         return httpx.Response(302, headers={"Location": location})
 
     resolver = lambda host: [PUBLIC_IP] if host == "public.example" else ["127.0.0.1"]  # noqa: E731
@@ -377,7 +382,31 @@ def test_redirects_to_forbidden_targets_are_refused(location: str, error: str) -
             transport=httpx.MockTransport(handler),
             resolve=resolver,
         )
-    assert requested == ["http://public.example/"]
+    assert requested == [f"public.example via http://{PUBLIC_IP}/"]
+
+
+def test_connection_is_pinned_to_the_checked_address() -> None:
+    """DNS rebinding: a name that resolves to a public address when checked and to
+    127.0.0.1 afterwards is still fetched from the checked address, resolved once."""
+    answers = iter([[PUBLIC_IP], ["127.0.0.1"], ["127.0.0.1"]])
+    resolved: list[str] = []
+    requests: list[httpx.Request] = []
+
+    def rebinding(host: str) -> list[str]:
+        resolved.append(host)
+        return next(answers)
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        requests.append(request)
+        return httpx.Response(200, text="public page", headers={"Content-Type": "text/plain"})
+
+    result = fetch_url("https://rebind.example:8443/p?q=1", allow_private_network=False, transport=httpx.MockTransport(handler), resolve=rebinding)
+    assert result.body == b"public page" and result.url == "https://rebind.example:8443/p?q=1"
+    assert resolved == ["rebind.example"]
+    (request,) = requests
+    assert str(request.url) == f"https://{PUBLIC_IP}:8443/p?q=1"
+    assert request.headers["host"] == "rebind.example:8443"
+    assert request.extensions["sni_hostname"] == "rebind.example"  # certificate checked against the name
 
 
 def test_redirects_are_followed_and_rechecked() -> None:

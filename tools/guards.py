@@ -138,8 +138,12 @@ def _parse_ip(address: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | N
         return None
 
 
-def check_url_allowed(url: str, *, allow_private_network: bool, resolve: Resolver | None = None) -> None:
+def check_url_allowed(url: str, *, allow_private_network: bool, resolve: Resolver | None = None) -> list[str] | None:
     """Raise :class:`ToolError` unless ``url`` may be fetched.
+
+    Returns the host's addresses that were checked (None when nothing was resolved:
+    ``allow_private_network``), so the caller can connect to exactly those and not
+    resolve the name a second time (DNS rebinding).
 
     Only http(s) URLs without credentials are allowed. Unless
     ``allow_private_network`` is set, the host is resolved (``resolve(host)``, by
@@ -162,7 +166,7 @@ def check_url_allowed(url: str, *, allow_private_network: bool, resolve: Resolve
     if not host:
         raise ToolError(f"Invalid URL {url!r}: it has no host.")
     if allow_private_network:
-        return
+        return None
 
     literal = _parse_ip(host)
     if literal is not None:
@@ -181,3 +185,4 @@ def check_url_allowed(url: str, *, allow_private_network: bool, resolve: Resolve
             raise ToolError(
                 f"Refused: {host} resolves to a private/loopback address{shown}; set allow_private_network to allow it."
             )
+    return addresses

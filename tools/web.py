@@ -82,6 +82,20 @@ def _known_codec(name: str | None) -> str | None:
         return None
 
 
+def pinned_request(client: httpx.Client, url: httpx.URL, addresses: list[str] | None) -> httpx.Request:
+    """A GET of ``url`` that connects to the first checked address instead of resolving
+    the host again, so a DNS answer that changes after the check (rebinding) cannot
+    redirect the connection. The Host header and TLS SNI keep the real hostname, so
+    virtual hosts and certificate verification work as usual."""
+    host = url.host
+    if not addresses or host in addresses:
+        return client.build_request("GET", url)
+    default_port = {"http": 80, "https": 443}.get(url.scheme)
+    host_header = host if url.port in (None, default_port) else f"{host}:{url.port}"
+    extensions = {"sni_hostname": host} if url.scheme == "https" else {}
+    return client.build_request("GET", url.copy_with(host=addresses[0]), headers={"Host": host_header}, extensions=extensions)
+
+
 def fetch_url(
     url: str,
     *,
@@ -104,16 +118,17 @@ def fetch_url(
     current = url
     try:
         with httpx.Client(transport=transport, timeout=timeout, headers=headers, follow_redirects=False) as client:
-            request = client.build_request("GET", url)
+            target = httpx.URL(url)
             for _ in range(max_redirects + 1):
                 if time.monotonic() > deadline:
                     raise ToolError(f"Timed out fetching {url} (more than {total_timeout_s:g} s).")
-                current = str(request.url)
-                check_url_allowed(current, allow_private_network=allow_private_network, resolve=resolve)
-                response = client.send(request, stream=True)
+                current = str(target)
+                addresses = check_url_allowed(current, allow_private_network=allow_private_network, resolve=resolve)
+                response = client.send(pinned_request(client, target, addresses), stream=True)
                 try:
-                    if response.next_request is not None:  # a redirect with a Location
-                        request = response.next_request
+                    location = response.headers.get("location")
+                    if response.is_redirect and location:
+                        target = target.join(location)  # relative to the real URL, not the pinned one
                         continue
                     if response.status_code >= 400:
                         raise ToolError(f"HTTP {response.status_code} {response.reason_phrase} for {current}.")
