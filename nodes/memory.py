@@ -62,7 +62,8 @@ async def memory_recall(state: dict, runtime: Runtime) -> dict[str, Any]:
     start = time.perf_counter()
     ns = namespace_for(ctx)
     try:
-        store = store_for(runtime_store, ctx)
+        # Opening the store and searching touch files: off the event loop (a server's loop).
+        store = await asyncio.to_thread(store_for, runtime_store, ctx)
         recalled = await asyncio.to_thread(store.recall, ns, task, k, min_similarity=min_similarity())
     except Exception as exc:  # memory must never break a run
         log.warning("smart-agent memory: recall failed: %s", exc)
@@ -94,7 +95,7 @@ async def memory_write(state: dict, runtime: Runtime) -> dict[str, Any]:
     start = time.perf_counter()
     ns = namespace_for(ctx)
     try:
-        store = store_for(runtime_store, ctx)
+        store = await asyncio.to_thread(store_for, runtime_store, ctx)
         result = await asyncio.to_thread(
             store.remember, ns, text, importance=importance, kind="observation", metadata={"source": "run"}
         )

@@ -1,5 +1,6 @@
 """`langgraph dev` serves the graphs; langgraph_sdk creates a thread, runs it and reads its state."""
 
+import json
 import socket
 import subprocess
 import sys
@@ -20,8 +21,9 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def dev_server(scripted_server, tmp_path):
-    """Start `langgraph dev` whose graphs talk to a scripted OpenAI-compatible server."""
+def dev_server(scripted_server, tmp_path, request):
+    """Start `langgraph dev` whose graphs talk to a scripted OpenAI-compatible server
+    (long-term memory off unless the test parametrizes the fixture with "memory")."""
     srv = scripted_server([])
     port = _free_port()
     env = cli_env(
@@ -29,7 +31,8 @@ def dev_server(scripted_server, tmp_path):
         LANGGRAPH_CLI_NO_ANALYTICS="1",
         LANGGRAPH_NO_VERSION_CHECK="1",
         SMART_AGENT_WORKSPACE=str(tmp_path),
-        SMART_AGENT_MEMORY="false",
+        SMART_AGENT_MEMORY="true" if getattr(request, "param", "") == "memory" else "false",
+        SMART_AGENT_HOME=str(tmp_path / "home"),
     )
     exe = Path(sys.executable).with_name("langgraph")
     log = open(tmp_path / "langgraph-dev.log", "w")
@@ -92,3 +95,34 @@ async def test_server_run_with_many_tool_calls_ends_with_answer(dev_server):
     result = await client.runs.wait(thread["thread_id"], "agent", input={"task": "loop"}, context={"model": "openai:scripted-model", "max_tool_calls": 15})
     assert result.get("answer") == "done after the limit", result
     assert result["tool_calls_made"] == 15
+
+
+@pytest.mark.parametrize("dev_server", ["memory"], indirect=True)
+async def test_server_runs_recall_memory_across_threads(dev_server):
+    """The server's event loop forbids blocking calls: memory must still work there."""
+    from langgraph_sdk import get_client
+
+    url, srv = dev_server
+    srv.reset([text("Noted."), lambda req: text("teal" if "favourite colour is teal" in req["messages"][0]["content"] else "unknown")])
+    client = get_client(url=url)
+    for task in ("Remember that my favourite colour is teal", "What is my favourite colour?"):
+        thread = await client.threads.create()
+        result = await client.runs.wait(thread["thread_id"], "agent", input={"task": task})
+    assert result["answer"] == "teal"
+    assert result["recalled_memories"], "the second thread recalled the first one's memory"
+
+
+async def test_server_runs_archive_large_tool_outputs(dev_server, tmp_path):
+    """Archiving a large output writes a file: it must not block the server's loop."""
+    from langgraph_sdk import get_client
+
+    url, srv = dev_server
+    (tmp_path / "big.txt").write_text("line of text\n" * 2000)
+    srv.reset([
+        tool_call("read_file", {"path": "big.txt"}),
+        lambda req: text("archived" if "get_tool_response" in json.dumps(req.get("tools")) else "not archived"),
+    ])
+    client = get_client(url=url)
+    thread = await client.threads.create()
+    result = await client.runs.wait(thread["thread_id"], "agent", input={"task": "read big.txt"}, context={"model": "openai:scripted-model"})
+    assert result.get("answer") == "archived", result
