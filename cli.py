@@ -258,9 +258,15 @@ async def _run_command(args: argparse.Namespace) -> int:
     thread_id = args.thread or str(uuid.uuid4())
     summary = RunSummary()
     event_stream = sys.stderr if args.json else sys.stdout
-    async with open_checkpointer() as saver:
-        graph = _build(args.graph, saver)
-        final = await run_once(graph, {"task": args.task}, context=ctx, thread_id=thread_id, on_event=_printer(event_stream, args.quiet or False, summary))
+    try:
+        async with open_checkpointer() as saver:
+            graph = _build(args.graph, saver)
+            final = await run_once(graph, {"task": args.task}, context=ctx, thread_id=thread_id, on_event=_printer(event_stream, args.quiet or False, summary))
+    except Exception as exc:
+        if args.json:  # stdout still holds exactly one JSON object; main() reports on stderr
+            failed = {**result_json({}, thread_id, summary), "error": {"type": type(exc).__name__, "message": str(exc)}}
+            print(json.dumps(failed, ensure_ascii=False, default=str))
+        raise
     if args.json:
         print(json.dumps(result_json(final, thread_id, summary), ensure_ascii=False, default=str))
     else:

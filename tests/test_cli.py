@@ -71,6 +71,12 @@ def test_rejected_credentials_give_configuration_help(scripted_server):
     srv = scripted_server([{"error": {"status": 401, "message": "Incorrect API key"}}])
     res = run_cli(["run", "hi"], env=cli_env(srv))
     assert res.returncode == 2 and "rejected the credentials" in res.stderr and "Traceback" not in res.stderr
+    # with --json, stdout still holds exactly one JSON object
+    srv.reset([{"error": {"status": 401, "message": "Incorrect API key"}}])
+    res = run_cli(["run", "hi", "--json", "--thread", "j1"], env=cli_env(srv))
+    assert res.returncode == 2 and "rejected the credentials" in res.stderr
+    out = json.loads(res.stdout)
+    assert out["thread_id"] == "j1" and out["answer"] == "" and out["error"]["type"] == "ModelConfigError"
 
 
 def test_chat_reads_turns_from_a_pipe(scripted_server):
