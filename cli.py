@@ -60,6 +60,19 @@ def format_event(ev: dict) -> str | None:
         todos = ev.get("todos") or []
         done = sum(1 for t in todos if t.get("status") == "done")
         return f"  ☰ plan: {done}/{len(todos)} done (+{len(ev.get('added') or [])} ~{len(ev.get('updated') or [])} -{len(ev.get('removed') or [])})"
+    if kind == "step_start":  # planner steps, fleet workers, dual executions
+        what = ev.get("tool") or ev.get("task") or ev.get("objective") or ""
+        return f"  ▶ {ev.get('step')} {_short(what, 80)}"
+    if kind == "step_result":
+        detail = ev.get("preview") if ev.get("ok") else ev.get("error")
+        tries = f" after {ev['attempts']} attempts" if (ev.get("attempts") or 0) > 1 else ""
+        ms = float(ev.get("duration_s") or 0) * 1000
+        status = ev.get("status") or ("ok" if ev.get("ok") else "failed")
+        return f"  {'✓' if ev.get('ok') else '✗'} {ev.get('step')} {status}{tries} {ms:.0f} ms: {_short(detail or '', 120)}"
+    if kind == "memory_recall" and "error" not in ev:
+        return f"  ◇ memory: recalled {ev.get('count', 0)} ({ev.get('took_ms', 0):.0f} ms)"
+    if kind == "memory_write" and "error" not in ev and "skipped" not in ev:
+        return f"  ◇ memory: {ev.get('action', 'stored')} {ev.get('key', '')} ({ev.get('took_ms', 0):.0f} ms)"
     payload = {k: v for k, v in ev.items() if k not in {"event", "ts"}}
     return f"  [{kind}] {_short(payload, 200)}"
 

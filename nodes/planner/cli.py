@@ -181,15 +181,11 @@ def _read_plan(path: str) -> Any:
 
 
 def _step_printer(stream: TextIO) -> Callable[[dict], None]:
+    from smart_agent.cli import format_event
+
     def on_event(ev: dict) -> None:
-        kind = ev.get("event")
-        if kind == "step_start":
-            print(f"  ▶ {ev['step']} {ev['tool']}", file=stream, flush=True)
-        elif kind == "step_result":
-            detail = ev.get("preview") if ev.get("ok") else ev.get("error")
-            tries = f" after {ev['attempts']} attempts" if (ev.get("attempts") or 0) > 1 else ""
-            ms = float(ev.get("duration_s") or 0) * 1000
-            print(f"  {'✓' if ev.get('ok') else '✗'} {ev['step']} {ev['status']}{tries} {ms:.0f} ms: {str(detail or '')[:120]!s}".replace("\n", " "), file=stream, flush=True)
+        if ev.get("event") in ("step_start", "step_result"):
+            print(format_event(ev), file=stream, flush=True)
 
     return on_event
 
