@@ -85,3 +85,15 @@ async def run_graph(graph, task, context, thread=None, events=None):
         elif mode == "values":
             final = chunk
     return final
+
+
+async def run_with_events(graph, task, context, thread="t"):
+    """``(final state, custom events)`` of a graph run (thread ``None``: no thread)."""
+    events: list = []
+    final = await run_graph(graph, task, context, thread=thread, events=events)
+    return final, events
+
+
+def offered(request) -> list[str]:
+    """Tool names a recorded chat-completions request offered, in order."""
+    return [t["function"]["name"] for t in request.get("tools") or []]

@@ -6,7 +6,7 @@ import threading
 import time
 
 import pytest
-from conftest import openai_model
+from conftest import offered, openai_model, run_with_events
 from langchain_core.messages import ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
@@ -21,19 +21,7 @@ def ctx(**kw):
     return Context(model="openai:scripted-model", memory=False, **kw)
 
 
-async def run(graph, task, context, thread="t"):
-    events, final = [], {}
-    config = {"configurable": {"thread_id": thread}}
-    async for mode, chunk in graph.astream({"task": task}, config=config, context=context, stream_mode=["custom", "values"]):
-        if mode == "custom":
-            events.append(chunk)
-        else:
-            final = chunk
-    return final, events
-
-
-def offered(req):
-    return [t["function"]["name"] for t in req.get("tools") or []]
+run = run_with_events
 
 
 def registry_with(*tools):

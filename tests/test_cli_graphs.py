@@ -3,16 +3,12 @@ against a scripted OpenAI-compatible server."""
 
 import json
 
-from conftest import cli_env, run_cli
+from conftest import cli_env, offered, run_cli
 
 from smart_agent.nodes.dual import DECIDE
 from smart_agent.nodes.fleet import AGGREGATE_SYSTEM
 from smart_agent.nodes.reasoning import REASONING
 from smart_agent.testing.scripted_server import text, tool_call
-
-
-def offered(req):
-    return [t["function"]["name"] for t in req.get("tools") or []]
 
 
 def test_run_planner_graph(scripted_server, workspace):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import openai_model
+from conftest import offered, openai_model, run_with_events
 from langgraph.checkpoint.memory import InMemorySaver
 
 from planner_support import make_registry
@@ -16,19 +16,7 @@ def ctx(**kw):
     return Context(model="openai:scripted-model", memory=False, **kw)
 
 
-async def run(graph, task, context, thread="d1"):
-    events, final = [], {}
-    config = {"configurable": {"thread_id": thread}}
-    async for mode, chunk in graph.astream({"task": task}, config=config, context=context, stream_mode=["custom", "values"]):
-        if mode == "custom":
-            events.append(chunk)
-        else:
-            final = chunk
-    return final, events
-
-
-def offered(req):
-    return [t["function"]["name"] for t in req.get("tools") or []]
+run = run_with_events
 
 
 async def test_dual_brainstorms_executes_through_the_planner_and_answers(scripted_server):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from conftest import openai_model
+from conftest import openai_model, run_with_events
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Send
 
@@ -21,15 +21,7 @@ def ctx(**kw):
     return Context(model="openai:scripted-model", memory=False, **kw)
 
 
-async def run(graph, task, context, thread=None):
-    config = {"configurable": {"thread_id": thread}} if thread else {}
-    events, final = [], {}
-    async for mode, chunk in graph.astream({"task": task}, config=config, context=context, stream_mode=["custom", "values"]):
-        if mode == "custom":
-            events.append(chunk)
-        else:
-            final = chunk
-    return final, events
+run = run_with_events
 
 
 def system_text(req):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import openai_model
+from conftest import offered, openai_model, run_with_events
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 
@@ -20,18 +20,7 @@ def lookup(term: str) -> str:
     return f"{term}: found"
 
 
-def offered(req):
-    return [t["function"]["name"] for t in req.get("tools") or []]
-
-
-async def run(graph, task, context):
-    events, final = [], {}
-    async for mode, chunk in graph.astream({"task": task}, context=context, stream_mode=["custom", "values"]):
-        if mode == "custom":
-            events.append(chunk)
-        else:
-            final = chunk
-    return final, events
+run = run_with_events
 
 
 async def test_two_phase_reasons_then_acts_with_the_named_tools(scripted_server):
