@@ -91,7 +91,7 @@ class Context:
         default_factory=lambda: _env("tool_timeout_s", 60.0),
         metadata=_d("Default timeout of one tool execution in seconds (a tool's own metadata may set a lower one)."),
     )
-    # --- context management (issue: summarize / archive / todo / structured output)
+    # --- context management: token budget, archive, todo planning, structured output
     context_token_limit: int = field(
         default_factory=lambda: _env("context_token_limit", 24000),
         metadata=_d(
@@ -141,7 +141,7 @@ class Context:
             "to the model before the run fails with StructuredOutputError."
         ),
     )
-    # --- memory (issue: long-term memory)
+    # --- long-term memory
     memory: bool = field(
         default_factory=lambda: _env("memory", True),
         metadata=_d(
@@ -165,7 +165,7 @@ class Context:
             "LangChain 'provider:model', e.g. 'openai:text-embedding-3-small'."
         ),
     )
-    # --- reasoning mode (issue: two-phase reasoning)
+    # --- reasoning mode
     reasoning: ReasoningMode = field(
         default_factory=lambda: _env("reasoning", "direct"),
         metadata=_d(
@@ -174,8 +174,7 @@ class Context:
             "tools its plan names (all when it names none; none when it says done)."
         ),
     )
-    # Later features add their fields below this line.
-    # --- planner (issue 6: plan, then execute)
+    # --- planner: plan, then execute
     approve_plan: bool = field(
         default_factory=lambda: _env("approve_plan", False),
         metadata=_d(
@@ -198,7 +197,7 @@ class Context:
         ),
     )
 
-    # --- multi-agent (issue 7: fleet, sub-agents, handoffs, dual agent)
+    # --- multi-agent: fleet, sub-agents, handoffs, dual agent
     max_workers: int = field(
         default_factory=lambda: _env("max_workers", 4),
         metadata=_d("Fleet graph: how many worker agents run at once."),

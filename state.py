@@ -44,18 +44,17 @@ class AgentState(InputState, total=False):
     max_tool_calls: int
     # Text added to the system prompt of the next model turn (finalization notice).
     notice: str
-    # Later features add their keys below this line.
     # --- handoffs (a team of agents, build_agent_graph(agents=...))
     # The member that holds the thread; kept across runs of the thread.
     active_agent: str
     # Handoffs made in the current run.
     handoffs: int
-    # --- memory (issue 5): set by memory_recall at run start
+    # --- long-term memory: set by memory_recall at run start
     # Text block of recalled long-term memories, appended to the system prompt.
     memory_context: str
     # The recalled memories as dicts (key, text, score, similarity, age...).
     recalled_memories: list[dict]
-    # --- context management (issue 4): nodes/summarize.py, archive.py, tools/context_tools.py
+    # --- context management: nodes/summarize.py, archive.py, tools/context_tools.py
     # The run's context_token_limit, copied from the context by the resolver.
     context_token_limit: int
     # Predicted size (tokens) of the next model request: system prompt + messages + tool
@@ -138,7 +137,7 @@ class PlannerState(InputState, total=False):
     max_parallel: int
 
 
-# --- multi-agent (issue 7): graphs/fleet.py, graphs/team.py, graphs/dual.py
+# --- multi-agent: graphs/fleet.py, graphs/dual.py (teams use AgentState)
 
 
 class FleetOutputState(OutputState, total=False):
