@@ -198,6 +198,10 @@ def _drop_trailing_comma(out: list[str]) -> None:
         del out[k]
 
 
+# ast.literal_eval builds only literals, but parses the whole text first: keep it bounded.
+LITERAL_MAX_CHARS = 200_000
+
+
 def loads_lenient(text: str) -> Any:
     """Parse JSON, repairing it when needed; raises PlanSyntaxError with the parser's reason."""
     try:
@@ -208,7 +212,9 @@ def loads_lenient(text: str) -> Any:
         return json.loads(repair_json(text))
     except ValueError:
         pass
-    try:  # a Python literal (dict repr) is a common last resort
+    try:  # a Python literal (dict repr) is a common last resort; literals only, never code
+        if len(text) > LITERAL_MAX_CHARS:
+            raise ValueError("too long for the Python-literal fallback")
         value = ast.literal_eval(text)
         json.dumps(value)
         return value
