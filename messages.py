@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from langchain_core.messages import AIMessage
+
 
 def message_text(message: Any) -> str:
     """The text of a message (or of its ``content``): strings and text blocks, joined."""
@@ -17,3 +19,16 @@ def message_text(message: Any) -> str:
         elif isinstance(block, dict) and block.get("type") in ("text", "output_text"):
             parts.append(str(block.get("text", "")))
     return "".join(parts)
+
+
+def as_ai_message(value: Any) -> AIMessage:
+    """``value`` when it is an AIMessage, else an AIMessage holding its text."""
+    if isinstance(value, AIMessage):
+        return value
+    return AIMessage(content=message_text(value))
+
+
+def usage_of(message: Any) -> dict[str, int]:
+    """Input, output and total tokens of a model response (0 when unreported)."""
+    usage = getattr(message, "usage_metadata", None) or {}
+    return {k: int(usage.get(k) or 0) for k in ("input_tokens", "output_tokens", "total_tokens")}

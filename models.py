@@ -110,3 +110,15 @@ def explain_model_error(exc: BaseException, spec: str | None = None) -> ModelCon
     if "NotFoundError" in names:
         return ModelConfigError(f"The model service does not know this model{where}{target} ({_first_line(exc)}). {HOW_TO_CONFIGURE}")
     return None
+
+
+async def invoke_model(runnable: Any, messages: list, *, spec: str | None = None) -> Any:
+    """Call a chat model (or a runnable built on one); configuration and reachability
+    failures become ModelConfigError, anything else propagates unchanged."""
+    try:
+        return await runnable.ainvoke(messages)
+    except Exception as exc:
+        explained = explain_model_error(exc, spec)
+        if explained is not None:
+            raise explained from None
+        raise

@@ -9,16 +9,13 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
-
 from smart_agent.context import Context, coerce_context
 from smart_agent.events import emit
-from smart_agent.messages import message_text
-from smart_agent.models import explain_model_error, load_chat_model
+from smart_agent.messages import as_ai_message, message_text, usage_of
+from smart_agent.models import invoke_model, load_chat_model
 from smart_agent.nodes.routes import pending_tool_calls, tool_limit_reached
 from smart_agent.prompts import build_system_prompt
 from smart_agent.tools.registry import ToolRegistry
-
-
 
 
 def offered_tools(ctx: Context, registry: ToolRegistry, state: dict) -> list[BaseTool]:
@@ -37,11 +34,6 @@ def offered_tools(ctx: Context, registry: ToolRegistry, state: dict) -> list[Bas
     return tools + [t for t in context_tools_for(ctx, registry, state) if t not in tools]
 
 
-def usage_of(message: AIMessage) -> dict[str, int]:
-    usage = getattr(message, "usage_metadata", None) or {}
-    return {k: int(usage.get(k) or 0) for k in ("input_tokens", "output_tokens", "total_tokens")}
-
-
 async def call_model(
     model: BaseChatModel,
     messages: list[BaseMessage],
@@ -52,16 +44,7 @@ async def call_model(
 ) -> AIMessage:
     """Invoke the model; configuration and reachability failures become ModelConfigError."""
     runnable = model.bind_tools(tools, **bind_kwargs) if tools else model
-    try:
-        response = await runnable.ainvoke(messages)
-    except Exception as exc:
-        explained = explain_model_error(exc, spec)
-        if explained is not None:
-            raise explained from None
-        raise
-    if not isinstance(response, AIMessage):
-        response = AIMessage(content=message_text(response))
-    return response
+    return as_ai_message(await invoke_model(runnable, messages, spec=spec))
 
 
 def make_agent_node(registry: ToolRegistry, model: BaseChatModel | None = None, budget: Any = None) -> Callable:

@@ -22,11 +22,11 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
-
 from smart_agent.context import Context, coerce_context
 from smart_agent.events import emit
-from smart_agent.models import load_chat_model
-from smart_agent.nodes.planner.common import as_ai_message, invoke_model, message_text, task_text, usage_of
+from smart_agent.messages import as_ai_message, message_text, usage_of
+from smart_agent.models import invoke_model, load_chat_model
+from smart_agent.nodes.planner.common import task_text
 from smart_agent.nodes.structured_reply import reply_payload, submit_tool
 
 DECIDE = "decide"

@@ -27,13 +27,20 @@ from langgraph.config import get_config
 from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
 from langgraph.types import Send
-
 from smart_agent.context import Context, coerce_context
 from smart_agent.events import emit
-from smart_agent.models import load_chat_model
-from smart_agent.nodes.planner.common import as_ai_message, invoke_model, message_text, task_text, usage_of
+from smart_agent.messages import as_ai_message, message_text, usage_of
+from smart_agent.models import invoke_model, load_chat_model
+from smart_agent.nodes.planner.common import task_text
 from smart_agent.nodes.structured_reply import feedback, reply_payload, submit_tool
-from smart_agent.tools.agents import AGENT_KEY, DEPTH_KEY, agent_depth, parent_stream_writer, run_detached, tag_events
+from smart_agent.tools.agents import (
+    AGENT_KEY,
+    DEPTH_KEY,
+    agent_depth,
+    parent_stream_writer,
+    run_detached,
+    tag_events,
+)
 
 SUBMIT_SUBTASKS = "submit_subtasks"
 DECOMPOSE_ATTEMPTS = 2

@@ -25,11 +25,11 @@ from typing import Any, Callable
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import SystemMessage
 from langgraph.runtime import Runtime
-
 from smart_agent.context import Context, coerce_context
 from smart_agent.events import emit
+from smart_agent.messages import usage_of
 from smart_agent.models import load_chat_model
-from smart_agent.nodes.agent import call_model, offered_tools, usage_of
+from smart_agent.nodes.agent import call_model, offered_tools
 from smart_agent.nodes.structured_reply import submit_tool
 from smart_agent.prompts import build_system_prompt
 from smart_agent.tools.registry import ToolRegistry

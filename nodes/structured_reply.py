@@ -11,8 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-
-from smart_agent.nodes.planner.common import message_text
+from smart_agent.messages import message_text
 from smart_agent.nodes.planner.repair import PlanSyntaxError, extract_json
 
 

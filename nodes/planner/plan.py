@@ -17,20 +17,22 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langgraph.runtime import Runtime
-
 from smart_agent.context import Context, coerce_context
 from smart_agent.events import emit
-from smart_agent.models import load_chat_model
+from smart_agent.messages import as_ai_message, message_text, usage_of
+from smart_agent.models import invoke_model, load_chat_model
 from smart_agent.nodes.planner.common import (
-    as_ai_message,
     bind_tools_or_none,
-    invoke_model,
-    message_text,
     select_registry,
     task_text,
-    usage_of,
 )
 from smart_agent.nodes.planner.prompts import (
     TASK_PROMPT,
@@ -39,7 +41,12 @@ from smart_agent.nodes.planner.prompts import (
     replan_prompt,
 )
 from smart_agent.nodes.planner.scheduler import OK, build_trace
-from smart_agent.nodes.planner.schema import Plan, inline_refs, plan_json_schema, submit_plan_tool
+from smart_agent.nodes.planner.schema import (
+    Plan,
+    inline_refs,
+    plan_json_schema,
+    submit_plan_tool,
+)
 from smart_agent.nodes.planner.validate import validate_plan
 from smart_agent.tools.registry import ToolRegistry
 

@@ -11,11 +11,11 @@ from typing import Any, Callable
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
-
 from smart_agent.context import Context, coerce_context
 from smart_agent.events import emit
-from smart_agent.models import load_chat_model
-from smart_agent.nodes.planner.common import invoke_model, message_text, task_text, usage_of
+from smart_agent.messages import message_text, usage_of
+from smart_agent.models import invoke_model, load_chat_model
+from smart_agent.nodes.planner.common import task_text
 from smart_agent.nodes.planner.prompts import SYNTHESIZE_SYSTEM, clip, synthesize_prompt
 from smart_agent.nodes.planner.refs import as_text
 from smart_agent.nodes.planner.scheduler import OK, build_trace, counts
