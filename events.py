@@ -34,6 +34,15 @@ EVENT_TYPES = (
 )
 
 
+# Events carry the start of long texts (tool outputs, answers), not the whole.
+PREVIEW_CHARS = 300
+
+
+def preview(text: str, n: int = PREVIEW_CHARS) -> str:
+    """``text`` cut to ``n`` characters, saying how long it was."""
+    return text if len(text) <= n else text[:n] + f"… [{len(text)} chars]"
+
+
 def make_event(event: str, **payload: Any) -> dict[str, Any]:
     return {"event": event, "ts": round(time.time(), 3), **payload}
 

@@ -23,7 +23,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
 from smart_agent.context import Context, coerce_context
-from smart_agent.events import emit
+from smart_agent.events import emit, preview
 from smart_agent.messages import as_ai_message, message_text, usage_of
 from smart_agent.models import invoke_model, load_chat_model
 from smart_agent.nodes.planner.common import task_text
@@ -90,10 +90,6 @@ def parse_decision(payload: Any) -> tuple[dict[str, str] | None, str | None]:
     return {"action": action, field: value.strip()}, None
 
 
-def _clip(text: str, n: int = ASSET_CHARS) -> str:
-    return text if len(text) <= n else text[:n] + f"… [{len(text)} chars]"
-
-
 HISTORY_MESSAGES = 10
 
 
@@ -106,7 +102,7 @@ def conversation_so_far(state: dict) -> str:
     for m in messages[-HISTORY_MESSAGES:]:
         if isinstance(m, (HumanMessage, AIMessage)) and str(m.content).strip():
             who = "User" if isinstance(m, HumanMessage) else "You"
-            lines.append(f"{who}: {_clip(str(m.content))}")
+            lines.append(f"{who}: {preview(str(m.content), ASSET_CHARS)}")
     return "\n".join(lines)
 
 
@@ -121,7 +117,7 @@ def decide_prompt(state: dict, last_step: bool) -> str:
     assets = state.get("assets") or {}
     if assets:
         parts.append("Assets (results of executed objectives):\n" + "\n".join(
-            f"[{a['id']}] objective: {a['objective']}\n  status: {a['status']}\n  result: {_clip(a.get('answer') or '')}"
+            f"[{a['id']}] objective: {a['objective']}\n  status: {a['status']}\n  result: {preview(a.get('answer') or '', ASSET_CHARS)}"
             for a in assets.values()
         ))
     if state.get("decision_error"):
@@ -223,7 +219,7 @@ def make_execute_node(planner: Any) -> Callable:
         except Exception as exc:  # the reasoning loop sees the failure and can try another way
             answer, status, error = "", "failed", f"{type(exc).__name__}: {exc}"
         asset = {"id": asset_id, "objective": objective, "answer": answer or (error or ""), "status": status}
-        emit("step_result", step=asset_id, ok=status == "ok", status=status, error=error, preview=_clip(answer, 300))
+        emit("step_result", step=asset_id, ok=status == "ok", status=status, error=error, preview=preview(answer))
         return {"assets": {asset_id: asset}, "objective": objective}
 
     return execute

@@ -28,7 +28,7 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 from smart_agent.context import Context, coerce_context
-from smart_agent.events import emit
+from smart_agent.events import emit, preview
 from smart_agent.messages import as_ai_message, message_text, usage_of
 from smart_agent.models import invoke_model, load_chat_model
 from smart_agent.nodes.planner.common import task_text
@@ -44,7 +44,6 @@ from smart_agent.tools.agents import (
 
 SUBMIT_SUBTASKS = "submit_subtasks"
 DECOMPOSE_ATTEMPTS = 2
-PREVIEW_CHARS = 300
 
 DECOMPOSE_SYSTEM = (
     "You coordinate a fleet of worker agents. Split the user's goal into independent "
@@ -193,10 +192,6 @@ def route_after_dispatch(state: dict) -> list[Send] | str:
     return "__end__"
 
 
-def _preview(text: str) -> str:
-    return text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + f"… [{len(text)} chars]"
-
-
 def worker_config(worker_id: str) -> dict[str, Any]:
     """A worker's own run config (it is a separate run, never a checkpointed subgraph)."""
     try:
@@ -238,7 +233,7 @@ def make_worker_node(agent_graph: Any) -> Callable:
             result.update(ok=False, answer="", error=f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
         result["duration_s"] = round(time.perf_counter() - start, 4)
         emit("step_result", step=wid, ok=result["ok"], error=result["error"], duration_s=result["duration_s"],
-             round=result["round"], preview=_preview(result["answer"]) if result["ok"] else None)
+             round=result["round"], preview=preview(result["answer"]) if result["ok"] else None)
         return {"results": {wid: result}}
 
     return worker

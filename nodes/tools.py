@@ -15,20 +15,18 @@ from typing import Any, Callable
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
-
 from smart_agent.context import Context, coerce_context
-from smart_agent.events import emit
+from smart_agent.events import emit, preview
 from smart_agent.nodes.routes import pending_tool_calls
 from smart_agent.prompts import SKIPPED_RESULT
-from smart_agent.tools.context_tools import CONTEXT_TOOL_NAMES, GET_TOOL_RESPONSE, STATE_TAG, free_retrievals
+from smart_agent.tools.context_tools import (
+    CONTEXT_TOOL_NAMES,
+    GET_TOOL_RESPONSE,
+    STATE_TAG,
+    free_retrievals,
+)
 from smart_agent.tools.invoke import ToolOutcome, run_tool
 from smart_agent.tools.registry import ToolRegistry
-
-PREVIEW_CHARS = 300
-
-
-def _preview(text: str, n: int = PREVIEW_CHARS) -> str:
-    return text if len(text) <= n else text[:n] + f"… [{len(text)} chars]"
 
 
 def plan_calls(calls: list[dict], made: int, limit: int) -> tuple[list[dict], list[dict]]:
@@ -123,7 +121,7 @@ def make_tools_node(registry: ToolRegistry, budget: Any = None) -> Callable:
                 )
                 emit(
                     "tool_result", id=outcome.call_id, name=outcome.name, ok=outcome.ok,
-                    error=outcome.error, duration_s=round(outcome.duration_s, 4), preview=_preview(outcome.content),
+                    error=outcome.error, duration_s=round(outcome.duration_s, 4), preview=preview(outcome.content),
                 )
                 return outcome
 

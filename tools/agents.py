@@ -31,9 +31,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables.config import var_child_runnable_config
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
-
 from smart_agent.context import Context, coerce_context
-from smart_agent.events import make_event
+from smart_agent.events import make_event, preview
 from smart_agent.nodes.routes import HANDOFF_PREFIX
 from smart_agent.tools.registry import ToolMeta, ToolRegistry
 
@@ -41,7 +40,6 @@ DEPTH_KEY = "smart_agent_depth"
 AGENT_KEY = "smart_agent_agent_id"
 ROOT_AGENT = "root"
 SUB_AGENT = "sub_agent"
-PREVIEW_CHARS = 300
 
 
 class TaskArgs(BaseModel):
@@ -56,10 +54,6 @@ def agent_depth(config: dict | None) -> int:
 
 def agent_id(config: dict | None) -> str:
     return str(((config or {}).get("configurable") or {}).get(AGENT_KEY) or ROOT_AGENT)
-
-
-def _preview(text: str) -> str:
-    return text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + f"… [{len(text)} chars]"
 
 
 def child_context(ctx: Context, registry: ToolRegistry | None = None) -> Context:
@@ -138,7 +132,7 @@ async def run_child(
     config: dict[str, Any] = {"configurable": {DEPTH_KEY: depth, AGENT_KEY: child, "thread_id": child}}
     if parent_config.get("callbacks") is not None:
         config["callbacks"] = parent_config["callbacks"]
-    writer(make_event("sub_agent", phase="start", tool=name, parent=parent, child=child, depth=depth, task=_preview(task)))
+    writer(make_event("sub_agent", phase="start", tool=name, parent=parent, child=child, depth=depth, task=preview(task)))
     answer, ok, problem = "", False, None
     try:
         final = await run_detached(graph, {"task": task}, context=ctx, config=config, forward=tag_events(writer, child))
@@ -149,7 +143,7 @@ async def run_child(
         raise
     finally:
         writer(make_event("sub_agent", phase="end", tool=name, parent=parent, child=child, depth=depth, ok=ok,
-                          error=problem, preview=_preview(answer) if ok else None))
+                          error=problem, preview=preview(answer) if ok else None))
     return answer or "(the agent gave no answer)"
 
 
