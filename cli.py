@@ -324,7 +324,7 @@ async def _demo_command(args: argparse.Namespace) -> int:
     from smart_agent.testing.demo import DEMO_FILE, DEMO_TASK, demo_responder
     from smart_agent.testing.scripted_server import ScriptedOpenAIServer
 
-    workspace = os.path.abspath(args.workspace) if args.workspace else str(data_home() / "demo-workspace")
+    workspace = os.path.abspath(args.workspace or data_home() / "demo-workspace")
     os.makedirs(workspace, exist_ok=True)
     with ScriptedOpenAIServer(responder=demo_responder, model="scripted-demo") as server:
         # Only this process talks to the scripted server: the real OpenAI client over HTTP.

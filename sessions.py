@@ -16,7 +16,10 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 
 def data_home() -> Path:
-    return Path(os.environ.get("SMART_AGENT_HOME") or ".smart-agent").expanduser().resolve()
+    """The data folder: ``$SMART_AGENT_HOME`` or ``./.smart-agent`` (sessions, memory,
+    archive, plugins). Not resolved here: that reads the file system, and callers run
+    on a server's event loop too."""
+    return Path(os.environ.get("SMART_AGENT_HOME") or ".smart-agent").expanduser()
 
 
 def sessions_path(home: Path | None = None) -> Path:

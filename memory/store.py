@@ -60,6 +60,7 @@ from langgraph.store.base import (
     SearchItem,
     SearchOp,
 )
+from smart_agent.sessions import data_home
 
 from .embeddings import embed_texts, embedding_id, load_embeddings
 
@@ -101,13 +102,10 @@ CREATE INDEX IF NOT EXISTS items_ns_updated ON items (ns, updated_at);
 
 
 # --------------------------------------------------------------------------- helpers
-def smart_agent_home() -> Path:
-    """The data folder: ``$SMART_AGENT_HOME`` or ``./.smart-agent``."""
-    return Path(os.environ.get("SMART_AGENT_HOME") or ".smart-agent").expanduser()
 
 
 def default_memory_dir() -> Path:
-    return smart_agent_home() / "memory"
+    return data_home() / "memory"
 
 
 def user_namespace(user_id: str | None) -> tuple[str, str]:

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from langchain_core.tools import BaseTool
-
+from smart_agent.sessions import data_home
 from smart_agent.tools.calculator import calculator
 from smart_agent.tools.files import list_files, read_file, write_file
+from smart_agent.tools.memory_tools import MEMORY_TOOLS
 from smart_agent.tools.registry import ToolMeta, ToolRegistry
 from smart_agent.tools.web import browse_url, web_search
-from smart_agent.tools.memory_tools import MEMORY_TOOLS
 
-__all__ = ["BUILTIN_TOOLS", "default_plugins_folder", "default_registry", "smart_agent_home"]
+__all__ = ["BUILTIN_TOOLS", "default_plugins_folder", "default_registry"]
 
 BUILTIN_TOOLS: list[tuple[BaseTool, ToolMeta]] = [
     (calculator, ToolMeta(tags=("math",))),
@@ -26,13 +25,8 @@ BUILTIN_TOOLS: list[tuple[BaseTool, ToolMeta]] = [
 ]
 
 
-def smart_agent_home() -> Path:
-    """``$SMART_AGENT_HOME``, default ``./.smart-agent``."""
-    return Path(os.environ.get("SMART_AGENT_HOME") or ".smart-agent")
-
-
 def default_plugins_folder() -> Path:
-    return smart_agent_home() / "plugins"
+    return data_home() / "plugins"
 
 
 def default_registry(*, plugins_folder: str | Path | None = None, entry_points: bool = True) -> ToolRegistry:
