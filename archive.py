@@ -84,10 +84,13 @@ class ToolArchive:
                 item = None
             if item is not None:
                 return item.value.get("text")
+        return await asyncio.to_thread(self._read_file, eid)
+
+    def _read_file(self, eid: str) -> str | None:
         path = _path(eid, self.root)
         if not path.exists():
             return None
-        return await asyncio.to_thread(path.read_text, encoding="utf-8", errors="surrogatepass")
+        return path.read_text(encoding="utf-8", errors="surrogatepass")
 
 
 def make_view(text: str, eid: str, tool: str, page: int, head: int = VIEW_HEAD_CHARS, tail: int = VIEW_TAIL_CHARS) -> str:
