@@ -8,6 +8,7 @@ same fields; defaults fall back to environment variables of the same name with a
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Annotated, Any, Literal
 
@@ -295,6 +296,15 @@ def _multi_agent_errors(ctx: Context) -> list[str]:
     ] + ([] if ctx.reasoning in ("direct", "two_phase") else [
         f"reasoning must be 'direct' or 'two_phase' (got {ctx.reasoning!r})"
     ])
+
+
+def context_field(ctx: Any, name: str, default: Any = None) -> Any:
+    """``ctx.<name>`` for a Context, a mapping (SDK / Studio) or None; a missing or
+    None value gives ``default``."""
+    if ctx is None:
+        return default
+    value = ctx.get(name, default) if isinstance(ctx, Mapping) else getattr(ctx, name, default)
+    return default if value is None else value
 
 
 def context_field_names() -> list[str]:

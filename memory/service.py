@@ -13,6 +13,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from smart_agent.context import context_field
 from smart_agent.messages import message_text
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -39,16 +40,8 @@ _REMEMBER_RE = re.compile(
 )
 
 
-def ctx_value(ctx: Any, name: str, default: Any = None) -> Any:
-    """``ctx.<name>`` for a Context, a dict (SDK / Studio) or None; None -> default."""
-    if ctx is None:
-        return default
-    value = ctx.get(name, default) if isinstance(ctx, Mapping) else getattr(ctx, name, default)
-    return default if value is None else value
-
-
 def memory_enabled(ctx: Any) -> bool:
-    value = ctx_value(ctx, "memory", None)
+    value = context_field(ctx, "memory", None)
     if value is None:
         raw = os.environ.get("SMART_AGENT_MEMORY", "")
         return raw.strip().lower() not in {"0", "false", "no", "off"}
@@ -58,7 +51,7 @@ def memory_enabled(ctx: Any) -> bool:
 def namespace_for(ctx: Any) -> tuple[str, str]:
     from smart_agent.memory.store import user_namespace
 
-    return user_namespace(ctx_value(ctx, "user_id", None) or os.environ.get("SMART_AGENT_USER_ID") or "default")
+    return user_namespace(context_field(ctx, "user_id", None) or os.environ.get("SMART_AGENT_USER_ID") or "default")
 
 
 def store_for(runtime_store: Any = None, ctx: Any = None) -> Any:
@@ -71,7 +64,7 @@ def store_for(runtime_store: Any = None, ctx: Any = None) -> Any:
 
     if is_memory_store(runtime_store):
         return runtime_store
-    spec = ctx_value(ctx, "embedding_model", None) or os.environ.get("SMART_AGENT_EMBEDDING_MODEL") or "local"
+    spec = context_field(ctx, "embedding_model", None) or os.environ.get("SMART_AGENT_EMBEDDING_MODEL") or "local"
     return open_store(embeddings=spec)
 
 
@@ -132,8 +125,6 @@ def build_observation(
         lines.append("Tools: " + "; ".join(one_line(f, 160) for f in tool_facts[:MAX_TOOL_FACTS]))
     importance = 0.8 if fact else (0.3 if failed or not answer else 0.5)
     return "\n".join(lines), importance
-
-
 
 
 def run_task_and_facts(state: Mapping[str, Any]) -> tuple[str, str, list[str]]:

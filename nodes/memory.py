@@ -21,11 +21,10 @@ import time
 from typing import Any
 
 from langgraph.runtime import Runtime
-
+from smart_agent.context import context_field
 from smart_agent.events import emit
 from smart_agent.memory.service import (
     build_observation,
-    ctx_value,
     format_memory_context,
     memory_enabled,
     min_similarity,
@@ -53,7 +52,7 @@ def _cleared(state: dict) -> dict[str, Any]:
 async def memory_recall(state: dict, runtime: Runtime) -> dict[str, Any]:
     """Recall the top ``memory_k`` memories for this run's task into ``memory_context``."""
     ctx, runtime_store = _runtime_parts(runtime)
-    k = int(ctx_value(ctx, "memory_k", 5))
+    k = int(context_field(ctx, "memory_k", 5))
     if not memory_enabled(ctx) or k <= 0:
         return _cleared(state)
     task, _, _ = run_task_and_facts(state)

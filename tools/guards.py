@@ -15,11 +15,12 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
+from smart_agent.context import context_field
 
 __all__ = [
     "Resolver",
@@ -49,14 +50,7 @@ def context_value(runtime: Any, name: str, default: Any = None) -> Any:
     attributes, a plain dict (SDK / Studio callers) or None. A missing field or a
     None value yields ``default``.
     """
-    context = getattr(runtime, "context", None) if runtime is not None else None
-    if context is None:
-        return default
-    if isinstance(context, Mapping):
-        value = context.get(name, default)
-    else:
-        value = getattr(context, name, default)
-    return default if value is None else value
+    return context_field(getattr(runtime, "context", None), name, default)
 
 
 def workspace_of(runtime: Any) -> Path:
