@@ -25,7 +25,7 @@ from smart_agent.tools.context_tools import (
     STATE_TAG,
     free_retrievals,
 )
-from smart_agent.tools.invoke import ToolOutcome, run_tool
+from smart_agent.tools.invoke import ToolOutcome, run_tool, tool_timeout
 from smart_agent.tools.registry import ToolRegistry
 
 
@@ -54,10 +54,6 @@ async def execute_call(
     if name not in registry or (allowed is not None and name not in allowed):
         names = sorted(allowed) if allowed is not None else registry.names()
         return ToolOutcome(name, call_id, False, f"Unknown tool {name!r}. Available tools: {', '.join(names) or '(none)'}", error="unknown_tool")
-    meta = registry.meta(name)
-    timeout = meta.timeout_s or ctx.tool_timeout_s
-    if meta.timeout_s and ctx.tool_timeout_s:
-        timeout = min(meta.timeout_s, ctx.tool_timeout_s)
     return await run_tool(
         registry.get(name),
         call.get("args") or {},
@@ -67,7 +63,7 @@ async def execute_call(
         store=store,
         config=config,
         stream_writer=stream_writer,
-        timeout_s=timeout,
+        timeout_s=tool_timeout(registry.meta(name), ctx),
     )
 
 

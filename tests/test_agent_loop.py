@@ -184,3 +184,29 @@ def test_memory_tools_are_offered_only_while_memory_is_on(workspace):
     on = [t.name for t in offered_tools(ctx(workspace, memory=True), registry, {})]
     assert "remember" not in off and "search_memory" not in off and "calculator" in off
     assert "remember" in on and "search_memory" in on
+
+
+async def test_tool_timeout_is_the_lower_of_tool_and_run(scripted_server, workspace):
+    @tool
+    async def sleepy(seconds: float) -> str:
+        """Sleep."""
+        await asyncio.sleep(seconds)
+        return "woke"
+
+    from smart_agent.tools.registry import ToolMeta
+
+    reg = ToolRegistry()
+    reg.register(sleepy, ToolMeta(timeout_s=0.2))
+    calls = [{"name": "sleepy", "arguments": {"seconds": 2}}]
+    srv = scripted_server([tool_calls(calls), text("a"), tool_calls(calls), text("b")])
+    graph = build_agent_graph(model=openai_model(srv), registry=reg)
+
+    t0 = time.perf_counter()
+    final = await run(graph, "sleep", ctx(workspace, tool_timeout_s=60))  # the tool's own 0.2 s wins
+    msg = next(m for m in final["messages"] if isinstance(m, ToolMessage))
+    assert msg.status == "error" and "timed out after 0.2 s" in msg.content
+    assert time.perf_counter() - t0 < 1.5
+
+    final = await run(graph, "sleep", ctx(workspace, tool_timeout_s=0.1))  # the run's 0.1 s wins
+    msg = next(m for m in final["messages"] if isinstance(m, ToolMessage))
+    assert "timed out after 0.1 s" in msg.content

@@ -66,6 +66,13 @@ def outcome_from_command(name: str, call_id: str, command: Command, duration_s: 
     return ToolOutcome(name, call_id, ok, content, raw=command, duration_s=duration_s, update=update or None)
 
 
+def tool_timeout(meta: Any, ctx: Any) -> float | None:
+    """A tool's timeout in a run: the lower of its own (``ToolMeta.timeout_s``) and the
+    run's ``tool_timeout_s``; None when neither sets one."""
+    candidates = [t for t in (getattr(meta, "timeout_s", None), getattr(ctx, "tool_timeout_s", None)) if t]
+    return min(candidates) if candidates else None
+
+
 def runtime_param(tool: BaseTool) -> str | None:
     """Name of the parameter where the tool wants a ``ToolRuntime`` injected, if any."""
     cached = getattr(tool, "__smart_agent_runtime_param__", "unset")

@@ -26,7 +26,7 @@ from smart_agent.nodes.planner.refs import ReferenceResolutionError, referenced_
 from smart_agent.nodes.planner.scheduler import FAILED, OK, as_plan, schedule, step_outputs
 from smart_agent.nodes.planner.schema import Step
 from smart_agent.nodes.planner.validate import validate_plan
-from smart_agent.tools.invoke import run_tool
+from smart_agent.tools.invoke import run_tool, tool_timeout
 from smart_agent.tools.registry import ToolMeta, ToolRegistry
 
 BACKOFF_BASE_S = 0.5
@@ -44,11 +44,7 @@ def backoff_delay(attempt: int, base_s: float = BACKOFF_BASE_S, max_s: float = B
 def step_policy(step: Step, meta: ToolMeta | None, ctx: Context) -> tuple[int, float | None]:
     """(retries, timeout_s) of a step: its own values, else the tool's, else the run's."""
     retries = step.retries if step.retries is not None else (meta.retries if meta else 0)
-    if step.timeout_s is not None:
-        timeout = step.timeout_s
-    else:
-        candidates = [t for t in ((meta.timeout_s if meta else None), ctx.tool_timeout_s) if t]
-        timeout = min(candidates) if candidates else None
+    timeout = step.timeout_s if step.timeout_s is not None else tool_timeout(meta, ctx)
     return int(retries), timeout
 
 
