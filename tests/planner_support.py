@@ -12,7 +12,6 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
-
 from smart_agent.tools.registry import ToolMeta, ToolRegistry
 
 
@@ -72,9 +71,12 @@ def make_registry(calls: Counter | None = None) -> tuple[ToolRegistry, Counter]:
 
     @tool
     def crash_once(text: str) -> str:
-        """Crashes the process (simulated) on its first call, then works."""
+        """Crashes the process (simulated) on its first call, then works. The crash comes
+        after a pause, so the other (instant) steps of its superstep have finished: the
+        crash lands between their results and the next superstep, not in a race with them."""
         calls["crash_once"] += 1
         if calls["crash_once"] == 1:
+            time.sleep(0.3)
             raise SimulatedCrash("simulated crash between supersteps")
         return text
 
