@@ -13,12 +13,10 @@ Wiring only; the work is in ``smart_agent.nodes.planner``::
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
-
 from smart_agent.context import Context
 from smart_agent.nodes.planner.approve import make_approve_node
 from smart_agent.nodes.planner.execute import (
@@ -27,7 +25,11 @@ from smart_agent.nodes.planner.execute import (
     make_prepare_node,
     make_run_step_node,
 )
-from smart_agent.nodes.planner.plan import PlanMethod, make_plan_failed_node, make_plan_node
+from smart_agent.nodes.planner.plan import (
+    PlanMethod,
+    make_plan_failed_node,
+    make_plan_node,
+)
 from smart_agent.nodes.planner.routes import (
     route_after_approve,
     route_after_dispatch,
@@ -37,22 +39,12 @@ from smart_agent.nodes.planner.routes import (
 )
 from smart_agent.nodes.planner.synthesize import make_report_node, make_synthesize_node
 from smart_agent.state import InputState, PlannerOutputState, PlannerState
+from smart_agent.tools.builtins import default_registry
 from smart_agent.tools.registry import ToolRegistry
-
-log = logging.getLogger(__name__)
 
 # Two supersteps per dispatch round (dispatch, run_step): LangGraph's default of 25 would
 # stop a long sequential plan. Every loop of this graph is bounded by its own limits.
 RECURSION_LIMIT = 10_000
-
-
-def default_registry() -> ToolRegistry:
-    try:
-        from smart_agent.tools.builtins import default_registry as builtin_registry
-    except ImportError:  # the built-in tools are optional for the wiring
-        log.warning("smart-agent: built-in tools unavailable; the planner starts with an empty registry")
-        return ToolRegistry()
-    return builtin_registry()
 
 
 def build_planner_graph(
