@@ -71,11 +71,11 @@ def make_registry(calls: Counter | None = None) -> tuple[ToolRegistry, Counter]:
 
     @tool
     def crash_once(text: str) -> str:
-        """Crashes the process (simulated) on its first call, then works. The crash comes
-        after a pause, so the other (instant) steps of its superstep have finished: the
-        crash lands between their results and the next superstep, not in a race with them."""
+        """Crashes the process (simulated) on its first call, then works."""
         calls["crash_once"] += 1
         if calls["crash_once"] == 1:
+            # Crash after a pause, so the other (instant) steps of its superstep have
+            # finished: the crash lands after their results, not in a race with them.
             time.sleep(0.3)
             raise SimulatedCrash("simulated crash between supersteps")
         return text
