@@ -219,6 +219,14 @@ class Context:
         default_factory=lambda: _env("max_iterations", 8),
         metadata=_d("Dual graph: most brainstorm/execute decisions before a final answer is forced."),
     )
+    max_tool_calls_per_turn: int = field(
+        default_factory=lambda: _env("max_tool_calls_per_turn", 32),
+        metadata=_d("Most tool calls run from one model turn; the rest are answered 'skipped' (also bounded by max_tool_calls)."),
+    )
+    max_tool_arg_chars: int = field(
+        default_factory=lambda: _env("max_tool_arg_chars", 100_000),
+        metadata=_d("Largest tool-call arguments (characters of JSON) a call may carry; larger calls are refused and shrunk in the history."),
+    )
 
     def __post_init__(self) -> None:
         errors = validate_context(self)
@@ -288,7 +296,8 @@ def _context_management_errors(ctx: Context) -> list[str]:
 
 
 def _multi_agent_errors(ctx: Context) -> list[str]:
-    bounds = {"max_workers": 1, "max_subtasks": 1, "max_agent_depth": 0, "max_sub_agents": 1, "max_iterations": 1}
+    bounds = {"max_workers": 1, "max_subtasks": 1, "max_agent_depth": 0, "max_sub_agents": 1, "max_iterations": 1,
+              "max_tool_calls_per_turn": 1, "max_tool_arg_chars": 100}
     return [
         f"{name} must be an integer >= {low} (got {getattr(ctx, name)!r})"
         for name, low in bounds.items()
