@@ -69,8 +69,11 @@ def format_event(ev: dict) -> str | None:
         ms = float(ev.get("duration_s") or 0) * 1000
         status = ev.get("status") or ("ok" if ev.get("ok") else "failed")
         return f"  {'✓' if ev.get('ok') else '✗'} {ev.get('step')} {status}{tries} {ms:.0f} ms: {_short(detail or '', 120)}"
+    if kind in ("memory_recall", "memory_write") and ev.get("memory") == "off":
+        return f"  ◇ memory off: {ev.get('error')}"  # the memory file was refused (one line naming it)
     if kind == "memory_recall" and "error" not in ev:
-        return f"  ◇ memory: recalled {ev.get('count', 0)} ({ev.get('took_ms', 0):.0f} ms)"
+        warning = f" ⚠ {ev['warning']}" if ev.get("warning") else ""  # damaged rows skipped
+        return f"  ◇ memory: recalled {ev.get('count', 0)} ({ev.get('took_ms', 0):.0f} ms){warning}"
     if kind == "memory_write" and "error" not in ev and "skipped" not in ev:
         return f"  ◇ memory: {ev.get('action', 'stored')} {ev.get('key', '')} ({ev.get('took_ms', 0):.0f} ms)"
     payload = {k: v for k, v in ev.items() if k not in {"event", "ts"}}

@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 EXIT_NOT_FOUND = 1
+EXIT_REFUSED = 2  # the memory file is not a smart-agent memory database
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -32,23 +33,23 @@ def register_cli(subparsers: Any) -> argparse.ArgumentParser:
     q = sub.add_parser("list", help="list memories, newest first")
     _common(q)
     q.add_argument("--k", "--limit", dest="k", type=int, default=50, help="how many to show (default 50)")
-    q.set_defaults(handler=_list)
+    q.set_defaults(handler=_guarded(_list))
 
     q = sub.add_parser("search", help="semantic search (same ranking as recall)")
     q.add_argument("query")
     _common(q)
     q.add_argument("--k", type=int, default=5, help="how many results (default 5)")
     q.add_argument("--embedding-model", default=None, help="'local' (default) or provider:model")
-    q.set_defaults(handler=_search)
+    q.set_defaults(handler=_guarded(_search))
 
     q = sub.add_parser("forget", help="delete one memory by id")
     q.add_argument("id")
     _common(q)
-    q.set_defaults(handler=_forget)
+    q.set_defaults(handler=_guarded(_forget))
 
     q = sub.add_parser("stats", help="counts, sizes and settings")
     _common(q)
-    q.set_defaults(handler=_stats)
+    q.set_defaults(handler=_guarded(_stats))
     return p
 
 
@@ -69,6 +70,21 @@ def memory_context_values(args: argparse.Namespace, values: dict) -> None:
 
 
 # -- handlers -------------------------------------------------------------------------
+def _guarded(handler: Any) -> Any:
+    """A refused memory file ends the command with its one-line message and exit 2."""
+
+    def run(args: argparse.Namespace) -> int:
+        from smart_agent.memory.integrity import MemoryUnavailable
+
+        try:
+            return handler(args)
+        except MemoryUnavailable as exc:
+            print(f"smart-agent: {exc}", file=sys.stderr)
+            return EXIT_REFUSED
+
+    return run
+
+
 def _open(args: argparse.Namespace, embedding_model: str | None = None):
     import os
 
@@ -168,4 +184,7 @@ def _stats(args: argparse.Namespace) -> int:
     r = stats["ranking"]
     print(f"ranking:         {r['w_similarity']}·similarity + {r['w_recency']}·recency (half-life {r['half_life_days']} d) + {r['w_importance']}·importance")
     print(f"disk:            {stats['db_bytes'] + stats['index_bytes']:,} bytes (SQLite {stats['db_bytes']:,}, FAISS {stats['index_bytes']:,})")
+    damaged = stats["damaged"]
+    shown = "; ".join(f"{d['key']}: {d['reason']}" for d in damaged[:5]) + (" …" if len(damaged) > 5 else "")
+    print(f"damaged rows:    {len(damaged)} (skipped by recall and search)" + (f": {shown}" if damaged else ""))
     return 0

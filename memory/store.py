@@ -4,7 +4,8 @@ Layout of a store folder (``$SMART_AGENT_HOME/memory`` by default)::
 
     memory.sqlite3              items (namespace, key, JSON value, embedded text,
                                 float32 vector bytes, timestamps), namespaces
-                                (write version, current index file), meta
+                                (write version, current index file), meta, damaged
+                                (rows skipped as corrupt: see integrity.py)
     index/<ns-hash>-<version>.faiss
                                 one IndexIDMap2(IndexFlatIP) per namespace,
                                 written with faiss.write_index
@@ -37,7 +38,6 @@ import hashlib
 import json
 import logging
 import os
-import sqlite3
 import threading
 import time
 import uuid
@@ -62,6 +62,7 @@ from langgraph.store.base import (
 )
 from smart_agent.sessions import data_home
 
+from . import integrity
 from .embeddings import embed_texts, embedding_id, load_embeddings
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -393,16 +394,8 @@ class FaissMemoryStore(BaseStore):
         self._dirty: set[str] = set()
         self._model_checked = False
         self._closed = False
-        self._conn = sqlite3.connect(
-            str(self.path / DB_NAME), check_same_thread=False, isolation_level=None, timeout=30.0
-        )
-        with self._lock:
-            self._conn.execute("PRAGMA busy_timeout = 30000")
-            try:
-                self._conn.execute("PRAGMA journal_mode = WAL")
-            except sqlite3.DatabaseError:  # pragma: no cover - e.g. some network filesystems
-                pass
-            self._conn.executescript(_SCHEMA)
+        # Refuses (MemoryUnavailable) a file that is not a memory database, leaving it as it was.
+        self._conn = integrity.open_database(self.path / DB_NAME, _SCHEMA)
 
     # -- lifecycle ----------------------------------------------------------
     def close(self) -> None:
@@ -465,6 +458,7 @@ class FaissMemoryStore(BaseStore):
         try:
             self._conn.executemany("UPDATE items SET vector=? WHERE id=?", [(v, r[0]) for v, r in zip(vecs, rows)])
             self._conn.execute("UPDATE namespaces SET version = version + 1")
+            self._conn.execute("DELETE FROM meta WHERE key='dim'")  # the new model's: set by the next write
             self._conn.execute(
                 "INSERT OR REPLACE INTO meta(key, value) VALUES ('embedding_model', ?)", (self.embedding_name,)
             )
@@ -491,9 +485,7 @@ class FaissMemoryStore(BaseStore):
         if cached is not None and cached.version == version:
             return cached
         index = None
-        n_vectors = self._conn.execute(
-            "SELECT COUNT(*) FROM items WHERE ns=? AND vector IS NOT NULL", (ns_json,)
-        ).fetchone()[0]
+        n_vectors = integrity.indexable_count(self._conn, ns_json)
         if fname and file_version == version and n_vectors:
             index = self._read_index_file(fname, n_vectors)
         if index is None and n_vectors:
@@ -533,13 +525,13 @@ class FaissMemoryStore(BaseStore):
         import numpy as np
 
         rows = self._conn.execute(
-            "SELECT id, vector FROM items WHERE ns=? AND vector IS NOT NULL ORDER BY id", (ns_json,)
+            "SELECT id, key, vector, json_valid(value) FROM items WHERE ns=? AND vector IS NOT NULL ORDER BY id", (ns_json,)
         ).fetchall()
-        if not rows:
+        ids, vecs = integrity.sound_vectors(self._conn, ns_json, rows, self._dim())  # damaged rows: skipped, recorded
+        if not ids:
             return None
-        vecs = np.stack([np.frombuffer(r[1], dtype="<f4") for r in rows]).astype("float32")
-        index = self._new_index(vecs.shape[1])
-        index.add_with_ids(vecs, np.array([r[0] for r in rows], dtype="int64"))
+        index = self._new_index(vecs[0].shape[0])
+        index.add_with_ids(np.stack(vecs).astype("float32"), np.array(ids, dtype="int64"))
         return index
 
     def _write_index_file(self, ns_json: str, version: int, index: Any) -> None:
@@ -655,15 +647,13 @@ class FaissMemoryStore(BaseStore):
         return _Txn(self)
 
     # -- reads (lock held) --------------------------------------------------------
-    def _row_to_item(self, row: Sequence[Any], score: float | None = None, cls: type = SearchItem) -> Item:
+    def _row_to_item(self, row: Sequence[Any], score: float | None = None, cls: type = SearchItem) -> Item | None:
+        """The row as an item; None (recorded as damaged) when its value is not JSON."""
         ns_json, key, value, created, updated = row[:5]
         ns = tuple(json.loads(ns_json))
-        try:
-            val = json.loads(value)
-        except json.JSONDecodeError:
-            val = {}
-        if not isinstance(val, dict):
-            val = {"value": val}
+        if (val := integrity.decode_value(value)) is None:
+            integrity.record_bad_value(self._conn, ns_json, key)
+            return None
         if cls is Item:
             return Item(value=val, key=key, namespace=ns, created_at=_dt(created), updated_at=_dt(updated))
         return SearchItem(namespace=ns, key=key, value=val, created_at=_dt(created), updated_at=_dt(updated), score=score)
@@ -735,7 +725,7 @@ class FaissMemoryStore(BaseStore):
                 if sim < min_similarity:
                     continue
                 item = self._row_to_item(row)
-                if not match_filter(item.value, flt):
+                if item is None or not match_filter(item.value, flt):
                     continue
                 imp = _importance(item.value)
                 age = now - row[4]
@@ -763,12 +753,12 @@ class FaissMemoryStore(BaseStore):
         if not op.filter:
             sql += " LIMIT ? OFFSET ?"
             params += [op.limit, op.offset]
-            return [self._row_to_item(r) for r in self._conn.execute(sql, params)]  # type: ignore[misc]
+            return [i for r in self._conn.execute(sql, params).fetchall() if (i := self._row_to_item(r))]  # type: ignore[misc]
         out: list[SearchItem] = []
         skipped = 0
         for r in self._conn.execute(sql, params):
             item = self._row_to_item(r)
-            if not match_filter(item.value, op.filter):
+            if item is None or not match_filter(item.value, op.filter):
                 continue
             if skipped < op.offset:
                 skipped += 1
@@ -913,7 +903,7 @@ class FaissMemoryStore(BaseStore):
                     row = self._conn.execute(
                         "SELECT ns, key, value, created_at, updated_at FROM items WHERE id=?", (nearest[0],)
                     ).fetchone()
-                    old = self._row_to_item(row).value
+                    old = getattr(self._row_to_item(row), "value", {})  # damaged: the new text repairs it
                     merges = int(old.get("merges", 0) or 0) + 1
                     new_imp = min(1.0, max(_importance(old), importance) + MERGE_IMPORTANCE_BUMP)
                     value = {**old, **base, "text": text, "importance": round(new_imp, 4), "merges": merges}
@@ -926,7 +916,7 @@ class FaissMemoryStore(BaseStore):
                     ).fetchone()
                     merges = 0
                     if existing:
-                        merges = int(json.loads(existing[0]).get("merges", 0) or 0)
+                        merges = int((integrity.decode_value(existing[0]) or {}).get("merges", 0) or 0)
                     value = {**base, "text": text, "importance": round(importance, 4), "merges": merges}
                     self._put_row(ns, key, value, text, vec, now)
                     result = WriteResult(key, "created", ns, similarity, merges, importance)
@@ -940,7 +930,8 @@ class FaissMemoryStore(BaseStore):
         if excess <= 0:
             return []
         rows = self._conn.execute(
-            "SELECT key, json_extract(value, '$.importance'), updated_at FROM items WHERE ns=? AND key != ?",
+            "SELECT key, iif(json_valid(value), json_extract(value, '$.importance'), NULL), updated_at FROM items "
+            "WHERE ns=? AND key != ?",
             (ns_json, keep),
         ).fetchall()
 
@@ -1007,11 +998,12 @@ class FaissMemoryStore(BaseStore):
             self._ensure_open()
             rows = self._conn.execute(
                 "SELECT i.ns, COUNT(*), SUM(i.vector IS NOT NULL), MIN(i.created_at), MAX(i.updated_at), "
-                "SUM(COALESCE(json_extract(i.value, '$.merges'), 0)) FROM items i JOIN namespaces n ON n.ns = i.ns "
+                "SUM(iif(json_valid(i.value), COALESCE(json_extract(i.value, '$.merges'), 0), 0)) FROM items i JOIN namespaces n ON n.ns = i.ns "
                 "WHERE substr(n.ns_path, 1, ?) = ? GROUP BY i.ns ORDER BY i.ns",
                 (len(p), p),
             ).fetchall()
             meta = dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
+            damaged = integrity.damaged_rows(self._conn, p, self._dim(), scan=True)
         files = list((self.path / INDEX_DIR).glob("*.faiss"))
         db_bytes = sum(f.stat().st_size for f in self.path.glob(DB_NAME + "*") if f.is_file())
         return {
@@ -1040,7 +1032,14 @@ class FaissMemoryStore(BaseStore):
             },
             "db_bytes": db_bytes,
             "index_bytes": sum(f.stat().st_size for f in files),
+            "damaged": damaged,  # rows skipped by recall and search: namespace, key, reason
         }
+
+    def damaged(self, namespace_prefix: Sequence[str] = ()) -> list[dict[str, Any]]:
+        """Rows found damaged under a prefix, skipped by recall and search (no full scan: see ``stats``)."""
+        with self._lock:
+            self._ensure_open()
+            return integrity.damaged_rows(self._conn, _ns_path(namespace_prefix), None, scan=False)
 
     def items(self, namespace_prefix: Sequence[str] = (), *, limit: int = 100, offset: int = 0) -> list[SearchItem]:
         """Memories under a prefix, newest first (no model needed)."""

@@ -7,7 +7,9 @@ with the task (the last human message) and puts a text block into
 (task, answer, what the tools did) with consolidation -- no extra model call.
 
 Both are no-ops when the context's ``memory`` is False, and neither can fail a
-run: a memory error is logged and reported as an event. The store is
+run: a memory error is logged and reported as an event (a memory file that is not
+a smart-agent memory database is refused, untouched, and memory is off for the
+run; damaged rows the store skipped are reported as a ``warning``). The store is
 ``runtime.store`` when it supports ``remember``/``recall`` (a
 ``FaissMemoryStore``), otherwise the default store in ``$SMART_AGENT_HOME/memory``.
 Store work runs in a thread so the event loop keeps streaming.
@@ -23,6 +25,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 from smart_agent.context import context_field
 from smart_agent.events import emit
+from smart_agent.memory.integrity import MemoryUnavailable
 from smart_agent.memory.service import (
     build_observation,
     format_memory_context,
@@ -40,6 +43,22 @@ __all__ = ["memory_recall", "memory_write"]
 
 def _runtime_parts(runtime: Any) -> tuple[Any, Any]:
     return getattr(runtime, "context", None), getattr(runtime, "store", None)
+
+
+def _failure(exc: Exception) -> dict[str, Any]:
+    """Event fields for a memory error; a refused memory file speaks for itself (one line naming it)."""
+    if isinstance(exc, MemoryUnavailable):
+        return {"error": str(exc), "memory": "off"}
+    return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+def _damage(store: Any, ns: tuple[str, ...]) -> dict[str, Any]:
+    """Event fields reporting the namespace's damaged rows (skipped by recall and writes), if any."""
+    found = store.damaged(ns) if callable(getattr(store, "damaged", None)) else []
+    if not found:
+        return {}
+    reasons = "; ".join(f"{d['key']}: {d['reason']}" for d in found[:3])
+    return {"warning": f"{len(found)} damaged memory row(s) skipped ({reasons})", "damaged": len(found)}
 
 
 def _cleared(state: dict) -> dict[str, Any]:
@@ -64,9 +83,10 @@ async def memory_recall(state: dict, runtime: Runtime) -> dict[str, Any]:
         # Opening the store and searching touch files: off the event loop (a server's loop).
         store = await asyncio.to_thread(store_for, runtime_store, ctx)
         recalled = await asyncio.to_thread(store.recall, ns, task, k, min_similarity=min_similarity())
+        damage = await asyncio.to_thread(_damage, store, ns)
     except Exception as exc:  # memory must never break a run
         log.warning("smart-agent memory: recall failed: %s", exc)
-        emit("memory_recall", error=f"{type(exc).__name__}: {exc}", count=0, namespace=list(ns))
+        emit("memory_recall", **_failure(exc), count=0, namespace=list(ns))
         return _cleared(state)
     now = time.time()
     memories = [r.to_dict(now) for r in recalled]
@@ -77,6 +97,7 @@ async def memory_recall(state: dict, runtime: Runtime) -> dict[str, Any]:
         count=len(memories),
         memories=[{k_: m[k_] for k_ in ("key", "score", "similarity", "age")} for m in memories],
         took_ms=round((time.perf_counter() - start) * 1000, 1),
+        **damage,
     )
     return {"memory_context": format_memory_context(recalled, now), "recalled_memories": memories}
 
@@ -98,9 +119,10 @@ async def memory_write(state: dict, runtime: Runtime) -> dict[str, Any]:
         result = await asyncio.to_thread(
             store.remember, ns, text, importance=importance, kind="observation", metadata={"source": "run"}
         )
+        damage = await asyncio.to_thread(_damage, store, ns)
     except Exception as exc:
         log.warning("smart-agent memory: write failed: %s", exc)
-        emit("memory_write", error=f"{type(exc).__name__}: {exc}", namespace=list(ns))
+        emit("memory_write", **_failure(exc), namespace=list(ns))
         return {}
-    emit("memory_write", **result.to_dict(), took_ms=round((time.perf_counter() - start) * 1000, 1))
+    emit("memory_write", **result.to_dict(), took_ms=round((time.perf_counter() - start) * 1000, 1), **damage)
     return {}
