@@ -2,6 +2,7 @@
 
 * ``store.py`` -- ``FaissMemoryStore`` (LangGraph ``BaseStore``; ``remember``/``recall``),
   ``open_store``, ``user_namespace``, ``RankingConfig``;
+* ``integrity.py`` -- refuses files that are not a memory database, skips damaged rows;
 * ``embeddings.py`` -- the bundled all-MiniLM-L6-v2 (``"local"``) or any ``provider:model``;
 * ``numpy_bert.py`` -- the NumPy forward pass used for the local model;
 * ``service.py`` -- glue for nodes/tools/CLI (which store, which namespace, what text);
