@@ -27,6 +27,10 @@ class ModelConfigError(RuntimeError):
     """The model cannot be constructed or reached; the message says how to fix it."""
 
 
+class ModelReplyError(RuntimeError):
+    """The model's reply is unusable (garbage body, or empty after a retry); one line."""
+
+
 _cache: dict[tuple, BaseChatModel] = {}
 _lock = threading.Lock()
 
@@ -114,11 +118,22 @@ def explain_model_error(exc: BaseException, spec: str | None = None) -> ModelCon
 
 async def invoke_model(runnable: Any, messages: list, *, spec: str | None = None) -> Any:
     """Call a chat model (or a runnable built on one); configuration and reachability
-    failures become ModelConfigError, anything else propagates unchanged."""
+    failures become ModelConfigError, an unreadable reply (no choices, HTML, invalid
+    UTF-8...) a one-line ModelReplyError; lone surrogates in the reply are replaced."""
+    from smart_agent.replies import guard_openai_tool_args, reply_problem, sanitize_reply
+
+    guard_openai_tool_args()  # non-object tool arguments become invalid tool calls
     try:
-        return await runnable.ainvoke(messages)
+        result = await runnable.ainvoke(messages)
     except Exception as exc:
         explained = explain_model_error(exc, spec)
         if explained is not None:
             raise explained from None
+        problem = reply_problem(exc)
+        if problem is not None:
+            where = f" from model {spec!r}" if spec else ""
+            raise ModelReplyError(f"Unusable reply{where}: {problem}.") from None
         raise
+    if isinstance(result, dict) and "raw" in result:  # with_structured_output(include_raw=True)
+        return {**result, "raw": sanitize_reply(result["raw"])}
+    return sanitize_reply(result)

@@ -56,15 +56,22 @@ def parse_json_answer(text: str) -> tuple[Any, str | None]:
     fenced = _FENCE.match(raw)
     if fenced:
         raw = fenced.group(1).strip()
+    from smart_agent.replies import json_depth_problem
+
+    problem = json_depth_problem(raw)  # before the parser can recurse that deep
+    if problem:
+        return None, problem
     try:
         return json.loads(raw), None
     except json.JSONDecodeError as exc:
         first_error = f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+    except RecursionError:
+        first_error = "not valid JSON: nested too deeply"
     start, end = raw.find("{"), raw.rfind("}")
     if 0 <= start < end:
         try:
             return json.loads(raw[start : end + 1]), None
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             pass
     return None, first_error
 

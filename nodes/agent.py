@@ -6,13 +6,13 @@ import asyncio
 from typing import Any, Callable
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 from smart_agent.context import Context, coerce_context
 from smart_agent.events import emit
 from smart_agent.messages import as_ai_message, message_text, usage_of
-from smart_agent.models import invoke_model, load_chat_model
+from smart_agent.models import ModelReplyError, invoke_model, load_chat_model
 from smart_agent.nodes.routes import pending_tool_calls, tool_limit_reached
 from smart_agent.prompts import build_system_prompt
 from smart_agent.tools.registry import ToolRegistry
@@ -47,6 +47,38 @@ async def call_model(
     return as_ai_message(await invoke_model(runnable, messages, spec=spec))
 
 
+EMPTY_REPLY_NOTE = (
+    "Your previous reply was empty (no text and no tool call{why}). Reply again: answer the "
+    "request above or call a tool."
+)
+
+
+def is_empty_reply(response: AIMessage) -> bool:
+    return not pending_tool_calls(response) and not message_text(response).strip()
+
+
+def finish_reason(response: AIMessage) -> str:
+    return str((response.response_metadata or {}).get("finish_reason") or "")
+
+
+async def ask_again_if_empty(
+    llm: BaseChatModel, request: list[BaseMessage], tools: list[BaseTool], response: AIMessage, *, spec: str | None
+) -> AIMessage:
+    """An empty reply (content filter, or nothing at all) is asked again once with a
+    short note; a second empty reply fails the run with a one-line ModelReplyError."""
+    if not is_empty_reply(response):
+        return response
+    reason = finish_reason(response)
+    emit("error", node="agent", error="empty reply from the model; asking again", finish_reason=reason)
+    note = EMPTY_REPLY_NOTE.format(why=f"; finish_reason {reason!r}" if reason and reason != "stop" else "")
+    again = await call_model(llm, [*request, HumanMessage(content=note)], tools, spec=spec)
+    if is_empty_reply(again):
+        reason = finish_reason(again) or reason
+        why = f" (finish_reason {reason!r})" if reason else ""
+        raise ModelReplyError(f"The model gave an empty reply twice{why}: no answer to report.")
+    return again
+
+
 def make_agent_node(registry: ToolRegistry, model: BaseChatModel | None = None, budget: Any = None) -> Callable:
     """``budget`` (nodes/summarize.py ContextBudget) guards the size of every request."""
 
@@ -58,7 +90,12 @@ def make_agent_node(registry: ToolRegistry, model: BaseChatModel | None = None, 
         request = [SystemMessage(content=build_system_prompt(ctx, state)), *state.get("messages", [])]
         if budget is not None:
             request = budget.fit_request(ctx, request, tools)
-        response = await call_model(llm, request, tools, spec=None if model else ctx.model)
+        spec = None if model else ctx.model
+        response = await call_model(llm, request, tools, spec=spec)
+        if not (state.get("finalize") or tool_limit_reached(state) or state.get("output_schema")):
+            # (at the limit an empty reply gets the fixed answer below; with an output
+            # schema the structuredOutput node sends the empty answer back)
+            response = await ask_again_if_empty(llm, request, tools, response, spec=spec)
         turns = int(state.get("turns") or 0) + 1
         emit("usage", turn=turns, **usage_of(response))
         update: dict[str, Any] = {"turns": turns}

@@ -258,8 +258,13 @@ def make_aggregate_node(model: BaseChatModel | None = None) -> Callable:
         subtasks = state.get("subtasks") or []
         results = state.get("results") or {}
         messages = [SystemMessage(content=AGGREGATE_SYSTEM), HumanMessage(content=aggregate_prompt(state.get("goal") or "", subtasks, results))]
-        response = as_ai_message(await invoke_model(llm, messages, spec=None if model else ctx.model))
+        spec = None if model else ctx.model
+        response = as_ai_message(await invoke_model(llm, messages, spec=spec))
         emit("usage", node="aggregate", **usage_of(response))
+        # An empty answer is asked for once more, then fails the run (never an empty answer).
+        from smart_agent.nodes.agent import ask_again_if_empty
+
+        response = await ask_again_if_empty(llm, messages, [], response, spec=spec)
         answer = message_text(response).strip()
         failed = [wid for wid, r in results.items() if r and not r.get("ok")]
         emit("final_answer", answer=answer, workers=len(subtasks), failed=failed)

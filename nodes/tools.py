@@ -4,12 +4,18 @@
 * every failure (unknown tool, malformed or invalid arguments, exception, timeout)
   becomes an error ``ToolMessage`` the model can react to — never a crash;
 * calls beyond the remaining ``max_tool_calls`` budget are answered with a
-  "skipped" tool message and are not executed.
+  "skipped" tool message and are not executed;
+* one turn runs at most ``max_tool_calls_per_turn`` calls: the history keeps those and
+  one more, answered "skipped: too many tool calls in one turn" for all the others,
+  which are dropped from the AI message (so no later request carries them);
+* a call whose arguments exceed ``max_tool_arg_chars`` is refused before it runs, and
+  its arguments are replaced by a small placeholder in the history.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any, Callable
 
 from langchain_core.messages import AIMessage, ToolMessage
@@ -67,6 +73,49 @@ async def execute_call(
     )
 
 
+TOO_MANY_IN_TURN = (
+    "skipped: too many tool calls in one turn ({count} calls; at most {cap} run per turn). "
+    "This call and the {dropped} after it were not run; call what you still need in a later turn."
+)
+OVERSIZED = "Refused: the arguments are {chars} characters of JSON, more than the {limit} allowed (max_tool_arg_chars). The call was not run; pass smaller arguments."
+
+
+def arg_chars(call: dict) -> int:
+    """Size of a call's arguments as JSON text (a malformed call's raw string)."""
+    args = call.get("args")
+    if isinstance(args, str):
+        return len(args)
+    try:
+        return len(json.dumps(args, ensure_ascii=False, default=str))
+    except (ValueError, RecursionError):
+        return len(str(args))
+
+
+def bounded_turn(message: AIMessage, cap: int, max_chars: int) -> tuple[AIMessage | None, list[dict], int]:
+    """``(replacement or None, calls kept, calls dropped)`` for one turn's AI message:
+    at most ``cap`` calls plus one answered "too many", oversized arguments shrunk."""
+    valid, invalid = list(message.tool_calls or []), list(message.invalid_tool_calls or [])
+    total = len(valid) + len(invalid)
+    keep = cap + 1 if total > cap else total
+    kept_valid = valid[:keep]
+    kept_invalid = invalid[: max(0, keep - len(kept_valid))]
+    changed = len(kept_valid) + len(kept_invalid) < total
+    shrunk_valid, shrunk_invalid = [], []
+    for c in kept_valid:
+        n = arg_chars(c)
+        shrunk_valid.append({**c, "args": {"_truncated": f"{n} chars"}} if n > max_chars else c)
+        changed |= n > max_chars
+    for c in kept_invalid:
+        n = arg_chars(c)
+        shrunk_invalid.append({**c, "args": json.dumps({"_truncated": f"{n} chars"})} if n > max_chars else c)
+        changed |= n > max_chars
+    calls = [*kept_valid, *kept_invalid]
+    if not changed:
+        return None, calls, 0
+    replacement = message.model_copy(update={"tool_calls": shrunk_valid, "invalid_tool_calls": shrunk_invalid})
+    return replacement, calls, total - len(calls)
+
+
 def split_free_retrievals(calls: list[dict], used: int, quota: int) -> tuple[list[dict], list[dict]]:
     """get_tool_response calls within the run's free quota, and every other call.
 
@@ -96,11 +145,15 @@ def make_tools_node(registry: ToolRegistry, budget: Any = None) -> Callable:
         messages = state.get("messages") or []
         last = messages[-1] if messages else None
         calls = pending_tool_calls(last) if isinstance(last, AIMessage) else []
+        cap, max_chars = ctx.max_tool_calls_per_turn, ctx.max_tool_arg_chars
+        replacement, calls, dropped = bounded_turn(last, cap, max_chars) if calls else (None, [], 0)
+        too_many = calls[cap:]  # the one kept to answer for the dropped ones
         made = int(state.get("tool_calls_made") or 0)
         limit = int(state.get("max_tool_calls", ctx.max_tool_calls))
         retrievals = int(state.get("retrievals_made") or 0)
-        free, counted = split_free_retrievals(calls, retrievals, free_retrievals(limit))
+        free, counted = split_free_retrievals(calls[:cap], retrievals, free_retrievals(limit))
         to_run, skipped = plan_calls(counted, made, limit)
+        oversized = {id(c): arg_chars(c) for c in [*free, *to_run] if arg_chars(c) > max_chars}
         allowed = (set(ctx.tools) | CONTEXT_TOOL_NAMES) if ctx.tools else None
         sem = asyncio.Semaphore(max(1, ctx.max_parallel_tools))
         try:
@@ -110,11 +163,18 @@ def make_tools_node(registry: ToolRegistry, budget: Any = None) -> Callable:
 
         async def one(call: dict, call_state: dict) -> ToolOutcome:
             async with sem:
-                emit("tool_call", id=call.get("id"), name=call.get("name"), args=call.get("args"))
-                outcome = await execute_call(
-                    call, registry, ctx, state=call_state, store=runtime.store, config=config,
-                    stream_writer=runtime.stream_writer, allowed=allowed,
-                )
+                if id(call) in oversized:  # refused before it runs; the event shows no arguments
+                    emit("tool_call", id=call.get("id"), name=call.get("name"), args={"_truncated": f"{oversized[id(call)]} chars"})
+                    outcome = ToolOutcome(
+                        call.get("name") or "", call.get("id") or "", False,
+                        OVERSIZED.format(chars=oversized[id(call)], limit=max_chars), error="args_too_large",
+                    )
+                else:
+                    emit("tool_call", id=call.get("id"), name=call.get("name"), args=call.get("args"))
+                    outcome = await execute_call(
+                        call, registry, ctx, state=call_state, store=runtime.store, config=config,
+                        stream_writer=runtime.stream_writer, allowed=allowed,
+                    )
                 emit(
                     "tool_result", id=outcome.call_id, name=outcome.name, ok=outcome.ok,
                     error=outcome.error, duration_s=round(outcome.duration_s, 4), preview=preview(outcome.content),
@@ -142,11 +202,18 @@ def make_tools_node(registry: ToolRegistry, budget: Any = None) -> Callable:
             if i in outcomes:
                 out_messages.append(outcomes[i].to_message())
                 continue
+            if any(call is c for c in too_many):
+                note = TOO_MANY_IN_TURN.format(count=len(calls) + dropped, cap=cap, dropped=dropped)
+                out_messages.append(ToolMessage(content=note, tool_call_id=call.get("id") or "", name=call.get("name"), status="error"))
+                emit("tool_result", id=call.get("id"), name=call.get("name"), ok=False, error="skipped_turn_limit", duration_s=0.0, preview=f"skipped: {dropped + 1} calls over the per-turn limit")
+                continue
             out_messages.append(
                 ToolMessage(content=SKIPPED_RESULT.format(limit=limit), tool_call_id=call.get("id") or "", name=call.get("name"), status="error")
             )
             emit("tool_result", id=call.get("id"), name=call.get("name"), ok=False, error="skipped_limit", duration_s=0.0, preview="skipped: tool-call limit")
-        update: dict[str, Any] = {**state_updates, "messages": out_messages, "tool_calls_made": made + len(to_run)}
+        # The bounded AI message replaces the original (same id) before its results.
+        head = [replacement] if replacement is not None else []
+        update: dict[str, Any] = {**state_updates, "messages": [*head, *out_messages], "tool_calls_made": made + len(to_run)}
         if free:
             update["retrievals_made"] = retrievals + len(free)
         if budget is not None:

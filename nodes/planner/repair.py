@@ -23,6 +23,8 @@ import json
 import re
 from typing import Any
 
+from smart_agent.replies import json_depth_problem, value_depth_problem
+
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_-]*)[^\n]*\n(.*?)```", re.DOTALL)
 _LITERALS = {"True": "true", "False": "false", "None": "null", "undefined": "null", "NaN": "null"}
 _QUOTES = {"\u201c": '"', "\u201d": '"', "\u2018": "'", "\u2019": "'"}
@@ -206,11 +208,11 @@ def loads_lenient(text: str) -> Any:
     """Parse JSON, repairing it when needed; raises PlanSyntaxError with the parser's reason."""
     try:
         return json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         first_error = exc
     try:
         return json.loads(repair_json(text))
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     try:  # a Python literal (dict repr) is a common last resort; literals only, never code
         if len(text) > LITERAL_MAX_CHARS:
@@ -229,6 +231,13 @@ def _looks_like_plan(value: Any) -> bool:
     return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
 
 
+def _bounded(value: Any) -> Any:
+    problem = value_depth_problem(value)  # a repaired value can be deeper than its text showed
+    if problem:
+        raise PlanSyntaxError(problem)
+    return value
+
+
 def extract_json(text: str) -> Any:
     """The JSON value of a model reply (repaired if needed).
 
@@ -237,6 +246,9 @@ def extract_json(text: str) -> Any:
     """
     if not text or not text.strip():
         raise PlanSyntaxError("the reply is empty: no plan found")
+    problem = json_depth_problem(text)  # before any parser can recurse that deep
+    if problem:
+        raise PlanSyntaxError(problem)
     cands = candidates(text)
     errors: list[str] = []
     for parse in (json.loads, loads_lenient):
@@ -246,11 +258,13 @@ def extract_json(text: str) -> Any:
                 parsed.append(parse(cand))
             except (ValueError, PlanSyntaxError) as exc:
                 errors.append(str(exc))
+            except RecursionError:
+                errors.append("invalid JSON: nested too deeply")
         for value in parsed:
             if _looks_like_plan(value):
-                return value
+                return _bounded(value)
         if parsed and parse is loads_lenient:
-            return parsed[0]
+            return _bounded(parsed[0])
     if "{" not in text and "[" not in text:
         raise PlanSyntaxError("no JSON object found in the reply")
     lenient = [e for e in errors if e.startswith("invalid JSON")]

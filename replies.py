@@ -1,0 +1,163 @@
+"""Untrusted model replies: the checks every model reply passes before the graphs use it.
+
+* ``guard_openai_tool_args`` makes ``langchain-openai`` treat tool arguments that are
+  valid JSON but not an object (``[1, 2]``, ``"x"``, ``42``) as an invalid tool call (it
+  otherwise builds an AIMessage that pydantic rejects, and the whole run crashes);
+* ``sanitize_reply`` replaces lone surrogates (unencodable text) in content and
+  arguments, so saving or printing the reply cannot fail later;
+* ``reply_problem`` maps what a garbage HTTP body raises inside the client (no
+  ``choices``, a null message, HTML, invalid UTF-8...) to one line;
+* ``json_depth_problem`` / ``loads_bounded`` cap the size and nesting of JSON read out
+  of model text, so a 100k-deep plan is a validation error, not a ``RecursionError``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from typing import Any
+
+MAX_JSON_DEPTH = 64
+MAX_JSON_CHARS = 2_000_000
+NOT_AN_OBJECT = "arguments must be a JSON object"
+
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+_guard_lock = threading.Lock()
+_guarded = False
+
+
+class JSONLimitError(ValueError):
+    """JSON text too large or nested too deeply to be parsed safely."""
+
+
+def json_depth_problem(text: str, max_depth: int = MAX_JSON_DEPTH, max_chars: int = MAX_JSON_CHARS) -> str | None:
+    """Why ``text`` must not be parsed (too long, or brackets nested deeper than ``max_depth``
+    outside double-quoted strings), else None. One linear pass, no recursion. (Callers
+    still catch RecursionError: an unmatched quote in prose can hide brackets.)"""
+    if len(text) > max_chars:
+        return f"the JSON is too long ({len(text)} characters; at most {max_chars})"
+    depth = 0
+    quote: str | None = None
+    escaped = False
+    for ch in text:
+        if quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
+                quote = None
+        elif ch == '"':
+            quote = ch
+        elif ch in "{[":
+            depth += 1
+            if depth > max_depth:
+                return f"the JSON is nested too deeply (more than {max_depth} levels)"
+        elif ch in "}]":
+            depth = max(0, depth - 1)
+    return None
+
+
+def value_depth_problem(value: Any, max_depth: int = MAX_JSON_DEPTH) -> str | None:
+    """The same limit for an already parsed value (e.g. tool-call arguments), iteratively."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth > max_depth:
+                return f"the JSON is nested too deeply (more than {max_depth} levels)"
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    return None
+
+
+def loads_bounded(text: str) -> Any:
+    """``json.loads`` after the size and depth check (raises JSONLimitError, a ValueError)."""
+    problem = json_depth_problem(text)
+    if problem:
+        raise JSONLimitError(problem)
+    return json.loads(text)
+
+
+def clean_text(text: str) -> str:
+    return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        return {_clean(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    return value
+
+
+def sanitize_reply(message: Any) -> Any:
+    """``message`` with lone surrogates replaced in its content and tool calls."""
+    from langchain_core.messages import AIMessage
+
+    if not isinstance(message, AIMessage):
+        return message
+    fields = {
+        "content": _clean(message.content),
+        "tool_calls": _clean(list(message.tool_calls or [])),
+        "invalid_tool_calls": _clean(list(message.invalid_tool_calls or [])),
+    }
+    if all(fields[k] == getattr(message, k) for k in fields):
+        return message
+    return message.model_copy(update=fields)
+
+
+def guard_openai_tool_args() -> None:
+    """Make langchain-openai's reply parser turn non-object arguments into an invalid
+    tool call (with ``NOT_AN_OBJECT`` as its error). Idempotent; no-op without the package."""
+    global _guarded
+    with _guard_lock:
+        if _guarded:
+            return
+        _guarded = True
+        try:
+            from langchain_openai.chat_models import base
+        except ImportError:
+            return
+        original = base.parse_tool_call
+
+        def parse_tool_call(raw_tool_call: dict, *args: Any, **kwargs: Any) -> Any:
+            raw_args = ((raw_tool_call or {}).get("function") or {}).get("arguments") or ""
+            problem = json_depth_problem(raw_args) if isinstance(raw_args, str) else None
+            if problem:
+                raise JSONLimitError(f"arguments not read: {problem}")
+            parsed = original(raw_tool_call, *args, **kwargs)
+            if isinstance(parsed, dict) and not isinstance(parsed.get("args"), dict):
+                raise ValueError(f"{NOT_AN_OBJECT} (got {type(parsed.get('args')).__name__})")
+            return parsed
+
+        parse_tool_call.__wrapped__ = original  # type: ignore[attr-defined]
+        base.parse_tool_call = parse_tool_call
+
+
+# Exceptions a garbage reply raises inside a client while it decodes and converts the body.
+_REPLY_ERRORS = (KeyError, IndexError, TypeError, AttributeError, ValueError, UnicodeError)
+
+
+def reply_problem(exc: BaseException) -> str | None:
+    """One line saying why the model's reply was unusable, or None for other errors."""
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    if "APIResponseValidationError" in names:
+        return "the response does not have the chat-completions shape"
+    if not isinstance(exc, _REPLY_ERRORS):
+        return None
+    text = " ".join(str(exc).split())
+    if isinstance(exc, UnicodeError):
+        return "the response is not valid UTF-8 text"
+    if isinstance(exc, json.JSONDecodeError) or "Unexpected response type" in text:
+        return "the response is not JSON (an HTML page or other text?)"
+    if "choices" in text or isinstance(exc, (IndexError, KeyError)):
+        return "the response has no usable 'choices'"
+    if isinstance(exc, (TypeError, AttributeError)) or "NoneType" in text:
+        return "the response has no usable message"
+    if "validation error" in text:
+        return "the response does not have the chat-completions shape"
+    return f"the response could not be read ({text[:200]})"
