@@ -2,6 +2,9 @@
 
 * ``store.py`` -- ``FaissMemoryStore`` (LangGraph ``BaseStore``; ``remember``/``recall``),
   ``open_store``, ``user_namespace``, ``RankingConfig``;
+  its parts: ``vectors.py`` (embedding, FAISS indexes), ``rows.py`` (``batch``,
+  SQLite reads/writes), ``ranking.py`` (``RankingConfig``, results), ``matching.py``
+  (namespaces, filters);
 * ``integrity.py`` -- refuses files that are not a memory database, skips damaged rows;
 * ``embeddings.py`` -- the bundled all-MiniLM-L6-v2 (``"local"``) or any ``provider:model``;
 * ``numpy_bert.py`` -- the NumPy forward pass used for the local model;

@@ -1,0 +1,378 @@
+"""The memory store's rows: the ``BaseStore`` operations over SQLite and FAISS.
+
+A mixin of :class:`~smart_agent.memory.store.FaissMemoryStore` (``batch`` and the
+low-level reads and writes it uses, called with the store's lock held) and the
+write transaction that persists the indexes it changed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from langgraph.store.base import (
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+)
+
+from . import integrity
+from .matching import _ns_json, _ns_matches, _ns_path, _validate_labels, match_filter
+from .ranking import Recalled, _importance
+from .vectors import _NsIndex, _vec_bytes
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+
+def _dt(ts: float) -> datetime:
+    return datetime.fromtimestamp(ts, tz=timezone.utc)
+
+
+
+class _Rows:
+    """Reads, writes and ``batch`` of a ``FaissMemoryStore``."""
+
+    # -- low-level writes (lock held, inside a transaction) -----------------------
+    def _touch_ns(self, ns: tuple[str, ...], ns_json: str) -> _NsIndex:
+        self._conn.execute(
+            "INSERT OR IGNORE INTO namespaces(ns, ns_path) VALUES (?, ?)", (ns_json, _ns_path(ns))
+        )
+        entry = self._index_for(ns_json)
+        assert entry is not None
+        return entry
+
+    def _bump(self, ns_json: str, entry: _NsIndex) -> None:
+        self._conn.execute("UPDATE namespaces SET version = version + 1 WHERE ns=?", (ns_json,))
+        entry.version = self._conn.execute("SELECT version FROM namespaces WHERE ns=?", (ns_json,)).fetchone()[0]
+        self._dirty.add(ns_json)
+
+    def _check_dim(self, vec: "np.ndarray") -> None:
+        dim = self._dim()
+        if dim is None:
+            self._conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('dim', ?)", (str(int(vec.shape[0])),))
+        elif dim != vec.shape[0]:
+            raise ValueError(
+                f"Embedding dimension {vec.shape[0]} does not match the store's {dim} ({self.path}); "
+                "use the same embedding model or another memory folder."
+            )
+
+    def _put_row(
+        self,
+        ns: tuple[str, ...],
+        key: str,
+        value: Mapping[str, Any],
+        text: str | None,
+        vec: "np.ndarray | None",
+        now: float,
+    ) -> int:
+        import numpy as np
+
+        ns_json = _ns_json(ns)
+        entry = self._touch_ns(ns, ns_json)
+        old = self._conn.execute("SELECT id FROM items WHERE ns=? AND key=?", (ns_json, key)).fetchone()
+        blob = None
+        if vec is not None:
+            self._check_dim(vec)
+            blob = _vec_bytes(vec)
+        payload = json.dumps(dict(value), ensure_ascii=False)
+        if old:
+            item_id = old[0]
+            self._conn.execute(
+                "UPDATE items SET value=?, text=?, vector=?, updated_at=? WHERE id=?",
+                (payload, text, blob, now, item_id),
+            )
+            if entry.index is not None:
+                entry.index.remove_ids(np.array([item_id], dtype="int64"))
+        else:
+            item_id = self._conn.execute(
+                "INSERT INTO items(ns, key, value, text, vector, created_at, updated_at) VALUES (?,?,?,?,?,?,?)",
+                (ns_json, key, payload, text, blob, now, now),
+            ).lastrowid
+        if vec is not None:
+            if entry.index is None:
+                entry.index = self._new_index(int(vec.shape[0]))
+            entry.index.add_with_ids(
+                np.ascontiguousarray(vec.reshape(1, -1), dtype="float32"), np.array([item_id], dtype="int64")
+            )
+        self._bump(ns_json, entry)
+        return int(item_id)
+
+    def _delete_rows(self, ns: tuple[str, ...], keys: Sequence[str]) -> list[str]:
+        import numpy as np
+
+        ns_json = _ns_json(ns)
+        entry = self._index_for(ns_json)
+        if entry is None:
+            return []
+        deleted, ids = [], []
+        for key in keys:
+            row = self._conn.execute("SELECT id FROM items WHERE ns=? AND key=?", (ns_json, key)).fetchone()
+            if row:
+                self._conn.execute("DELETE FROM items WHERE id=?", (row[0],))
+                ids.append(row[0])
+                deleted.append(key)
+        if ids:
+            if entry.index is not None:
+                entry.index.remove_ids(np.array(ids, dtype="int64"))
+            self._bump(ns_json, entry)
+        return deleted
+
+    def _write_txn(self) -> "_Txn":
+        return _Txn(self)
+
+    # -- reads (lock held) --------------------------------------------------------
+    def _row_to_item(self, row: Sequence[Any], score: float | None = None, cls: type = SearchItem) -> Item | None:
+        """The row as an item; None (recorded as damaged) when its value is not JSON."""
+        ns_json, key, value, created, updated = row[:5]
+        ns = tuple(json.loads(ns_json))
+        if (val := integrity.decode_value(value)) is None:
+            integrity.record_bad_value(self._conn, ns_json, key)
+            return None
+        if cls is Item:
+            return Item(value=val, key=key, namespace=ns, created_at=_dt(created), updated_at=_dt(updated))
+        return SearchItem(namespace=ns, key=key, value=val, created_at=_dt(created), updated_at=_dt(updated), score=score)
+
+    def _get(self, op: GetOp) -> Item | None:
+        row = self._conn.execute(
+            "SELECT ns, key, value, created_at, updated_at FROM items WHERE ns=? AND key=?",
+            (_ns_json(op.namespace), op.key),
+        ).fetchone()
+        return self._row_to_item(row, cls=Item) if row else None
+
+    def _namespaces_under(self, prefix: Sequence[str]) -> list[str]:
+        p = _ns_path(prefix)
+        return [
+            r[0]
+            for r in self._conn.execute(
+                "SELECT ns FROM namespaces WHERE substr(ns_path, 1, ?) = ? ORDER BY ns", (len(p), p)
+            ).fetchall()
+        ]
+
+    def _candidates(
+        self, ns_list: Sequence[str], qvec: "np.ndarray", n: int
+    ) -> list[tuple[int, float]]:
+        """Nearest (id, cosine) pairs over several namespaces."""
+        out: list[tuple[int, float]] = []
+        q = qvec.reshape(1, -1).astype("float32")
+        for ns_json in ns_list:
+            entry = self._index_for(ns_json)
+            if entry is None or entry.index is None or entry.index.ntotal == 0:
+                continue
+            if entry.index.d != q.shape[1]:
+                raise ValueError(f"Query dimension {q.shape[1]} does not match the index's {entry.index.d}")
+            dists, ids = entry.index.search(q, min(n, entry.index.ntotal))
+            out.extend((int(i), float(d)) for d, i in zip(dists[0], ids[0]) if i >= 0)
+        out.sort(key=lambda t: -t[1])
+        return out[:n] if len(ns_list) > 1 else out
+
+    def _ranked(
+        self,
+        ns_list: Sequence[str],
+        qvec: "np.ndarray",
+        need: int,
+        flt: Mapping[str, Any] | None,
+        min_similarity: float = -1.0,
+    ) -> list[Recalled]:
+        total = sum(
+            (e.index.ntotal if (e := self._index_for(ns)) is not None and e.index is not None else 0) for ns in ns_list
+        )
+        if total == 0:
+            return []
+        n = max(self.ranking.candidates, 4 * need)
+        now = self.clock()
+        while True:
+            cands = self._candidates(ns_list, qvec, n)
+            sims = dict(cands)
+            rows: list[Any] = []
+            ids = [i for i, _ in cands]
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                rows.extend(
+                    self._conn.execute(
+                        f"SELECT ns, key, value, created_at, updated_at, id FROM items WHERE id IN ({','.join('?' * len(chunk))})",
+                        chunk,
+                    ).fetchall()
+                )
+            results: list[Recalled] = []
+            for row in rows:
+                sim = sims[row[5]]
+                if sim < min_similarity:
+                    continue
+                item = self._row_to_item(row)
+                if item is None or not match_filter(item.value, flt):
+                    continue
+                imp = _importance(item.value)
+                age = now - row[4]
+                rec = self.ranking.recency(age)
+                score = self.ranking.score(sim, age, imp)
+                item.score = score
+                results.append(Recalled(item, sim, rec, imp, score))
+            if len(results) >= need or n >= total or not flt:
+                break
+            n *= 4
+        results.sort(key=lambda r: (-r.score, -r.similarity, r.item.key))
+        return results
+
+    def _search(self, op: SearchOp, qvec: "np.ndarray | None") -> list[SearchItem]:
+        ns_list = self._namespaces_under(op.namespace_prefix)
+        if qvec is not None:
+            ranked = self._ranked(ns_list, qvec, op.offset + op.limit, op.filter)
+            return [r.item for r in ranked[op.offset : op.offset + op.limit]]  # type: ignore[misc]
+        p = _ns_path(op.namespace_prefix)
+        sql = (
+            "SELECT i.ns, i.key, i.value, i.created_at, i.updated_at FROM items i JOIN namespaces n ON n.ns = i.ns "
+            "WHERE substr(n.ns_path, 1, ?) = ? ORDER BY i.updated_at DESC, i.id DESC"
+        )
+        params: list[Any] = [len(p), p]
+        if not op.filter:
+            sql += " LIMIT ? OFFSET ?"
+            params += [op.limit, op.offset]
+            return [i for r in self._conn.execute(sql, params).fetchall() if (i := self._row_to_item(r))]  # type: ignore[misc]
+        out: list[SearchItem] = []
+        skipped = 0
+        for r in self._conn.execute(sql, params):
+            item = self._row_to_item(r)
+            if item is None or not match_filter(item.value, op.filter):
+                continue
+            if skipped < op.offset:
+                skipped += 1
+                continue
+            out.append(item)  # type: ignore[arg-type]
+            if len(out) >= op.limit:
+                break
+        return out
+
+    def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        nss = [tuple(json.loads(r[0])) for r in self._conn.execute("SELECT DISTINCT ns FROM items")]
+        if op.match_conditions:
+            nss = [ns for ns in nss if all(_ns_matches(c, ns) for c in op.match_conditions)]
+        if op.max_depth is not None:
+            nss = sorted({ns[: op.max_depth] for ns in nss})
+        else:
+            nss = sorted(nss)
+        return nss[op.offset : op.offset + op.limit]
+
+    # -- text to embed for a put ----------------------------------------------------
+    def _text_for(self, op: PutOp) -> str | None:
+        if op.value is None or op.index is False:
+            return None
+        from langgraph.store.base.embed import get_text_at_path
+
+        fields_ = list(op.index) if op.index else list(self.index_fields)
+        parts: list[str] = []
+        for f in fields_:
+            parts.extend(t for t in get_text_at_path(op.value, f) if t)
+        if not parts and op.index is None:
+            parts = get_text_at_path(op.value, "$")
+        text = "\n".join(parts).strip()
+        return text or None
+
+    # -- BaseStore ------------------------------------------------------------------
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        ops = list(ops)
+        for op in ops:
+            if isinstance(op, (GetOp, PutOp)):
+                _validate_labels(op.namespace)
+                if isinstance(op, PutOp) and op.value is not None and not isinstance(op.value, Mapping):
+                    raise TypeError("PutOp.value must be a mapping (or None to delete)")
+            elif isinstance(op, SearchOp):
+                _validate_labels(op.namespace_prefix)
+            elif isinstance(op, ListNamespacesOp):
+                pass
+            else:
+                raise TypeError(f"Unknown store operation: {type(op).__name__}")
+        # Embed everything first, outside the lock.
+        put_texts: dict[int, str] = {}
+        query_texts: dict[int, str] = {}
+        for i, op in enumerate(ops):
+            if isinstance(op, PutOp):
+                text = self._text_for(op)
+                if text:
+                    put_texts[i] = text
+            elif isinstance(op, SearchOp) and op.query:
+                query_texts[i] = op.query
+        vecs: dict[int, Any] = {}
+        if query_texts and not put_texts:
+            # Don't load an embedding model to search a store that is empty.
+            with self._lock:
+                if not self._conn.execute("SELECT 1 FROM items WHERE vector IS NOT NULL LIMIT 1").fetchone():
+                    query_texts = {}
+        order = list(put_texts) + list(query_texts)
+        if order:
+            texts = [put_texts.get(i) or query_texts[i] for i in order]
+            arr = self._embed(texts)
+            vecs = {i: arr[j] for j, i in enumerate(order)}
+        results: list[Result] = []
+        with self._lock:
+            self._ensure_open()
+            has_writes = any(isinstance(op, PutOp) for op in ops)
+            with _Txn(self) if has_writes else _NoTxn():
+                now = self.clock()
+                for i, op in enumerate(ops):
+                    if isinstance(op, GetOp):
+                        results.append(self._get(op))
+                    elif isinstance(op, SearchOp):
+                        if op.query and i not in vecs:
+                            results.append([])  # empty store
+                        else:
+                            results.append(self._search(op, vecs.get(i)))
+                    elif isinstance(op, ListNamespacesOp):
+                        results.append(self._list_namespaces(op))
+                    else:
+                        assert isinstance(op, PutOp)
+                        ns = tuple(op.namespace)
+                        if op.value is None:
+                            self._delete_rows(ns, [op.key])
+                        else:
+                            self._put_row(ns, op.key, op.value, put_texts.get(i), vecs.get(i), now)
+                        results.append(None)
+        return results
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        return await asyncio.to_thread(self.batch, list(ops))
+
+    def _ensure_open(self) -> None:
+        if self._closed:
+            raise RuntimeError(f"{self!r} is closed")
+
+
+class _Txn:
+    """A write transaction; on success, persists the indexes it changed."""
+
+    def __init__(self, store: Any) -> None:  # a FaissMemoryStore
+        self.store = store
+
+    def __enter__(self) -> "_Txn":
+        self.store._conn.execute("BEGIN IMMEDIATE")
+        self.store._dirty = set()
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        s = self.store
+        dirty, s._dirty = s._dirty, set()
+        if exc_type is not None:
+            s._conn.execute("ROLLBACK")
+            s._indexes.clear()  # in-memory indexes may hold uncommitted changes
+            return
+        s._conn.execute("COMMIT")
+        for ns_json in sorted(dirty):
+            entry = s._indexes.get(ns_json)
+            if entry is not None:
+                s._write_index_file(ns_json, entry.version, entry.index)
+
+
+class _NoTxn:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
