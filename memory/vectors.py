@@ -20,7 +20,7 @@ from langchain_core.embeddings import Embeddings
 
 from . import integrity
 from .embeddings import embed_texts, load_embeddings
-from .matching import _ns_hash
+from .matching import _ns_hash, _ns_path
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -202,3 +202,48 @@ class _VectorIndexes:
             for old in folder.glob(f"{h}-*.faiss"):
                 if old.name != fname:
                     old.unlink(missing_ok=True)
+
+    # -- self-repair ----------------------------------------------------------------
+    def repair(self, namespace_prefix: Sequence[str] = ()) -> list[str]:
+        """Re-embed the damaged rows whose text and value are intact (only the vector was bad).
+
+        Returns their keys. Timestamps are kept; a row rewritten meanwhile is left alone.
+        """
+        import numpy as np
+
+        p = _ns_path(namespace_prefix)
+        with self._lock:
+            self._ensure_open()
+            rows = self._conn.execute(
+                "SELECT i.id, i.text FROM items i JOIN damaged d ON d.id = i.id JOIN namespaces n ON n.ns = i.ns "
+                "WHERE substr(n.ns_path, 1, ?) = ? AND i.text IS NOT NULL AND json_valid(i.value) ORDER BY i.id",
+                (len(p), p),
+            ).fetchall()
+        if not rows:
+            return []
+        vecs = self._embed([r[1] for r in rows])
+        repaired: list[str] = []
+        with self._lock:
+            self._ensure_open()
+            with self._write_txn():
+                for (item_id, text), vec in zip(rows, vecs):
+                    row = self._conn.execute(
+                        "SELECT i.ns, i.key FROM items i JOIN damaged d ON d.id = i.id WHERE i.id = ? AND i.text = ?",
+                        (item_id, text),
+                    ).fetchone()
+                    if row is None:
+                        continue
+                    self._check_dim(vec)
+                    entry = self._index_for(row[0])  # before the update: the rebuild still skips this row
+                    assert entry is not None
+                    self._conn.execute("UPDATE items SET vector=? WHERE id=?", (_vec_bytes(vec), item_id))  # trigger: no longer damaged
+                    if entry.index is None:
+                        entry.index = self._new_index(int(vec.shape[0]))
+                    entry.index.add_with_ids(
+                        np.ascontiguousarray(vec.reshape(1, -1), dtype="float32"), np.array([item_id], dtype="int64")
+                    )
+                    self._bump(row[0], entry)
+                    repaired.append(row[1])
+        if repaired:
+            log.warning("smart-agent memory: re-embedded %d damaged row(s): %s", len(repaired), ", ".join(repaired[:5]))
+        return repaired

@@ -9,7 +9,8 @@ with the task (the last human message) and puts a text block into
 Both are no-ops when the context's ``memory`` is False, and neither can fail a
 run: a memory error is logged and reported as an event (a memory file that is not
 a smart-agent memory database is refused, untouched, and memory is off for the
-run; damaged rows the store skipped are reported as a ``warning``). The store is
+run; damaged rows the store skipped are reported as a ``warning``, and
+``memory_write`` re-embeds those whose text is intact, reported as ``repaired``). The store is
 ``runtime.store`` when it supports ``remember``/``recall`` (a
 ``FaissMemoryStore``), otherwise the default store in ``$SMART_AGENT_HOME/memory``.
 Store work runs in a thread so the event loop keeps streaming.
@@ -52,13 +53,21 @@ def _failure(exc: Exception) -> dict[str, Any]:
     return {"error": f"{type(exc).__name__}: {exc}"}
 
 
-def _damage(store: Any, ns: tuple[str, ...]) -> dict[str, Any]:
-    """Event fields reporting the namespace's damaged rows (skipped by recall and writes), if any."""
+def _damage(store: Any, ns: tuple[str, ...], *, repair: bool = False) -> dict[str, Any]:
+    """Event fields reporting the namespace's damaged rows (skipped by recall and writes), if any;
+    with ``repair``, rows whose only damage is their vector are re-embedded first."""
+    fields: dict[str, Any] = {}
+    if repair and callable(getattr(store, "repair", None)):
+        try:
+            if fixed := store.repair(ns):
+                fields["repaired"] = len(fixed)
+        except Exception as exc:  # the write itself succeeded
+            log.warning("smart-agent memory: repair failed: %s", exc)
     found = store.damaged(ns) if callable(getattr(store, "damaged", None)) else []
-    if not found:
-        return {}
-    reasons = "; ".join(f"{d['key']}: {d['reason']}" for d in found[:3])
-    return {"warning": f"{len(found)} damaged memory row(s) skipped ({reasons})", "damaged": len(found)}
+    if found:
+        reasons = "; ".join(f"{d['key']}: {d['reason']}" for d in found[:3])
+        fields.update(warning=f"{len(found)} damaged memory row(s) skipped ({reasons})", damaged=len(found))
+    return fields
 
 
 def _cleared(state: dict) -> dict[str, Any]:
@@ -119,7 +128,7 @@ async def memory_write(state: dict, runtime: Runtime) -> dict[str, Any]:
         result = await asyncio.to_thread(
             store.remember, ns, text, importance=importance, kind="observation", metadata={"source": "run"}
         )
-        damage = await asyncio.to_thread(_damage, store, ns)
+        damage = await asyncio.to_thread(_damage, store, ns, repair=True)
     except Exception as exc:
         log.warning("smart-agent memory: write failed: %s", exc)
         emit("memory_write", **_failure(exc), namespace=list(ns))

@@ -134,10 +134,36 @@ async def test_agent_run_reports_the_skipped_row_and_still_writes(scripted_serve
     (recall,) = [e for e in events if e["event"] == "memory_recall"]
     assert "error" not in recall and recall["damaged"] == 1
     assert recall["warning"].startswith(f"1 damaged memory row(s) skipped ({bad}: vector has 4 bytes")
+    # The write re-embedded the row whose text was intact: it is recalled again.
     (write,) = [e for e in events if e["event"] == "memory_write"]
-    assert "error" not in write and write["action"] == "created" and write["damaged"] == 1
-    assert store.count(NS) == 4
+    assert "error" not in write and write["action"] == "created"
+    assert write["repaired"] == 1 and "damaged" not in write and "warning" not in write
+    assert store.count(NS) == 4 and store.damaged(NS) == []
+    assert store.recall(NS, "the cat is called Tom", k=1)[0].key == bad
     store.close()
+
+
+def test_repair_reembeds_rows_whose_text_is_intact_and_keeps_their_age(tmp_path):
+    keys = make_store(tmp_path)
+    vec_bad, json_bad = keys["the cat is called Tom"], keys["the dog is called Rex"]
+    tamper(tmp_path, "UPDATE items SET vector=? WHERE key=?", (np.full(DIM, np.inf, dtype="<f4").tobytes(), vec_bad))
+    tamper(tmp_path, "UPDATE items SET value='{' WHERE key=?", (json_bad,))
+    drop_index_cache(tmp_path)
+    s = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())
+    before = s.search(NS)  # reads the rows: the bad JSON is found here
+    assert {i.key for i in before} == {vec_bad, keys["the fish is called Nemo"]}
+    assert s.recall(NS, "the cat is called Tom", k=1)[0].key != vec_bad  # the rebuild found the bad vector
+    assert sorted(d["key"] for d in s.damaged(NS)) == sorted([vec_bad, json_bad])
+    assert s.repair(NS) == [vec_bad]
+    hit = s.recall(NS, "the cat is called Tom", k=1)[0]
+    assert hit.key == vec_bad and hit.similarity == pytest.approx(1.0, abs=1e-5)
+    assert hit.item.updated_at == next(i for i in before if i.key == vec_bad).updated_at
+    assert [d["key"] for d in s.damaged(NS)] == [json_bad]  # a value that does not parse cannot be re-made
+    assert s.repair(NS) == []
+    s.close()
+    s2 = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())  # the repaired index was persisted
+    assert s2.recall(NS, "the cat is called Tom", k=1)[0].key == vec_bad
+    s2.close()
 
 
 def test_memory_stats_cli_counts_damaged_rows(tmp_path, isolated_home):
