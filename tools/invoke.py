@@ -21,6 +21,8 @@ from langchain_core.tools import BaseTool
 from langgraph.types import Command
 from pydantic import ValidationError
 
+from smart_agent.tools.retry import is_retryable
+
 # LangChain validates injected ``ToolRuntime`` arguments with a schema whose
 # ``context`` is typed ``None`` for a bare ``ToolRuntime`` annotation; dumping it
 # warns although the real runtime object is what the tool receives.
@@ -45,6 +47,9 @@ class ToolOutcome:
     # State update of a tool that returned a LangGraph ``Command(update=...)`` (its
     # ToolMessage, if any, became ``content``); the tools node merges it.
     update: dict[str, Any] | None = None
+    # Whether another attempt may succeed (a timeout, a connection error, an exception
+    # marked retryable: tools/retry.py); the planner retries only these.
+    retryable: bool = False
 
     def to_message(self) -> ToolMessage:
         return ToolMessage(
@@ -154,14 +159,14 @@ async def run_tool(
         else:
             result = await invocation
     except asyncio.TimeoutError:
-        return ToolOutcome(tool.name, call_id, False, f"Tool {tool.name!r} timed out after {timeout_s:g} s", error="timeout", duration_s=time.perf_counter() - start)
+        return ToolOutcome(tool.name, call_id, False, f"Tool {tool.name!r} timed out after {timeout_s:g} s", error="timeout", duration_s=time.perf_counter() - start, retryable=True)
     except ValidationError as exc:
         return ToolOutcome(tool.name, call_id, False, _format_validation_error(tool, exc), error="invalid_args", duration_s=time.perf_counter() - start)
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # any tool failure becomes an error message
         text = str(exc).strip() or type(exc).__name__
-        return ToolOutcome(tool.name, call_id, False, f"Tool {tool.name!r} failed: {text}", error=type(exc).__name__, duration_s=time.perf_counter() - start)
+        return ToolOutcome(tool.name, call_id, False, f"Tool {tool.name!r} failed: {text}", error=type(exc).__name__, duration_s=time.perf_counter() - start, retryable=is_retryable(exc))
     if isinstance(result, Command):
         return outcome_from_command(tool.name, call_id, result, time.perf_counter() - start)
     artifact = None
