@@ -62,17 +62,19 @@ def finish_reason(response: AIMessage) -> str:
 
 
 async def ask_again_if_empty(
-    llm: BaseChatModel, request: list[BaseMessage], tools: list[BaseTool], response: AIMessage, *, spec: str | None
+    llm: BaseChatModel, request: list[BaseMessage], tools: list[BaseTool], response: AIMessage, *,
+    spec: str | None, fail: bool = True,
 ) -> AIMessage:
     """An empty reply (content filter, or nothing at all) is asked again once with a
-    short note; a second empty reply fails the run with a one-line ModelReplyError."""
+    short note; a second empty reply fails the run with a one-line ModelReplyError
+    (or, with ``fail=False``, is returned for the caller's fallback answer)."""
     if not is_empty_reply(response):
         return response
     reason = finish_reason(response)
     emit("error", node="agent", error="empty reply from the model; asking again", finish_reason=reason)
     note = EMPTY_REPLY_NOTE.format(why=f"; finish_reason {reason!r}" if reason and reason != "stop" else "")
     again = await call_model(llm, [*request, HumanMessage(content=note)], tools, spec=spec)
-    if is_empty_reply(again):
+    if is_empty_reply(again) and fail:
         reason = finish_reason(again) or reason
         why = f" (finish_reason {reason!r})" if reason else ""
         raise ModelReplyError(f"The model gave an empty reply twice{why}: no answer to report.")
@@ -92,10 +94,10 @@ def make_agent_node(registry: ToolRegistry, model: BaseChatModel | None = None, 
             request = budget.fit_request(ctx, request, tools)
         spec = None if model else ctx.model
         response = await call_model(llm, request, tools, spec=spec)
-        if not (state.get("finalize") or tool_limit_reached(state) or state.get("output_schema")):
-            # (at the limit an empty reply gets the fixed answer below; with an output
-            # schema the structuredOutput node sends the empty answer back)
-            response = await ask_again_if_empty(llm, request, tools, response, spec=spec)
+        if not state.get("output_schema"):  # (with one, structuredOutput sends an empty answer back)
+            # At the tool limit a second empty reply gets the fixed answer below.
+            must_answer = bool(state.get("finalize") or tool_limit_reached(state))
+            response = await ask_again_if_empty(llm, request, tools, response, spec=spec, fail=not must_answer)
         turns = int(state.get("turns") or 0) + 1
         emit("usage", turn=turns, **usage_of(response))
         update: dict[str, Any] = {"turns": turns}

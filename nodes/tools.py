@@ -25,6 +25,7 @@ from smart_agent.context import Context, coerce_context
 from smart_agent.events import emit, preview
 from smart_agent.nodes.routes import pending_tool_calls
 from smart_agent.prompts import SKIPPED_RESULT
+from smart_agent.replies import MAX_JSON_CHARS
 from smart_agent.tools.context_tools import (
     CONTEXT_TOOL_NAMES,
     GET_TOOL_RESPONSE,
@@ -56,7 +57,8 @@ async def execute_call(
     call_id = call.get("id") or ""
     if call.get("type") == "invalid_tool_call":
         detail = call.get("error") or "arguments are not valid JSON"
-        return ToolOutcome(name, call_id, False, f"Invalid tool call to {name!r}: {detail}. Arguments received: {call.get('args')!r}", error="invalid_json")
+        received = preview(repr(call.get("args")), 500)  # never echo a huge argument back
+        return ToolOutcome(name, call_id, False, f"Invalid tool call to {name!r}: {detail}. Arguments received: {received}", error="invalid_json")
     if name not in registry or (allowed is not None and name not in allowed):
         names = sorted(allowed) if allowed is not None else registry.names()
         return ToolOutcome(name, call_id, False, f"Unknown tool {name!r}. Available tools: {', '.join(names) or '(none)'}", error="unknown_tool")
@@ -105,10 +107,11 @@ def bounded_turn(message: AIMessage, cap: int, max_chars: int) -> tuple[AIMessag
         n = arg_chars(c)
         shrunk_valid.append({**c, "args": {"_truncated": f"{n} chars"}} if n > max_chars else c)
         changed |= n > max_chars
-    for c in kept_invalid:
+    for c in kept_invalid:  # (too long to be parsed at all is shrunk whatever the limit)
         n = arg_chars(c)
-        shrunk_invalid.append({**c, "args": json.dumps({"_truncated": f"{n} chars"})} if n > max_chars else c)
-        changed |= n > max_chars
+        big = n > min(max_chars, MAX_JSON_CHARS)
+        shrunk_invalid.append({**c, "args": json.dumps({"_truncated": f"{n} chars"})} if big else c)
+        changed |= big
     calls = [*kept_valid, *kept_invalid]
     if not changed:
         return None, calls, 0

@@ -111,3 +111,10 @@ def test_cli_non_object_arguments_end_with_the_answer(scripted_server, workspace
     res = run_cli(["run", "x", "--json", "--workspace", str(workspace)], env=cli_env(srv))
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["answer"] == "recovered"
+
+
+async def test_an_empty_reply_at_the_tool_limit_is_asked_again_before_the_fallback(scripted_server, workspace):
+    srv = scripted_server([tool_call("calculator", {"expression": "2+2"}), text(""), text("2+2 = 4")])
+    final = await run_graph(build_agent_graph(model=openai_model(srv)), "2+2?", ctx(workspace, max_tool_calls=1))
+    assert final["answer"] == "2+2 = 4"  # not the fixed "I reached the tool-call limit..." text
+    assert "tools" not in srv.requests[2] and "Your previous reply was empty" in srv.requests[2]["messages"][-1]["content"]
