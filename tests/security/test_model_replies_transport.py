@@ -7,21 +7,17 @@ valid reply are replaced, so the answer still prints."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 from conftest import cli_env, run_cli, run_graph
 from langchain_openai import ChatOpenAI
+from security.bad_openai import BODIES, BadOpenAIServer, completion
 
 from smart_agent.context import Context
 from smart_agent.graphs.dual import build_dual_graph
 from smart_agent.graphs.fleet import build_fleet_graph
 from smart_agent.models import ModelReplyError
 from smart_agent.tools.registry import ToolRegistry
-
-sys.path.insert(0, str(Path(__file__).parent))
-from bad_openai import BODIES, BadOpenAIServer, completion  # noqa: E402
 
 EXPECTED = {
     "no choices": "no usable 'choices'",
