@@ -21,6 +21,7 @@ from langchain_core.tools import BaseTool
 from langgraph.types import Command
 from pydantic import ValidationError
 
+from smart_agent.tools.executor import ainvoke_tool
 from smart_agent.tools.retry import is_retryable
 
 # LangChain validates injected ``ToolRuntime`` arguments with a schema whose
@@ -152,7 +153,7 @@ async def run_tool(
             tool_call_id=call_id,
             store=store,
         )
-    invocation = tool.ainvoke(call_args, config=config)
+    invocation = ainvoke_tool(tool, call_args, config)  # a sync tool: in a daemon thread
     try:
         if timeout_s:
             result = await asyncio.wait_for(invocation, timeout=timeout_s)
