@@ -11,13 +11,14 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import httpx
-from bs4 import BeautifulSoup
 from langchain.tools import ToolRuntime
 from langchain_core.tools import tool
 from pydantic import BaseModel, Field
 
 from smart_agent import __version__
+from smart_agent.context import context_field
 from smart_agent.tools.guards import Resolver, ToolError, allow_private_network_of, check_url_allowed
+from smart_agent.tools.html_text import html_to_text
 
 __all__ = [
     "BrowseUrlArgs",
@@ -111,13 +112,44 @@ def fetch_url(
     Redirects are followed manually (at most ``max_redirects``) so each target is
     checked with :func:`check_url_allowed` *before* it is requested. The body is
     streamed and cut at ``max_bytes``. Any failure raises :class:`ToolError`.
+
+    ``total_timeout_s`` bounds the whole fetch (DNS, connect, headers, body, all hops):
+    httpx's timeouts are per operation, so a server dripping one header line at a
+    time would defeat them. The fetch runs in a daemon thread; at the deadline its
+    client is closed and the caller gets the error.
     """
+    clients: list[httpx.Client] = []
+    kwargs = {"allow_private_network": allow_private_network, "transport": transport, "resolve": resolve,
+              "max_bytes": max_bytes, "max_redirects": max_redirects, "total_timeout_s": total_timeout_s}  # fmt: skip
+    try:
+        return _call_with_deadline(lambda: _fetch(url, clients=clients, **kwargs), total_timeout_s, name="smart-agent-fetch")
+    except TimeoutError:
+        for client in clients:
+            try:
+                client.close()  # the abandoned worker fails at its next read
+            except Exception:
+                pass
+        raise ToolError(f"Timed out fetching {url} (more than {total_timeout_s:g} s).") from None
+
+
+def _fetch(
+    url: str,
+    *,
+    clients: list[httpx.Client],
+    allow_private_network: bool,
+    transport: httpx.BaseTransport | None,
+    resolve: Resolver | None,
+    max_bytes: int,
+    max_redirects: int,
+    total_timeout_s: float,
+) -> FetchResult:
     deadline = time.monotonic() + total_timeout_s
-    timeout = httpx.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S)
+    timeout = httpx.Timeout(min(READ_TIMEOUT_S, total_timeout_s), connect=min(CONNECT_TIMEOUT_S, total_timeout_s))
     headers = {"User-Agent": USER_AGENT, "Accept": "text/html,text/plain,application/json;q=0.9,*/*;q=0.5"}
     current = url
     try:
         with httpx.Client(transport=transport, timeout=timeout, headers=headers, follow_redirects=False) as client:
+            clients.append(client)
             target = httpx.URL(url)
             for _ in range(max_redirects + 1):
                 if time.monotonic() > deadline:
@@ -147,35 +179,7 @@ def fetch_url(
     raise ToolError(f"Too many redirects (more than {max_redirects}) starting from {url}.")
 
 
-# -- HTML to text -----------------------------------------------------------------
-_DROP_TAGS = ["title", "script", "style", "noscript", "nav", "footer", "svg", "template", "iframe", "head"]
-_BLOCK_TAGS = [
-    "address", "article", "aside", "blockquote", "dd", "div", "dl", "dt", "figcaption", "figure",
-    "form", "h1", "h2", "h3", "h4", "h5", "h6", "header", "hr", "li", "main", "ol", "p", "pre",
-    "section", "table", "tr", "ul",
-]  # fmt: skip
-_SPACES = re.compile(r"[ \t\f\v\r\u00a0]+")
-
-
-def html_to_text(html: str | bytes, *, encoding: str | None = None) -> tuple[str, str]:
-    """Readable text of an HTML page: ``(title, text)``.
-
-    Scripts, styles, navigation, footers, SVG... are dropped; block elements become
-    line breaks, list items get a "- " prefix, whitespace is collapsed.
-    """
-    soup = BeautifulSoup(html, "html.parser", from_encoding=encoding if isinstance(html, bytes) else None)
-    title = " ".join(soup.title.get_text().split()) if soup.title else ""
-    for tag in soup.find_all(_DROP_TAGS):
-        tag.decompose()
-    for br in soup.find_all("br"):
-        br.replace_with("\n")
-    for tag in soup.find_all(_BLOCK_TAGS):
-        if tag.name == "li":
-            tag.insert(0, "- ")
-        tag.insert_before("\n")
-        tag.insert_after("\n")
-    lines = (_SPACES.sub(" ", line).strip() for line in soup.get_text().splitlines())
-    return title, "\n".join(line for line in lines if line)
+# -- HTML to text: tools/html_text.py (linear time, capped input) ------------------
 
 
 def _page_text(result: FetchResult) -> tuple[str, str]:
@@ -210,8 +214,10 @@ def browse_url(url: str, max_chars: int = DEFAULT_PAGE_CHARS, *, runtime: ToolRu
     max_chars with a note. Private and local network addresses are refused.
     """
     max_chars = max(1, min(max_chars, MAX_PAGE_CHARS))
+    run_timeout = context_field(getattr(runtime, "context", None), "tool_timeout_s")
     result = fetch_url(
-        url, allow_private_network=allow_private_network_of(runtime), transport=_transport, resolve=_resolve
+        url, allow_private_network=allow_private_network_of(runtime), transport=_transport, resolve=_resolve,
+        total_timeout_s=min(TOTAL_TIMEOUT_S, run_timeout) if run_timeout else TOTAL_TIMEOUT_S,
     )
     title, text = _page_text(result)
     notes = []
@@ -241,7 +247,7 @@ def _ddgs_text(query: str, num_results: int, timeout_s: int) -> list[dict[str, A
 _search_backend: Callable[[str, int, int], list[dict[str, Any]]] = _ddgs_text
 
 
-def _call_with_deadline(fn: Callable[[], T], deadline_s: float) -> T:
+def _call_with_deadline(fn: Callable[[], T], deadline_s: float, *, name: str = "smart-agent-web-search") -> T:
     """Run ``fn`` in a daemon thread; raise TimeoutError if it does not finish in time."""
     values: list[T] = []
     errors: list[BaseException] = []
@@ -252,7 +258,7 @@ def _call_with_deadline(fn: Callable[[], T], deadline_s: float) -> T:
         except BaseException as exc:  # re-raised in the caller
             errors.append(exc)
 
-    worker = threading.Thread(target=target, name="smart-agent-web-search", daemon=True)
+    worker = threading.Thread(target=target, name=name, daemon=True)
     worker.start()
     worker.join(deadline_s)
     if worker.is_alive():
