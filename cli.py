@@ -267,6 +267,15 @@ def result_json(final: dict, thread_id: str, summary: RunSummary) -> dict:
     return out
 
 
+async def _run_input(args: argparse.Namespace, graph: Any, thread_id: str) -> Any:
+    """``{"task": ...}``; a planner thread with unfinished work resumes instead (None)."""
+    if args.graph == "planner" and args.thread:
+        from smart_agent.nodes.planner.cli import planner_run_input
+
+        return await planner_run_input(graph, thread_id, args.task)
+    return {"task": args.task}
+
+
 async def _run_command(args: argparse.Namespace) -> int:
     from smart_agent.sessions import open_checkpointer
 
@@ -277,7 +286,7 @@ async def _run_command(args: argparse.Namespace) -> int:
     try:
         async with open_checkpointer() as saver:
             graph = _build(args.graph, saver)
-            final = await run_once(graph, {"task": args.task}, context=ctx, thread_id=thread_id, on_event=_printer(event_stream, args.quiet or False, summary))
+            final = await run_once(graph, await _run_input(args, graph, thread_id), context=ctx, thread_id=thread_id, on_event=_printer(event_stream, args.quiet or False, summary))
     except Exception as exc:
         if args.json:  # stdout still holds exactly one JSON object; main() reports on stderr
             failed = {**result_json({}, thread_id, summary), "error": {"type": type(exc).__name__, "message": str(exc)}}

@@ -227,6 +227,10 @@ class Context:
         default_factory=lambda: _env("max_tool_arg_chars", 100_000),
         metadata=_d("Largest tool-call arguments (characters of JSON) a call may carry; larger calls are refused and shrunk in the history."),
     )
+    step_time_cap_s: float = field(
+        default_factory=lambda: _env("step_time_cap_s", 300.0),
+        metadata=_d("Planner: total seconds one step may take across its retries and backoff waits; no attempt starts after it."),
+    )
 
     def __post_init__(self) -> None:
         errors = validate_context(self)
@@ -245,6 +249,8 @@ def validate_context(ctx: Context) -> list[str]:
         errors.append(f"max_parallel_tools must be an integer >= 1 (got {ctx.max_parallel_tools!r})")
     if ctx.tool_timeout_s is not None and ctx.tool_timeout_s <= 0:
         errors.append(f"tool_timeout_s must be > 0 (got {ctx.tool_timeout_s!r})")
+    if not isinstance(ctx.step_time_cap_s, (int, float)) or isinstance(ctx.step_time_cap_s, bool) or not ctx.step_time_cap_s > 0:
+        errors.append(f"step_time_cap_s must be > 0 (got {ctx.step_time_cap_s!r})")
     if not isinstance(ctx.approve_plan, bool):
         errors.append(f"approve_plan must be true or false (got {ctx.approve_plan!r})")
     if not isinstance(ctx.max_replans, int) or isinstance(ctx.max_replans, bool) or ctx.max_replans < 0:

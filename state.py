@@ -97,6 +97,8 @@ class PlannerOutputState(OutputState, total=False):
     halt: dict[str, Any] | None
     error: str | None
     plan_errors: list[str]
+    # Tool executions of the run: every attempt of every step, retries included.
+    tool_calls_made: int
 
 
 class PlannerState(InputState, total=False):
@@ -135,6 +137,12 @@ class PlannerState(InputState, total=False):
     max_plan_attempts: int
     max_replans: int
     max_parallel: int
+    # The run's tool budget (context max_tool_calls) and what it has used: every step
+    # attempt counts; dispatch never sends more attempts than are left.
+    max_tool_calls: int
+    tool_calls_made: int
+    # Attempts each step of the current superstep may make (its share of the budget).
+    step_budgets: dict[str, int]
 
 
 # --- multi-agent: graphs/fleet.py, graphs/dual.py (teams use AgentState)

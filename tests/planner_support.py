@@ -66,7 +66,7 @@ def make_registry(calls: Counter | None = None) -> tuple[ToolRegistry, Counter]:
         calls["flaky"] += 1
         if state["flaky_failures"] > 0:
             state["flaky_failures"] -= 1
-            raise RuntimeError("temporary failure")
+            raise ConnectionResetError("temporary failure")  # transient: retried
         return text
 
     @tool

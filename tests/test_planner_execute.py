@@ -128,7 +128,7 @@ async def test_retries_with_exponential_backoff(tools):
     assert len(result["errors"]) == 2 and "temporary failure" in result["errors"][0]
 
 
-async def test_retries_are_exhausted(tools):
+async def test_deterministic_failures_are_not_retried(tools):
     registry, calls = tools
     delays = []
 
@@ -136,8 +136,8 @@ async def test_retries_are_exhausted(tools):
         delays.append(s)
 
     result = await execute_step(Step(id="s1", tool="fail", args={}, retries=2), {}, registry, Context(), sleep=fake_sleep)
-    assert result["status"] == "failed" and result["attempts"] == 3 and calls["fail"] == 3
-    assert delays == [0.5, 1.0] and "boom" in result["error"]
+    assert result["status"] == "failed" and result["attempts"] == 1 and calls["fail"] == 1
+    assert delays == [] and "boom" in result["error"]
 
 
 async def test_invalid_arguments_at_run_time_are_not_retried(tools):

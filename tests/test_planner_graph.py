@@ -225,7 +225,8 @@ async def test_a_long_sequential_plan_needs_no_recursion_limit(tools):
     registry, calls = tools
     chain = [echo("s0", "x")] + [echo(f"s{i}", f"${{s{i - 1}}}x") for i in range(1, 40)]
     model = ScriptedChatModel(responses=[plan_call(steps(*chain)), "long"])
-    final = await build(model, registry).ainvoke({"task": "t"}, context=CTX)  # no config: the graph's own limit
+    ctx = Context(model="scripted:model", max_tool_calls=40)  # the default budget (20) refuses 40 steps
+    final = await build(model, registry).ainvoke({"task": "t"}, context=ctx)  # no config: the graph's own limit
     assert final["step_results"]["s39"]["output"] == "x" * 40
 
 

@@ -24,7 +24,7 @@ from langgraph.types import interrupt
 
 from smart_agent.context import Context, coerce_context
 from smart_agent.events import emit
-from smart_agent.nodes.planner.common import select_registry, task_text
+from smart_agent.nodes.planner.common import remaining_budget, select_registry, task_text
 from smart_agent.nodes.planner.scheduler import OK
 from smart_agent.nodes.planner.validate import validate_plan
 from smart_agent.tools.registry import ToolRegistry
@@ -86,7 +86,8 @@ def make_approve_node(registry: ToolRegistry) -> Callable:
             results = state.get("step_results") or {}
             finished = [sid for sid, r in results.items() if r.get("status") == OK]
             checked = validate_plan(
-                body.get("plan"), select_registry(registry, ctx.tools), finished=finished, used_ids=list(results)
+                body.get("plan"), select_registry(registry, ctx.tools), finished=finished, used_ids=list(results),
+                max_steps=remaining_budget(state, ctx),
             )
             if checked.ok:
                 plan = checked.plan.model_dump()

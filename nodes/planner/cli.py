@@ -53,6 +53,7 @@ def register_cli(subparsers: Any) -> None:
     p.add_argument("--workspace", help="folder the file tools are confined to (default: current folder)")
     p.add_argument("--allow-private-network", action="store_true", default=None, help="let URL tools reach private/loopback addresses")
     p.add_argument("--max-parallel-tools", type=int, default=None, help="steps run at once (default 5)")
+    p.add_argument("--max-tool-calls", type=int, default=None, help="tool executions the plan may make, retries included (default 20)")
     p.add_argument("--thread", help="keep the execution in the session database under this id; rerun to resume it")
     p.add_argument("--json", action="store_true", help="print the trace as one JSON object on stdout")
     p.add_argument("--quiet", "-q", action="store_true", help="do not print step events")
@@ -71,6 +72,31 @@ def planner_context_values(args: argparse.Namespace, values: dict) -> None:
         v = getattr(args, name, None)
         if v is not None:
             values[name] = v
+
+
+# -- `run --graph planner --thread T` on a thread with unfinished work ----------------------
+async def planner_run_input(graph: Any, thread_id: str, task: str, *, out: TextIO | None = None) -> Any:
+    """The input of a planner run on ``thread_id``: ``{"task": task}``, or None to resume.
+
+    When the thread's latest checkpoint still has nodes to run (a run that was killed,
+    crashed or paused for approval) and its task is ``task``, the run resumes from that
+    checkpoint: finished steps keep their results and are never executed again. A
+    different task on such a thread is refused with a ValueError (exit 2): starting it
+    would silently drop the unfinished run.
+    """
+    snapshot = await graph.aget_state({"configurable": {"thread_id": thread_id}})
+    if not snapshot.next:
+        return {"task": task}
+    pending = str((snapshot.values or {}).get("task") or "")
+    if pending.strip() != task.strip():
+        raise ValueError(
+            f"thread {thread_id!r} has an unfinished planner run for another task ({pending[:80]!r}); "
+            "run that same command again to resume it, or use another --thread"
+        )
+    done = sum(1 for r in ((snapshot.values or {}).get("step_results") or {}).values() if (r or {}).get("status") == "ok")
+    print(f"resuming the unfinished planner run on thread {thread_id} ({done} finished step(s) are kept, not re-run)",
+          file=out or sys.stderr, flush=True)
+    return None
 
 
 # -- interactive approval ------------------------------------------------------------------
@@ -210,6 +236,8 @@ async def execute_command(args: argparse.Namespace) -> int:
         values["allow_private_network"] = True
     if args.max_parallel_tools is not None:
         values["max_parallel_tools"] = args.max_parallel_tools
+    if args.max_tool_calls is not None:
+        values["max_tool_calls"] = args.max_tool_calls
     ctx = Context(**values)
     registry = _registry()
     on_event = (lambda ev: None) if (args.quiet or args.json) else _step_printer(sys.stderr)

@@ -21,6 +21,14 @@ def task_text(state: dict[str, Any]) -> str:
     return ""
 
 
+def remaining_budget(state: dict[str, Any], ctx: Any) -> int:
+    """Tool calls the run may still make: its ``max_tool_calls`` minus every step attempt so far."""
+    budget = state.get("max_tool_calls")
+    budget = int(ctx.max_tool_calls if budget is None else budget)
+    used = sum(int((r or {}).get("attempts") or 0) for r in (state.get("step_results") or {}).values())
+    return max(0, budget - used)
+
+
 def select_registry(registry: ToolRegistry, names: list[str] | None) -> ToolRegistry:
     """The registry restricted to ``names`` (all tools when None/empty)."""
     if not names:

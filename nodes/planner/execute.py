@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from typing import Any, Callable
 
 from langchain_core.messages import HumanMessage
@@ -23,7 +24,7 @@ from smart_agent.events import emit
 from smart_agent.nodes.planner.common import select_registry, task_text
 from smart_agent.nodes.planner.prompts import clip
 from smart_agent.nodes.planner.refs import ReferenceResolutionError, referenced_steps, resolve
-from smart_agent.nodes.planner.scheduler import FAILED, OK, as_plan, schedule, step_outputs
+from smart_agent.nodes.planner.scheduler import FAILED, OK, as_plan, schedule, skipped_result, step_outputs
 from smart_agent.nodes.planner.schema import Step
 from smart_agent.nodes.planner.validate import validate_plan
 from smart_agent.tools.invoke import run_tool, tool_timeout
@@ -32,8 +33,10 @@ from smart_agent.tools.registry import ToolMeta, ToolRegistry
 BACKOFF_BASE_S = 0.5
 BACKOFF_MAX_S = 30.0
 PREVIEW_CHARS = 300
-# Failures that another attempt cannot fix.
+# Failures that another attempt cannot fix (other failures are retried only when the
+# tool outcome says ``retryable``: a timeout, a connection error, a RetryableToolError).
 NOT_RETRIED = {"invalid_args", "reference", "unknown_tool"}
+BUDGET = "budget"
 
 
 def backoff_delay(attempt: int, base_s: float = BACKOFF_BASE_S, max_s: float = BACKOFF_MAX_S) -> float:
@@ -67,8 +70,17 @@ async def execute_step(
     stream_writer: Any = None,
     backoff_base_s: float = BACKOFF_BASE_S,
     sleep: Callable[[float], Any] = asyncio.sleep,
+    max_attempts: int | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> dict[str, Any]:
-    """Run one step with reference resolution, timeout and retries; never raises for tool failures."""
+    """Run one step with reference resolution, timeout and retries; never raises for tool failures.
+
+    Retries only follow a retryable failure (``ToolOutcome.retryable``). ``max_attempts``
+    is the share of the run's ``max_tool_calls`` this step may use (0: the step fails
+    with "tool budget exhausted" without running). ``ctx.step_time_cap_s`` bounds the
+    whole step: each attempt's timeout is cut to what is left, and no attempt or
+    backoff wait starts past it.
+    """
     result: dict[str, Any] = {"id": step.id, "tool": step.tool, "args": step.args, "status": FAILED, "output": None,
                               "error": None, "attempts": 0, "errors": [], "duration_s": 0.0}
     try:
@@ -80,13 +92,20 @@ async def execute_step(
     if step.tool not in registry:
         result.update(error=f"unknown tool {step.tool!r}", kind="unknown_tool")
         return result
+    if max_attempts is not None and max_attempts < 1:
+        result.update(error=f"tool budget exhausted: the run used all of its max_tool_calls={ctx.max_tool_calls} tool call(s); "
+                            f"step {step.id!r} was not run", kind=BUDGET)
+        return result
     tool = registry.get(step.tool)
     retries, timeout = step_policy(step, registry.meta(step.tool), ctx)
+    cap = float(ctx.step_time_cap_s)
+    started = clock()
     total = 0.0
     for attempt in range(1, retries + 2):
+        left = cap - (clock() - started)
         outcome = await run_tool(
             tool, args, call_id=f"{step.id}-{attempt}", context=ctx, store=store,
-            stream_writer=stream_writer, timeout_s=timeout,
+            stream_writer=stream_writer, timeout_s=min(timeout, left) if timeout else left,
         )
         total += outcome.duration_s
         result["attempts"] = attempt
@@ -96,11 +115,37 @@ async def execute_step(
             break
         result["errors"].append(outcome.content)
         result.update(error=outcome.content, kind=outcome.error)
-        if outcome.error in NOT_RETRIED or attempt > retries:
+        if outcome.error in NOT_RETRIED or not outcome.retryable or attempt > retries:
             break
-        await sleep(backoff_delay(attempt, backoff_base_s))
+        if max_attempts is not None and attempt >= max_attempts:
+            result["error"] += f" (not retried: tool budget exhausted, max_tool_calls={ctx.max_tool_calls})"
+            break
+        delay = backoff_delay(attempt, backoff_base_s)
+        if clock() - started + delay >= cap:
+            result["error"] += f" (not retried: the step's time cap step_time_cap_s={cap:g} s is reached)"
+            break
+        await sleep(delay)
     result["duration_s"] = round(total, 3)
     return result
+
+
+def attempts_used(results: dict[str, Any]) -> int:
+    """Tool executions of the run so far: every attempt of every step (retries included)."""
+    return sum(int((r or {}).get("attempts") or 0) for r in results.values())
+
+
+def share_budget(plan: Any, ready: list[str], remaining: int) -> dict[str, int]:
+    """Attempts each ready step may make: one each in plan order while the budget lasts,
+    then what is left goes to their retries in the same order (never more than ``remaining``)."""
+    steps = {s.id: s for s in plan.steps}
+    shares = {sid: (1 if i < remaining else 0) for i, sid in enumerate(ready)}
+    left = max(0, remaining - sum(shares.values()))
+    for sid in ready:
+        if shares[sid] and left:
+            extra = min(left, int(steps[sid].retries if steps[sid].retries is not None else left))
+            shares[sid] += extra
+            left -= extra
+    return shares
 
 
 # -- nodes ---------------------------------------------------------------------
@@ -130,9 +175,12 @@ def make_prepare_node(*, execute_only: bool = False, registry: ToolRegistry | No
             "max_plan_attempts": int(ctx.max_plan_attempts),
             "max_replans": 0 if execute_only else int(ctx.max_replans),
             "max_parallel": int(ctx.max_parallel_tools),
+            "max_tool_calls": int(ctx.max_tool_calls),
+            "tool_calls_made": 0,
+            "step_budgets": {},
         }
         if execute_only:
-            checked = validate_plan(state.get("plan"), registry or ToolRegistry())
+            checked = validate_plan(state.get("plan"), registry or ToolRegistry(), max_steps=int(ctx.max_tool_calls))
             if checked.ok:
                 update.update(plan=checked.plan.model_dump(), status="planned")
             else:
@@ -157,12 +205,33 @@ def make_dispatch_node() -> Callable:
         results = state.get("step_results") or {}
         round_ = int(state.get("round") or 0)
         replans = int(state.get("replans") or 0)
-        max_parallel = int(state.get("max_parallel") or coerce_context(runtime.context).max_parallel_tools)
-        decision = schedule(plan, results, max_parallel=max_parallel, round_=round_, plan_round=replans)
-        for sid, skipped in decision.skipped.items():
-            emit("step_result", step=sid, tool=skipped["tool"], status="skipped", ok=False, error=skipped["error"],
-                 attempts=0, duration_s=0.0, round=round_)
-        update: dict[str, Any] = {"step_results": decision.skipped, "ready": decision.ready}
+        ctx = coerce_context(runtime.context)
+        max_parallel = int(state.get("max_parallel") or ctx.max_parallel_tools)
+        budget = state.get("max_tool_calls")
+        budget = int(ctx.max_tool_calls if budget is None else budget)
+        used = attempts_used(results)
+        written: dict[str, Any] = {}
+        while True:  # steps the budget cannot pay for fail; their failure may halt or skip others
+            decision = schedule(plan, {**results, **written}, max_parallel=max_parallel, round_=round_, plan_round=replans)
+            for sid, entry in decision.skipped.items():
+                emit("step_result", step=sid, tool=entry["tool"], status="skipped", ok=False, error=entry["error"],
+                     attempts=0, duration_s=0.0, round=round_)
+            written.update(decision.skipped)
+            shares = share_budget(plan, decision.ready, budget - used)
+            unpaid = [sid for sid in decision.ready if shares[sid] < 1]
+            if decision.halt is not None or not unpaid:
+                break
+            for sid in unpaid:
+                index = plan.ids().index(sid)
+                entry = {**skipped_result(plan.steps[index], "", index=index, round_=round_, plan_round=replans),
+                         "status": FAILED, "kind": BUDGET,
+                         "error": f"tool budget exhausted: the run used all of its max_tool_calls={budget} tool call(s); "
+                                  f"step {sid!r} was not run"}
+                emit("step_result", step=sid, tool=entry["tool"], status=FAILED, ok=False, error=entry["error"],
+                     attempts=0, duration_s=0.0, round=round_)
+                written[sid] = entry
+        update: dict[str, Any] = {"step_results": written, "ready": decision.ready, "tool_calls_made": used,
+                                  "step_budgets": {sid: shares[sid] for sid in decision.ready}}
         if decision.halt is not None:
             update.update(status="halted", halt=decision.halt)
         elif decision.ready:
@@ -186,6 +255,7 @@ def step_task(state: dict, step_id: str) -> dict[str, Any]:
         "index": index,
         "round": int(state.get("round") or 0),
         "plan_round": int(state.get("replans") or 0),
+        "max_attempts": (state.get("step_budgets") or {}).get(step_id),
     }
 
 
@@ -198,6 +268,7 @@ def make_run_step_node(registry: ToolRegistry, *, backoff_base_s: float = BACKOF
         result = await execute_step(
             step, dict(task.get("outputs") or {}), offered, ctx,
             store=runtime.store, stream_writer=runtime.stream_writer, backoff_base_s=backoff_base_s,
+            max_attempts=task.get("max_attempts"),
         )
         result.update(index=task.get("index", 0), round=task.get("round", 0), plan_round=task.get("plan_round", 0))
         preview = clip(result["output"] if isinstance(result["output"], str) else json.dumps(result["output"], default=str), PREVIEW_CHARS)

@@ -31,6 +31,7 @@ from smart_agent.messages import as_ai_message, message_text, usage_of
 from smart_agent.models import invoke_model, load_chat_model
 from smart_agent.nodes.planner.common import (
     bind_tools_or_none,
+    remaining_budget,
     select_registry,
     task_text,
 )
@@ -117,6 +118,7 @@ async def plan_attempt(
     finished: Iterable[str] = (),
     used_ids: Iterable[str] = (),
     spec: str | None = None,
+    max_steps: int | None = None,
 ) -> Attempt:
     """Ask the model once and validate what it produced."""
     parsed: Any = None
@@ -146,7 +148,7 @@ async def plan_attempt(
     else:
         payload, errors = payload_from_message(response)
     if not errors:
-        result_ = validate_plan(payload, registry, finished=finished, used_ids=used_ids)
+        result_ = validate_plan(payload, registry, finished=finished, used_ids=used_ids, max_steps=max_steps)
         if result_.ok:
             return Attempt(result_.plan, [], response, [AIMessage(content=message_text(response) or "(plan submitted)")])
         errors = result_.errors
@@ -225,7 +227,7 @@ def make_plan_node(
         finished = [sid for sid, r in results.items() if r.get("status") == OK]
         result = await plan_attempt(
             llm, messages, tools, method=method, finished=finished, used_ids=list(results),
-            spec=None if model else ctx.model,
+            spec=None if model else ctx.model, max_steps=remaining_budget(state, ctx),
         )
         attempts += 1
         if result.plan is not None:

@@ -45,8 +45,10 @@ def route_after_dispatch(state: dict) -> list[Send] | Literal["plan", "synthesiz
     status = state.get("status")
     if status == "running" and state.get("ready"):
         return [Send("run_step", step_task(state, sid)) for sid in state["ready"]]
-    if status == "halted" and int(state.get("replans") or 0) < int(state.get("max_replans") or 0):
-        return "plan"
+    budget = state.get("max_tool_calls")
+    spent = budget is not None and int(state.get("tool_calls_made") or 0) >= int(budget)
+    if status == "halted" and int(state.get("replans") or 0) < int(state.get("max_replans") or 0) and not spent:
+        return "plan"  # (a revised plan needs at least one tool call left)
     return "synthesize"
 
 

@@ -217,12 +217,15 @@ def validate_plan(
     *,
     finished: Iterable[str] = (),
     used_ids: Iterable[str] = (),
+    max_steps: int | None = None,
 ) -> ValidationResult:
     """Validate a plan (text, dict, list of steps or ``Plan``) against the tools in ``registry``.
 
     ``finished``: ids of steps that already succeeded in this run (a revised plan may
     depend on and reference them). ``used_ids``: ids already taken by earlier steps of
-    the run, finished or not (a revised plan must pick new ids).
+    the run, finished or not (a revised plan must pick new ids). ``max_steps``: tool
+    calls the run has left (``max_tool_calls`` minus the attempts made); a plan with
+    more steps than that is refused, since every step runs at least once.
     """
     finished = set(finished)
     used = set(used_ids) | finished
@@ -240,6 +243,12 @@ def validate_plan(
         return ValidationResult(None, [f"schema: 'steps' must be a list, got {type(raw_steps).__name__}"])
     if len(raw_steps) > MAX_STEPS:
         return ValidationResult(None, [f"schema: the plan has {len(raw_steps)} steps; at most {MAX_STEPS} are allowed"])
+    if max_steps is not None and len(raw_steps) > max(0, max_steps):
+        errors.append(
+            f"budget: the plan has {len(raw_steps)} steps but this run may make only {max(0, max_steps)} more tool "
+            f"call(s) (max_tool_calls). Every step runs at least once and every retry counts too (a retry the budget "
+            f"cannot pay for is not made): submit a plan of at most {max(0, max_steps)} step(s)"
+        )
 
     steps: list[Step] = []
     all_ids: list[str] = []
