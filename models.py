@@ -31,6 +31,37 @@ class ModelReplyError(RuntimeError):
     """The model's reply is unusable (garbage body, or empty after a retry); one line."""
 
 
+class ModelTimeoutError(RuntimeError):
+    """The model service did not answer within ``model_timeout_s`` (after its retries); one line."""
+
+
+#: Providers whose chat model class accepts ``timeout=`` and ``max_retries=``.
+_TIMEOUT_PROVIDERS = {
+    "openai", "azure_openai", "anthropic", "groq", "mistralai", "deepseek", "xai", "fireworks",
+    "together", "google_genai", "perplexity",
+}  # fmt: skip
+
+
+def model_options(ctx: Any) -> dict[str, Any]:
+    """The run's request limits for :func:`load_chat_model`: ``timeout`` (seconds) and
+    ``max_retries`` from the context fields ``model_timeout_s`` / ``model_max_retries``."""
+    from smart_agent.context import context_field
+
+    return {
+        "timeout": float(context_field(ctx, "model_timeout_s", 120.0)),
+        "max_retries": int(context_field(ctx, "model_max_retries", 2)),
+    }
+
+
+def _limit_kwargs(provider: str | None, timeout: float | None, max_retries: int | None) -> dict[str, Any]:
+    """``timeout`` / ``max_retries`` in the form the provider's class takes (dropped where unknown)."""
+    if provider in _TIMEOUT_PROVIDERS:
+        return {k: v for k, v in (("timeout", timeout), ("max_retries", max_retries)) if v is not None}
+    if provider == "ollama" and timeout is not None:
+        return {"client_kwargs": {"timeout": timeout}}
+    return {}
+
+
 _cache: dict[tuple, BaseChatModel] = {}
 _lock = threading.Lock()
 
@@ -53,10 +84,14 @@ def split_spec(spec: str) -> tuple[str | None, str]:
     return None, spec.strip()
 
 
-def load_chat_model(spec: str | BaseChatModel, **overrides: Any) -> BaseChatModel:
+def load_chat_model(
+    spec: str | BaseChatModel, *, timeout: float | None = None, max_retries: int | None = None, **overrides: Any
+) -> BaseChatModel:
     """Build (and cache) a chat model from ``provider:model``.
 
-    A ``BaseChatModel`` instance is returned unchanged. Errors at construction time
+    ``timeout`` (seconds per request) and ``max_retries`` bound every request; pass
+    ``**model_options(ctx)`` for the run's settings. A ``BaseChatModel`` instance is
+    returned unchanged. Errors at construction time
     (missing key, unknown provider, missing integration package) become a
     ``ModelConfigError`` whose message says how to configure a model.
     """
@@ -67,8 +102,8 @@ def load_chat_model(spec: str | BaseChatModel, **overrides: Any) -> BaseChatMode
     provider, name = split_spec(spec)
     if not name:
         raise ModelConfigError(f"Model spec {spec!r} names no model. {HOW_TO_CONFIGURE}")
-    kwargs = {**(_provider_kwargs(provider) if provider else {}), **overrides}
-    key = (spec, os.environ.get("OPENAI_BASE_URL"), os.environ.get("OPENAI_API_KEY"), tuple(sorted(kwargs.items(), key=str)))
+    kwargs = {**(_provider_kwargs(provider) if provider else {}), **_limit_kwargs(provider, timeout, max_retries), **overrides}
+    key = (spec, os.environ.get("OPENAI_BASE_URL"), os.environ.get("OPENAI_API_KEY"), tuple(sorted((k, repr(v)) for k, v in kwargs.items())))
     with _lock:
         if key in _cache:
             return _cache[key]
@@ -93,7 +128,7 @@ def _first_line(exc: BaseException) -> str:
     return text[0].rstrip(".") if text else type(exc).__name__
 
 
-def explain_model_error(exc: BaseException, spec: str | None = None) -> ModelConfigError | None:
+def explain_model_error(exc: BaseException, spec: str | None = None) -> ModelConfigError | ModelTimeoutError | None:
     """Map a provider/transport exception raised by a model call to a ModelConfigError.
 
     Returns None for errors that are not about configuration or reachability.
@@ -107,6 +142,8 @@ def explain_model_error(exc: BaseException, spec: str | None = None) -> ModelCon
     target = f" at {base}" if base and (spec or "").startswith("openai:") else ""
     if names & {"AuthenticationError", "PermissionDeniedError", "ModelAuthenticationError"}:
         return ModelConfigError(f"The model service rejected the credentials{where}{target} ({_first_line(exc)}). {HOW_TO_CONFIGURE}")
+    if names & {"APITimeoutError", "TimeoutException", "ReadTimeout"}:  # accepted, then no answer in time
+        return ModelTimeoutError(f"The model service{target} did not answer in time{where} ({_first_line(exc)}); see model_timeout_s / --model-timeout.")
     if names & {"APIConnectionError", "APITimeoutError", "ConnectError", "ConnectTimeout", "ConnectionError"} or (
         "connect" in type(exc).__name__.lower() and any(m in module for m in ("httpx", "openai", "anthropic", "ollama"))
     ):

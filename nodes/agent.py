@@ -12,7 +12,7 @@ from langgraph.runtime import Runtime
 from smart_agent.context import Context, coerce_context
 from smart_agent.events import emit
 from smart_agent.messages import as_ai_message, message_text, usage_of
-from smart_agent.models import ModelReplyError, invoke_model, load_chat_model
+from smart_agent.models import ModelReplyError, invoke_model, load_chat_model, model_options
 from smart_agent.nodes.routes import pending_tool_calls, tool_limit_reached
 from smart_agent.prompts import build_system_prompt
 from smart_agent.tools.registry import ToolRegistry
@@ -87,7 +87,7 @@ def make_agent_node(registry: ToolRegistry, model: BaseChatModel | None = None, 
     async def agent(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx = coerce_context(runtime.context)
         # Building a client reads certificates from disk: keep it off the event loop.
-        llm = model or await asyncio.to_thread(load_chat_model, ctx.model)
+        llm = model or await asyncio.to_thread(load_chat_model, ctx.model, **model_options(ctx))
         tools = offered_tools(ctx, registry, state)
         request = [SystemMessage(content=build_system_prompt(ctx, state)), *state.get("messages", [])]
         if budget is not None:

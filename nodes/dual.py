@@ -25,7 +25,7 @@ from langgraph.runtime import Runtime
 from smart_agent.context import Context, coerce_context
 from smart_agent.events import emit, preview
 from smart_agent.messages import as_ai_message, message_text, usage_of
-from smart_agent.models import invoke_model, load_chat_model
+from smart_agent.models import invoke_model, load_chat_model, model_options
 from smart_agent.nodes.planner.common import task_text
 from smart_agent.nodes.structured_reply import reply_payload, submit_tool
 
@@ -158,7 +158,7 @@ def make_decide_node(model: BaseChatModel | None = None) -> Callable:
         ctx = coerce_context(runtime.context)
         if not state.get("goal"):
             return {"decisions": [{"action": "final", "answer": "Nothing to do: give a goal (the `task` input or a user message)."}]}
-        llm = model or await asyncio.to_thread(load_chat_model, ctx.model)
+        llm = model or await asyncio.to_thread(load_chat_model, ctx.model, **model_options(ctx))
         iterations = int(state.get("iterations") or 0) + 1
         last_step = iterations >= int(state.get("max_iterations") or ctx.max_iterations)
         try:

@@ -30,7 +30,7 @@ from langgraph.types import Send
 from smart_agent.context import Context, coerce_context
 from smart_agent.events import emit, preview
 from smart_agent.messages import as_ai_message, message_text, usage_of
-from smart_agent.models import invoke_model, load_chat_model
+from smart_agent.models import invoke_model, load_chat_model, model_options
 from smart_agent.nodes.planner.common import task_text
 from smart_agent.nodes.structured_reply import feedback, reply_payload, submit_tool
 from smart_agent.tools.agents import (
@@ -142,7 +142,7 @@ def make_decompose_node(model: BaseChatModel | None = None) -> Callable:
         if not goal:
             answer = "Nothing to do: give a goal (the `task` input or a user message)."
             return {**update, "goal": "", "subtasks": [], "status": "done", "error": answer, "answer": answer}
-        llm = model or await asyncio.to_thread(load_chat_model, ctx.model)
+        llm = model or await asyncio.to_thread(load_chat_model, ctx.model, **model_options(ctx))
         subtasks, errors, usages = await decompose_goal(llm, goal, ctx.max_subtasks, spec=None if model else ctx.model)
         for usage in usages:
             emit("usage", node="decompose", **usage)
@@ -254,7 +254,7 @@ def aggregate_prompt(goal: str, subtasks: list[dict], results: dict[str, Any]) -
 def make_aggregate_node(model: BaseChatModel | None = None) -> Callable:
     async def aggregate(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx = coerce_context(runtime.context)
-        llm = model or await asyncio.to_thread(load_chat_model, ctx.model)
+        llm = model or await asyncio.to_thread(load_chat_model, ctx.model, **model_options(ctx))
         subtasks = state.get("subtasks") or []
         results = state.get("results") or {}
         messages = [SystemMessage(content=AGGREGATE_SYSTEM), HumanMessage(content=aggregate_prompt(state.get("goal") or "", subtasks, results))]

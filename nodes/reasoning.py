@@ -28,7 +28,7 @@ from langgraph.runtime import Runtime
 from smart_agent.context import Context, coerce_context
 from smart_agent.events import emit
 from smart_agent.messages import usage_of
-from smart_agent.models import load_chat_model
+from smart_agent.models import load_chat_model, model_options
 from smart_agent.nodes.agent import call_model, offered_tools
 from smart_agent.nodes.structured_reply import submit_tool
 from smart_agent.prompts import build_system_prompt
@@ -94,7 +94,7 @@ def make_two_phase_node(
         tools = offered_tools(ctx, registry, state)
         if not tools:  # the turn must answer: nothing to reason about
             return await agent_node(state, runtime)
-        llm = model or await asyncio.to_thread(load_chat_model, ctx.model)
+        llm = model or await asyncio.to_thread(load_chat_model, ctx.model, **model_options(ctx))
         names = [t.name for t in tools]
         system = build_system_prompt(ctx, state) + "\n\n" + REASONING_INSTRUCTIONS.format(tools=", ".join(names))
         request = [SystemMessage(content=system), *state.get("messages", [])]

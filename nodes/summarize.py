@@ -51,7 +51,7 @@ from smart_agent.archive import ARCHIVE_KEY, ToolArchive, clip_text, make_view
 from smart_agent.context import Context, coerce_context
 from smart_agent.messages import message_text as text_of
 from smart_agent.events import emit
-from smart_agent.models import load_chat_model
+from smart_agent.models import load_chat_model, model_options
 from smart_agent.nodes.routes import pending_tool_calls
 from smart_agent.structured_output import schema_of
 from smart_agent.tokens import (
@@ -587,7 +587,7 @@ def make_summarize_node(budget: ContextBudget, model: BaseChatModel | None = Non
             body = fit_lines(lines, max(400, s_tokens * CHARS_PER_TOKEN - header_chars))
             if not lossless:
                 try:
-                    llm = model or await asyncio.to_thread(load_chat_model, ctx.model)
+                    llm = model or await asyncio.to_thread(load_chat_model, ctx.model, **model_options(ctx))
                     body = await model_summary(llm, text_of(messages[t]) if t is not None else "", compacted, ctx, counter, s_tokens)
                     strategy = "model"
                 except Exception as exc:  # never lose history to a failed summary call

@@ -14,7 +14,7 @@ from langgraph.runtime import Runtime
 from smart_agent.context import Context, coerce_context
 from smart_agent.events import emit
 from smart_agent.messages import message_text, usage_of
-from smart_agent.models import invoke_model, load_chat_model
+from smart_agent.models import invoke_model, load_chat_model, model_options
 from smart_agent.nodes.planner.common import task_text
 from smart_agent.nodes.planner.prompts import SYNTHESIZE_SYSTEM, clip, synthesize_prompt
 from smart_agent.nodes.planner.refs import as_text
@@ -41,7 +41,7 @@ def final_status(state: dict) -> str:
 def make_synthesize_node(model: BaseChatModel | None = None) -> Callable:
     async def synthesize(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx = coerce_context(runtime.context)
-        llm = model or load_chat_model(ctx.model)
+        llm = model or load_chat_model(ctx.model, **model_options(ctx))
         trace = build_trace(state.get("plan"), state.get("step_results") or {}, plan_round=int(state.get("replans") or 0))
         messages = [
             SystemMessage(content=SYNTHESIZE_SYSTEM),
