@@ -2,7 +2,11 @@
 
 The default is an embedded SQLite checkpointer in ``$SMART_AGENT_HOME`` (default
 ``./.smart-agent``). Set ``SMART_AGENT_DB=postgresql://...`` to use Postgres for
-scale-out (needs ``pip install langgraph-checkpoint-postgres``).
+scale-out (needs ``pip install "smart-agent[postgres]"``).
+
+A checkpointer does not serialize runs: two runs on one thread at once fork it and one
+run's turn is lost. Hold ``smart_agent.thread_lock.thread_lock(thread_id)`` around each
+run (the CLI does).
 """
 
 from __future__ import annotations
@@ -26,6 +30,32 @@ def sessions_path(home: Path | None = None) -> Path:
     return (home or data_home()) / "sessions.sqlite"
 
 
+async def _setup_postgres(saver: BaseCheckpointSaver, wait_s: float = 120.0) -> None:
+    """Create or migrate the tables, one process at a time: two processes running the
+    migrations at once can both try to create the same table and one of them fails.
+
+    The lock is polled with ``pg_try_advisory_lock``, never waited for in a statement: a
+    migration's ``CREATE INDEX CONCURRENTLY`` waits for every open transaction, and a
+    blocking ``pg_advisory_lock`` statement in another process is one (a deadlock)."""
+    import asyncio
+    import time
+
+    from smart_agent.thread_lock import PG_LOCK_NAMESPACE
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        cur = await saver.conn.execute("SELECT pg_try_advisory_lock(%s, 0) AS ok", (PG_LOCK_NAMESPACE,))
+        if (await cur.fetchone())["ok"]:
+            break
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the Postgres checkpointer tables are being set up by another process for over {wait_s:g} s")
+        await asyncio.sleep(0.1)
+    try:
+        await saver.setup()
+    finally:
+        await saver.conn.execute("SELECT pg_advisory_unlock(%s, 0)", (PG_LOCK_NAMESPACE,))
+
+
 @asynccontextmanager
 async def open_checkpointer(home: Path | None = None, url: str | None = None) -> AsyncIterator[BaseCheckpointSaver]:
     """Yield an async checkpointer: Postgres for ``postgresql://`` URLs, else SQLite."""
@@ -36,10 +66,10 @@ async def open_checkpointer(home: Path | None = None, url: str | None = None) ->
         except ImportError as exc:
             raise RuntimeError(
                 "SMART_AGENT_DB selects Postgres, but langgraph-checkpoint-postgres is not installed: "
-                "pip install langgraph-checkpoint-postgres"
+                'pip install "smart-agent[postgres]"'
             ) from exc
         async with AsyncPostgresSaver.from_conn_string(url) as saver:
-            await saver.setup()
+            await _setup_postgres(saver)
             yield saver
         return
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver

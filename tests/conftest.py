@@ -97,3 +97,21 @@ async def run_with_events(graph, task, context, thread="t"):
 def offered(request) -> list[str]:
     """Tool names a recorded chat-completions request offered, in order."""
     return [t["function"]["name"] for t in request.get("tools") or []]
+
+
+@pytest.fixture(scope="session")
+def pg_url():
+    """One real PostgreSQL 16 (pgserver, from ``.[dev]``) for the test session: its URI.
+    Not skipped when it cannot start: the Postgres tests then fail loudly. The folder is
+    directly in the temp dir: run as root, pgserver's server runs as another user, which
+    cannot enter pytest's private ``pytest-of-root`` folder."""
+    import tempfile
+
+    import pgserver
+
+    with tempfile.TemporaryDirectory(prefix="smart-agent-pg-", ignore_cleanup_errors=True) as folder:
+        srv = pgserver.get_server(folder, cleanup_mode="stop")
+        try:
+            yield srv.get_uri()
+        finally:
+            srv.cleanup()
