@@ -278,13 +278,14 @@ async def _run_input(args: argparse.Namespace, graph: Any, thread_id: str) -> An
 
 async def _run_command(args: argparse.Namespace) -> int:
     from smart_agent.sessions import open_checkpointer
+    from smart_agent.thread_lock import thread_lock
 
     ctx = context_from_args(args)
     thread_id = args.thread or str(uuid.uuid4())
     summary = RunSummary()
     event_stream = sys.stderr if args.json else sys.stdout
     try:
-        async with open_checkpointer() as saver:
+        async with thread_lock(thread_id), open_checkpointer() as saver:  # one run at a time on a thread
             graph = _build(args.graph, saver)
             final = await run_once(graph, await _run_input(args, graph, thread_id), context=ctx, thread_id=thread_id, on_event=_printer(event_stream, args.quiet or False, summary))
     except Exception as exc:
@@ -303,6 +304,7 @@ async def _run_command(args: argparse.Namespace) -> int:
 
 async def _chat_command(args: argparse.Namespace) -> int:
     from smart_agent.sessions import open_checkpointer
+    from smart_agent.thread_lock import thread_lock
 
     ctx = context_from_args(args)
     thread_id = args.thread or str(uuid.uuid4())
@@ -322,7 +324,8 @@ async def _chat_command(args: argparse.Namespace) -> int:
             if text in {"/exit", "/quit"}:
                 break
             summary = RunSummary()
-            final = await run_once(graph, {"task": text}, context=ctx, thread_id=thread_id, on_event=_printer(sys.stderr, args.quiet or args.json, summary))
+            async with thread_lock(thread_id):  # per turn: another run on this thread may go between turns
+                final = await run_once(graph, {"task": text}, context=ctx, thread_id=thread_id, on_event=_printer(sys.stderr, args.quiet or args.json, summary))
             if args.json:
                 print(json.dumps(result_json(final, thread_id, summary), ensure_ascii=False, default=str), flush=True)
             else:
@@ -333,6 +336,7 @@ async def _chat_command(args: argparse.Namespace) -> int:
 async def _demo_command(args: argparse.Namespace) -> int:
     from smart_agent.context import Context
     from smart_agent.sessions import data_home, open_checkpointer
+    from smart_agent.thread_lock import thread_lock
     from smart_agent.testing.demo import DEMO_FILE, DEMO_TASK, demo_responder
     from smart_agent.testing.scripted_server import ScriptedOpenAIServer
 
@@ -348,7 +352,7 @@ async def _demo_command(args: argparse.Namespace) -> int:
         ctx = Context(model="openai:scripted-demo", workspace=workspace, **_demo_overrides())
         thread_id = args.thread or f"demo-{uuid.uuid4().hex[:8]}"
         summary = RunSummary()
-        async with open_checkpointer() as saver:
+        async with thread_lock(thread_id), open_checkpointer() as saver:
             graph = _build("agent", saver)
             final = await run_once(graph, {"task": DEMO_TASK}, context=ctx, thread_id=thread_id, on_event=_printer(sys.stdout, False, summary))
             state = await graph.aget_state({"configurable": {"thread_id": thread_id}})

@@ -260,8 +260,9 @@ async def execute_command(args: argparse.Namespace) -> int:
     config = {"configurable": {"thread_id": args.thread or "execute"}, "recursion_limit": 10_000}
     if args.thread:
         from smart_agent.sessions import open_checkpointer
+        from smart_agent.thread_lock import thread_lock
 
-        async with open_checkpointer() as saver:
+        async with thread_lock(args.thread), open_checkpointer() as saver:  # one run at a time on a thread
             final = await run(build_executor_graph(registry=registry, checkpointer=saver), config)
     else:
         final = await run(build_executor_graph(registry=registry), config)
