@@ -231,6 +231,10 @@ class Context:
         default_factory=lambda: _env("step_time_cap_s", 300.0),
         metadata=_d("Planner: total seconds one step may take across its retries and backoff waits; no attempt starts after it."),
     )
+    max_write_bytes: int = field(
+        default_factory=lambda: _env("max_write_bytes", 10_000_000),
+        metadata=_d("Largest content (UTF-8 bytes) write_file may write; larger writes are refused before anything is written."),
+    )
 
     def __post_init__(self) -> None:
         errors = validate_context(self)
@@ -303,7 +307,7 @@ def _context_management_errors(ctx: Context) -> list[str]:
 
 def _multi_agent_errors(ctx: Context) -> list[str]:
     bounds = {"max_workers": 1, "max_subtasks": 1, "max_agent_depth": 0, "max_sub_agents": 1, "max_iterations": 1,
-              "max_tool_calls_per_turn": 1, "max_tool_arg_chars": 100}
+              "max_tool_calls_per_turn": 1, "max_tool_arg_chars": 100, "max_write_bytes": 1}
     return [
         f"{name} must be an integer >= {low} (got {getattr(ctx, name)!r})"
         for name, low in bounds.items()

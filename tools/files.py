@@ -1,16 +1,25 @@
-"""File tools confined to the run's workspace (``Context.workspace``)."""
+"""File tools confined to the run's workspace (``Context.workspace``).
+
+Every open goes through :mod:`smart_agent.tools.safe_fs`: component by component
+from a handle on the workspace root, never following a symbolic link, only regular
+files, never smart-agent's data or plugins folder nor a ``.git`` folder.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
+import io
+import os
+import stat
 
 from langchain.tools import ToolRuntime
 from langchain_core.tools import tool
 from pydantic import BaseModel, Field
 
-from smart_agent.tools.guards import ToolError, resolve_in_workspace, workspace_of
+from smart_agent.tools.guards import ToolError, context_value, workspace_of
+from smart_agent.tools.safe_fs import open_dir, open_regular, write_regular
 
 __all__ = [
+    "DEFAULT_MAX_WRITE_BYTES",
     "ListFilesArgs",
     "ReadFileArgs",
     "WriteFileArgs",
@@ -21,6 +30,7 @@ __all__ = [
 
 MAX_READ_CHARS = 200_000
 MAX_LIST_ENTRIES = 500
+DEFAULT_MAX_WRITE_BYTES = 10_000_000
 _BINARY_SNIFF_BYTES = 8192
 _SKIP_CHUNK_CHARS = 1 << 20
 
@@ -29,11 +39,15 @@ def _os_error(action: str, path: str, exc: OSError) -> ToolError:
     return ToolError(f"Could not {action} {path!r}: {exc.strerror or exc}.")
 
 
-def _existing(runtime: ToolRuntime | None, path: str) -> Path:
-    target = resolve_in_workspace(workspace_of(runtime), path)
-    if not target.exists():
-        raise ToolError(f"Not found: {path!r} does not exist in the workspace (use list_files to see what does).")
-    return target
+def max_write_bytes_of(runtime: ToolRuntime | None) -> int:
+    """The run's ``max_write_bytes`` (default ``$SMART_AGENT_MAX_WRITE_BYTES`` or 10 MB)."""
+    value = context_value(runtime, "max_write_bytes", None)
+    if value is None:
+        value = os.environ.get("SMART_AGENT_MAX_WRITE_BYTES") or DEFAULT_MAX_WRITE_BYTES
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise ToolError(f"max_write_bytes must be an integer (got {value!r}).") from None
 
 
 # -- read_file ------------------------------------------------------------------
@@ -64,14 +78,18 @@ def read_file(
     """
     offset = max(0, offset)
     max_chars = max(1, min(max_chars, MAX_READ_CHARS))
-    target = _existing(runtime, path)
-    if target.is_dir():
-        raise ToolError(f"{path!r} is a directory, not a file; use list_files to see its contents.")
+    fd, _ = open_regular(workspace_of(runtime), path)
     try:
-        with target.open("rb") as raw:
+        raw = os.fdopen(fd, "rb")
+    except OSError as exc:
+        os.close(fd)
+        raise _os_error("read", path, exc) from None
+    try:
+        with raw:
             if b"\x00" in raw.read(_BINARY_SNIFF_BYTES):
                 raise ToolError(f"{path!r} looks like a binary file; read_file only reads text files.")
-        with target.open("r", encoding="utf-8", errors="replace", newline="") as f:
+            raw.seek(0)
+            f = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="")
             skipped = 0
             while skipped < offset:
                 chunk = f.read(min(_SKIP_CHUNK_CHARS, offset - skipped))
@@ -80,6 +98,7 @@ def read_file(
                 skipped += len(chunk)
             text = f.read(max_chars)
             more = bool(f.read(1))
+            f.detach()
     except OSError as exc:
         raise _os_error("read", path, exc) from None
     if not text:
@@ -106,14 +125,16 @@ class WriteFileArgs(BaseModel):
 @tool("write_file", args_schema=WriteFileArgs)
 def write_file(path: str, content: str, *, runtime: ToolRuntime = None) -> str:  # type: ignore[assignment]
     """Write a text file in the workspace, creating or replacing it (UTF-8)."""
-    target = resolve_in_workspace(workspace_of(runtime), path)
-    if target.is_dir():
-        raise ToolError(f"{path!r} is a directory; give a file path.")
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(content, encoding="utf-8", newline="")
-    except OSError as exc:
-        raise _os_error("write", path, exc) from None
+        data = content.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ToolError(f"Could not write {path!r}: the content is not valid text ({exc.reason}).") from None
+    limit = max_write_bytes_of(runtime)
+    if len(data) > limit:  # refused before anything is created or opened
+        raise ToolError(
+            f"Refused: the content is {len(data)} bytes, more than this run's max_write_bytes ({limit}); nothing was written."
+        )
+    write_regular(workspace_of(runtime), path, data)
     return f"Wrote {len(content)} characters to {path}"
 
 
@@ -128,15 +149,30 @@ class ListFilesArgs(BaseModel):
 def list_files(path: str = ".", *, runtime: ToolRuntime = None) -> str:  # type: ignore[assignment]
     """List the files and folders in a workspace folder (not recursive).
 
-    One entry per line, sorted by name; folders end with '/'.
+    One entry per line, sorted by name; folders end with '/'. Protected folders
+    (.git, smart-agent's data and plugins folders) are not shown.
     """
-    target = _existing(runtime, path)
-    if not target.is_dir():
-        raise ToolError(f"{path!r} is a file, not a folder; use read_file to read it.")
+    fd, guard = open_dir(workspace_of(runtime), path)
+    entries = []
     try:
-        entries = sorted(f"{child.name}/" if child.is_dir() else child.name for child in target.iterdir())
+        for name in os.listdir(fd):
+            try:
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            except OSError:
+                st = None
+            if guard.hides(name, st):
+                continue
+            if st is not None and stat.S_ISDIR(st.st_mode):
+                entries.append(f"{name}/")
+            elif st is not None and stat.S_ISLNK(st.st_mode):
+                entries.append(f"{name} (symbolic link; not followed)")
+            else:
+                entries.append(name)
     except OSError as exc:
         raise _os_error("list", path, exc) from None
+    finally:
+        os.close(fd)
+    entries.sort()
     if not entries:
         return "[The folder is empty.]"
     shown = entries[:MAX_LIST_ENTRIES]

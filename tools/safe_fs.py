@@ -1,0 +1,268 @@
+"""Race-free, confined file access for the file tools.
+
+A path the model gives is first judged by :func:`resolve_in_workspace` (``..``,
+``~``, absolute paths outside, links pointing outside), then opened *component by
+component* from a directory handle on the workspace root (``openat``-style, every
+step with ``O_NOFOLLOW``), so swapping a component for a symbolic link between the
+check and the open cannot redirect the access: a symlink anywhere inside the
+workspace is refused. The workspace root itself is resolved once and trusted.
+
+Protected areas are refused for reading, writing and listing (and hidden from
+listings): smart-agent's data folder (``$SMART_AGENT_HOME``, default
+``./.smart-agent``), any folder named ``.smart-agent``, any ``.git`` (compared
+case-insensitively) and the plugins folder (``$SMART_AGENT_PLUGINS``). They are
+recognised by name, by resolved path and by device/inode of every folder walked
+(so a case-insensitive alias or a bind mount does not get around them).
+
+Only regular files are read or written (a FIFO, device or socket is refused
+without blocking: opens use ``O_NONBLOCK``), and a file with more than one hard
+link is never written (it could be an outside file linked into the workspace).
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from smart_agent.tools.guards import ToolError, resolve_in_workspace
+
+__all__ = ["PROTECTED_NAMES", "open_dir", "open_regular", "plugins_folder", "protected_dirs", "write_regular"]
+
+#: Folder names refused wherever they appear in a path (compared with ``casefold``).
+PROTECTED_NAMES = frozenset({".git", ".smart-agent"})
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def plugins_folder() -> Path | None:
+    """The folder plugins load from: ``$SMART_AGENT_PLUGINS`` resolved, or None (no folder plugins)."""
+    raw = os.environ.get("SMART_AGENT_PLUGINS", "").strip()
+    return Path(raw).expanduser().resolve() if raw else None
+
+
+def protected_dirs() -> list[Path]:
+    """The data folder and the plugins folder, resolved (they need not exist)."""
+    from smart_agent.sessions import data_home
+
+    dirs = [data_home().resolve()]
+    plugins = plugins_folder()
+    if plugins is not None:
+        dirs.append(plugins)
+    return dirs
+
+
+def _refused(path: str) -> ToolError:
+    return ToolError(
+        f"Refused: {path!r} is inside a protected folder (smart-agent's data or plugins folder, "
+        "or a .git / .smart-agent folder); file tools never touch it."
+    )
+
+
+def _link(path: str, name: str | None = None) -> ToolError:
+    where = path if name is None or name == path else f"{path!r}: {name}"
+    shown = repr(where) if where == path else where
+    return ToolError(f"{shown} is a symbolic link; refused (file tools never follow links).")
+
+
+def _not_found(path: str) -> ToolError:
+    return ToolError(f"Not found: {path!r} does not exist in the workspace (use list_files to see what does).")
+
+
+def _os_error(action: str, path: str, exc: OSError) -> ToolError:
+    return ToolError(f"Could not {action} {path!r}: {exc.strerror or exc}.")
+
+
+class _Guard:
+    """What one call must not reach: protected paths (casefolded) and their inodes."""
+
+    def __init__(self) -> None:
+        self.dirs = [str(d).casefold() for d in protected_dirs()]
+        self.inodes: set[tuple[int, int]] = set()
+        for d in protected_dirs():
+            try:
+                st = os.stat(d)
+            except OSError:
+                continue
+            self.inodes.add((st.st_dev, st.st_ino))
+
+    def check_path(self, full: Path, parts: list[str], shown: str) -> None:
+        if any(p.casefold() in PROTECTED_NAMES for p in parts):
+            raise _refused(shown)
+        text = str(full).casefold()
+        if any(text == d or text.startswith(d.rstrip(os.sep) + os.sep) for d in self.dirs):
+            raise _refused(shown)
+
+    def check_fd(self, fd: int, shown: str) -> os.stat_result:
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) in self.inodes:
+            raise _refused(shown)
+        return st
+
+    def hides(self, name: str, st: os.stat_result | None) -> bool:
+        if name.casefold() in PROTECTED_NAMES:
+            return True
+        return st is not None and (st.st_dev, st.st_ino) in self.inodes
+
+
+def _split(workspace: str | Path, path: str) -> tuple[Path, list[str]]:
+    """The trusted root and the path's components below it (lexical, after the guard check)."""
+    resolve_in_workspace(workspace, path)  # type, NUL, '~', '..' and outside-link refusals
+    root = Path(workspace).expanduser().resolve()
+    if os.path.isabs(path):
+        norm = Path(os.path.normpath(path))
+        for base in (root, Path(os.path.abspath(Path(workspace).expanduser()))):
+            if norm.is_relative_to(base):
+                rel = norm.relative_to(base)
+                break
+        else:  # inside only through a link: the link is refused by the walk below
+            raise _link(path)
+    else:
+        rel = Path(os.path.normpath(path or "."))
+    parts = [p for p in rel.parts if p not in ("", ".")]
+    if parts and parts[0] == "..":
+        raise ToolError(f"Refused: path {path!r} is outside the workspace. Use a path relative to the workspace folder.")
+    return root, parts
+
+
+def _lstat_is_link(dir_fd: int, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.lstat(name, dir_fd=dir_fd).st_mode)
+    except OSError:
+        return False
+
+
+def _open_step(dir_fd: int, name: str, flags: int, shown: str, *, mode: int = 0o666) -> int:
+    try:
+        return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EMLINK) or _lstat_is_link(dir_fd, name):
+            raise _link(shown, name) from None
+        raise
+
+
+@contextmanager
+def _walk(workspace: str | Path, path: str, *, create: bool, guard: _Guard) -> Iterator[tuple[int, list[str]]]:
+    """Yield a handle on the folder holding the path's last component (and the components)."""
+    root, parts = _split(workspace, path)
+    guard.check_path(root.joinpath(*parts), parts, path)
+    if create:
+        os.makedirs(root, exist_ok=True)
+    try:
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise ToolError(f"The workspace folder {str(root)!r} cannot be opened: {exc.strerror or exc}.") from None
+    try:
+        guard.check_fd(fd, path)
+        for name in parts[:-1]:
+            try:
+                nxt = _open_step(fd, name, _DIR_FLAGS, path)
+            except FileNotFoundError:
+                if not create:
+                    raise _not_found(path) from None
+                try:
+                    os.mkdir(name, 0o777, dir_fd=fd)
+                except FileExistsError:
+                    pass  # created concurrently: opened (and checked) below
+                nxt = _open_step(fd, name, _DIR_FLAGS, path)
+            except NotADirectoryError:
+                raise ToolError(f"{path!r}: {name!r} is a file, not a folder.") from None
+            os.close(fd)
+            fd = nxt
+            guard.check_fd(fd, path)
+        yield fd, parts
+    except OSError as exc:
+        raise _os_error("open", path, exc) from None
+    finally:
+        os.close(fd)
+
+
+def open_regular(workspace: str | Path, path: str) -> tuple[int, os.stat_result]:
+    """Open an existing regular file for reading; returns the descriptor (caller closes it)."""
+    guard = _Guard()
+    with _walk(workspace, path, create=False, guard=guard) as (dir_fd, parts):
+        if not parts:
+            raise ToolError(f"{path!r} is a directory, not a file; use list_files to see its contents.")
+        try:
+            fd = _open_step(dir_fd, parts[-1], os.O_RDONLY | os.O_NONBLOCK, path)
+        except FileNotFoundError:
+            raise _not_found(path) from None
+    try:
+        st = guard.check_fd(fd, path)
+        if stat.S_ISDIR(st.st_mode):
+            raise ToolError(f"{path!r} is a directory, not a file; use list_files to see its contents.")
+        if not stat.S_ISREG(st.st_mode):
+            raise ToolError(f"Refused: {path!r} is not a regular file (a FIFO, device or socket).")
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
+def write_regular(workspace: str | Path, path: str, data: bytes) -> None:
+    """Create or replace a regular file's content, creating missing parent folders."""
+    guard = _Guard()
+    with _walk(workspace, path, create=True, guard=guard) as (dir_fd, parts):
+        if not parts:
+            raise ToolError(f"{path!r} is a directory; give a file path.")
+        name = parts[-1]
+        try:
+            before = os.lstat(name, dir_fd=dir_fd)
+        except FileNotFoundError:
+            before = None
+        if before is not None:  # refuse before opening: opening a device can have effects
+            _check_writable(before, path)
+        try:
+            fd = _open_step(dir_fd, name, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK, path)
+        except IsADirectoryError:
+            raise ToolError(f"{path!r} is a directory; give a file path.") from None
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:  # a FIFO without a reader
+                raise ToolError(f"Refused: {path!r} is not a regular file (a FIFO, device or socket).") from None
+            raise
+    try:
+        _check_writable(guard.check_fd(fd, path), path)  # the file actually opened
+        os.ftruncate(fd, 0)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    except OSError as exc:
+        raise _os_error("write", path, exc) from None
+    finally:
+        os.close(fd)
+
+
+def _check_writable(st: os.stat_result, path: str) -> None:
+    if stat.S_ISLNK(st.st_mode):
+        raise _link(path)
+    if stat.S_ISDIR(st.st_mode):
+        raise ToolError(f"{path!r} is a directory; give a file path.")
+    if not stat.S_ISREG(st.st_mode):
+        raise ToolError(f"Refused: {path!r} is not a regular file (a FIFO, device or socket).")
+    if st.st_nlink > 1:
+        raise ToolError(f"Refused: {path!r} has {st.st_nlink} hard links (it may be a file outside the workspace); not written.")
+
+
+def open_dir(workspace: str | Path, path: str) -> tuple[int, _Guard]:
+    """Open a workspace folder for listing; returns the descriptor (caller closes it) and the guard."""
+    guard = _Guard()
+    with _walk(workspace, path, create=False, guard=guard) as (dir_fd, parts):
+        if not parts:
+            return os.dup(dir_fd), guard
+        try:
+            fd = _open_step(dir_fd, parts[-1], _DIR_FLAGS, path)
+        except FileNotFoundError:
+            raise _not_found(path) from None
+        except NotADirectoryError:
+            raise ToolError(f"{path!r} is a file, not a folder; use read_file to read it.") from None
+    try:
+        guard.check_fd(fd, path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, guard
