@@ -228,3 +228,24 @@ def test_route_after_dispatch(state, expected):
 def test_route_after_load():
     assert route_after_load({"status": "planned"}) == "dispatch"
     assert route_after_load({"status": "planning_failed"}) == "__end__"
+
+
+def test_which_failures_are_retryable():
+    import httpx
+
+    from smart_agent.tools.guards import ToolError
+    from smart_agent.tools.retry import RetryableToolError, is_retryable
+
+    class NotAgain(ConnectionError):
+        retryable = False
+
+    def wrapped(cause: BaseException) -> ToolError:
+        try:
+            raise ToolError("fetch failed") from cause
+        except ToolError as exc:
+            return exc
+
+    assert is_retryable(TimeoutError()) and is_retryable(ConnectionRefusedError()) and is_retryable(RetryableToolError("429"))
+    assert is_retryable(httpx.ConnectError("down")) and is_retryable(wrapped(httpx.ReadTimeout("slow")))
+    assert not is_retryable(ZeroDivisionError()) and not is_retryable(ToolError("bad")) and not is_retryable(ValueError())
+    assert not is_retryable(NotAgain()) and not is_retryable(httpx.UnsupportedProtocol("ftp"))
