@@ -114,6 +114,8 @@ CONTEXT_FLAGS: dict[str, str] = {
     "workspace": "workspace",
     "allow_private_network": "allow_private_network",
     "tools": "tools",
+    "model_timeout": "model_timeout_s",
+    "model_retries": "model_max_retries",
 }
 
 
@@ -127,6 +129,8 @@ def add_context_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workspace", help="folder the file tools are confined to (default: current folder)")
     p.add_argument("--allow-private-network", action="store_true", default=None, help="let URL tools reach private/loopback addresses")
     p.add_argument("--tools", type=lambda s: [t.strip() for t in s.split(",") if t.strip()], help="comma-separated tool names to offer")
+    p.add_argument("--model-timeout", type=float, metavar="S", help="seconds a model request may wait for the service (default 120)")
+    p.add_argument("--model-retries", type=int, metavar="N", help="retries of a timed-out or unreachable model request (default 2)")
     p.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout; events go to stderr")
     p.add_argument("--quiet", "-q", action="store_true", help="do not print events")
     for add_args, _values in _feature_context_hooks():

@@ -235,6 +235,14 @@ class Context:
         default_factory=lambda: _env("max_write_bytes", 10_000_000),
         metadata=_d("Largest content (UTF-8 bytes) write_file may write; larger writes are refused before anything is written."),
     )
+    model_timeout_s: float = field(
+        default_factory=lambda: _env("model_timeout_s", 120.0),
+        metadata=_d("Seconds one model request may wait for the service (connect, and each read of the reply) before it fails."),
+    )
+    model_max_retries: int = field(
+        default_factory=lambda: _env("model_max_retries", 2),
+        metadata=_d("Retries of a model request that timed out or could not connect (0: no retry)."),
+    )
 
     def __post_init__(self) -> None:
         errors = validate_context(self)
@@ -253,6 +261,10 @@ def validate_context(ctx: Context) -> list[str]:
         errors.append(f"max_parallel_tools must be an integer >= 1 (got {ctx.max_parallel_tools!r})")
     if ctx.tool_timeout_s is not None and ctx.tool_timeout_s <= 0:
         errors.append(f"tool_timeout_s must be > 0 (got {ctx.tool_timeout_s!r})")
+    if not isinstance(ctx.model_timeout_s, (int, float)) or isinstance(ctx.model_timeout_s, bool) or not 0 < ctx.model_timeout_s <= 3600:
+        errors.append(f"model_timeout_s must be > 0 and <= 3600 (got {ctx.model_timeout_s!r})")
+    if not _is_int(ctx.model_max_retries) or not 0 <= ctx.model_max_retries <= 10:
+        errors.append(f"model_max_retries must be an integer from 0 to 10 (got {ctx.model_max_retries!r})")
     if not isinstance(ctx.step_time_cap_s, (int, float)) or isinstance(ctx.step_time_cap_s, bool) or not ctx.step_time_cap_s > 0:
         errors.append(f"step_time_cap_s must be > 0 (got {ctx.step_time_cap_s!r})")
     if not isinstance(ctx.approve_plan, bool):

@@ -156,7 +156,7 @@ def _registry():
 
 async def plan_command(args: argparse.Namespace) -> int:
     from smart_agent.context import Context
-    from smart_agent.models import load_chat_model
+    from smart_agent.models import load_chat_model, model_options
     from smart_agent.nodes.planner.common import select_registry
     from smart_agent.nodes.planner.plan import make_plan
 
@@ -169,7 +169,7 @@ async def plan_command(args: argparse.Namespace) -> int:
         values["max_plan_attempts"] = args.max_plan_attempts
     ctx = Context(**values)
     registry = select_registry(_registry(), ctx.tools)
-    model = load_chat_model(ctx.model)
+    model = load_chat_model(ctx.model, **model_options(ctx))
     result = await make_plan(args.task, model=model, registry=registry, max_attempts=ctx.max_plan_attempts, method=args.method)
     if result.plan is None:
         if args.json:

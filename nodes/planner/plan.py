@@ -28,7 +28,7 @@ from langgraph.runtime import Runtime
 from smart_agent.context import Context, coerce_context
 from smart_agent.events import emit
 from smart_agent.messages import as_ai_message, message_text, usage_of
-from smart_agent.models import invoke_model, load_chat_model
+from smart_agent.models import invoke_model, load_chat_model, model_options
 from smart_agent.nodes.planner.common import (
     bind_tools_or_none,
     remaining_budget,
@@ -199,7 +199,7 @@ def make_plan_node(
 ) -> Callable:
     async def plan(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx = coerce_context(runtime.context)
-        llm = model or load_chat_model(ctx.model)
+        llm = model or load_chat_model(ctx.model, **model_options(ctx))
         tools = select_registry(registry, ctx.tools)
         task = task_text(state)
         results = state.get("step_results") or {}
