@@ -8,9 +8,12 @@ same fields; defaults fall back to environment variables of the same name with a
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Annotated, Any, Literal
+from functools import cache
+from typing import Annotated, Any, Literal, get_type_hints
+
+from smart_agent.context_types import env_value, parse_bool, shown, value_problem
 
 DEFAULT_MODEL = "openai:gpt-4o-mini"
 
@@ -24,17 +27,18 @@ DEFAULT_SYSTEM_PROMPT = (
 
 
 def _env(name: str, default: Any) -> Any:
-    """Read ``SMART_AGENT_<NAME>`` converted to the type of ``default``."""
-    raw = os.environ.get(f"SMART_AGENT_{name.upper()}")
+    """``SMART_AGENT_<NAME>`` converted to field ``name``'s type and checked like the
+    field (an unusable value is a ``ValueError`` naming the variable); ``default``
+    when it is unset or empty."""
+    variable = f"SMART_AGENT_{name.upper()}"
+    raw = os.environ.get(variable)
     if raw is None or raw == "":
         return default
-    if isinstance(default, bool):
-        return raw.strip().lower() in {"1", "true", "yes", "on"}
-    if isinstance(default, int):
-        return int(raw)
-    if isinstance(default, float):
-        return float(raw)
-    return raw
+    value = env_value(field_types()[name], raw, variable)
+    problem = field_problem(name, value)
+    if problem:
+        raise ValueError(f"{variable}: {problem}")
+    return value
 
 
 def _d(description: str, **extra: Any) -> dict[str, Any]:
@@ -46,7 +50,7 @@ class Context:
     """Everything a run can be configured with. All fields are optional."""
 
     model: Annotated[str, {"__template_metadata__": {"kind": "llm"}}] = field(
-        default_factory=lambda: os.environ.get("SMART_AGENT_MODEL") or DEFAULT_MODEL,
+        default_factory=lambda: _env("model", DEFAULT_MODEL),
         metadata=_d(
             "Chat model as 'provider:model' (init_chat_model), e.g. 'openai:gpt-4o-mini', "
             "'anthropic:claude-sonnet-4-5', 'ollama:llama3.1'. OPENAI_BASE_URL selects any "
@@ -231,10 +235,6 @@ class Context:
         default_factory=lambda: _env("step_time_cap_s", 300.0),
         metadata=_d("Planner: total seconds one step may take across its retries and backoff waits; no attempt starts after it."),
     )
-    max_write_bytes: int = field(
-        default_factory=lambda: _env("max_write_bytes", 10_000_000),
-        metadata=_d("Largest content (UTF-8 bytes) write_file may write; larger writes are refused before anything is written."),
-    )
     model_timeout_s: float = field(
         default_factory=lambda: _env("model_timeout_s", 120.0),
         metadata=_d("Seconds one model request may wait for the service (connect, and each read of the reply) before it fails."),
@@ -243,6 +243,10 @@ class Context:
         default_factory=lambda: _env("model_max_retries", 2),
         metadata=_d("Retries of a model request that timed out or could not connect (0: no retry)."),
     )
+    max_write_bytes: int = field(
+        default_factory=lambda: _env("max_write_bytes", 10_000_000),
+        metadata=_d("Largest content (UTF-8 bytes) write_file may write; larger writes are refused before anything is written."),
+    )
 
     def __post_init__(self) -> None:
         errors = validate_context(self)
@@ -250,83 +254,65 @@ class Context:
             raise ValueError("Invalid smart-agent configuration: " + "; ".join(errors))
 
 
+#: Inclusive (lowest, highest) value of every numeric field. A numeric field missing
+#: here is refused (and a test fails), so a new field cannot go unbounded.
+FIELD_BOUNDS: dict[str, tuple[float, float]] = {
+    "max_tool_calls": (0, 10_000),
+    "max_parallel_tools": (1, 64),
+    "tool_timeout_s": (0.001, 86_400.0),
+    "context_token_limit": (1000, 10_000_000),
+    "summary_token_limit": (50, 1_000_000),
+    "archive_threshold_chars": (0, 10_000_000),
+    "max_output_retries": (0, 100),
+    "memory_k": (0, 100),
+    "max_replans": (0, 100),
+    "max_plan_attempts": (1, 100),
+    "max_workers": (1, 64),
+    "max_subtasks": (1, 100),
+    "max_agent_depth": (0, 10),
+    "max_sub_agents": (1, 64),
+    "max_iterations": (1, 1000),
+    "max_tool_calls_per_turn": (1, 1000),
+    "max_tool_arg_chars": (100, 10_000_000),
+    "step_time_cap_s": (0.001, 86_400.0),
+    "model_timeout_s": (0.001, 3600.0),
+    "model_max_retries": (0, 10),
+    "max_write_bytes": (1, 1_000_000_000),
+}
+
+
+@cache
+def field_types() -> dict[str, Any]:
+    """Each Context field's annotation (``Annotated`` extras dropped)."""
+    return get_type_hints(Context)
+
+
+#: Rules beyond the type, for text fields: (holds, what the value must be).
+FIELD_RULES: dict[str, tuple[Callable[[str], bool], str]] = {
+    "model": (lambda v: bool(v.strip()), "a non-empty 'provider:model' string"),
+    "user_id": (lambda v: bool(v.strip()), "a non-empty string"),
+    "embedding_model": (lambda v: v.strip() == "local" or ":" in v, "'local' or 'provider:model'"),
+}
+
+
+def field_problem(name: str, value: Any) -> str | None:
+    """Why ``value`` cannot be Context field ``name`` (None when it can): type, bounds, rules."""
+    problem = value_problem(name, field_types()[name], value, FIELD_BOUNDS)
+    if problem is None and name in FIELD_RULES and not FIELD_RULES[name][0](value):
+        problem = f"{name} must be {FIELD_RULES[name][1]} (got {shown(value)})"
+    return problem
+
+
 def validate_context(ctx: Context) -> list[str]:
     """Return human-readable problems with a context (empty when valid)."""
-    errors: list[str] = []
-    if not isinstance(ctx.model, str) or not ctx.model.strip():
-        errors.append("model must be a non-empty 'provider:model' string")
-    if not isinstance(ctx.max_tool_calls, int) or ctx.max_tool_calls < 0:
-        errors.append(f"max_tool_calls must be an integer >= 0 (got {ctx.max_tool_calls!r})")
-    if not isinstance(ctx.max_parallel_tools, int) or ctx.max_parallel_tools < 1:
-        errors.append(f"max_parallel_tools must be an integer >= 1 (got {ctx.max_parallel_tools!r})")
-    if ctx.tool_timeout_s is not None and ctx.tool_timeout_s <= 0:
-        errors.append(f"tool_timeout_s must be > 0 (got {ctx.tool_timeout_s!r})")
-    if not isinstance(ctx.model_timeout_s, (int, float)) or isinstance(ctx.model_timeout_s, bool) or not 0 < ctx.model_timeout_s <= 3600:
-        errors.append(f"model_timeout_s must be > 0 and <= 3600 (got {ctx.model_timeout_s!r})")
-    if not _is_int(ctx.model_max_retries) or not 0 <= ctx.model_max_retries <= 10:
-        errors.append(f"model_max_retries must be an integer from 0 to 10 (got {ctx.model_max_retries!r})")
-    if not isinstance(ctx.step_time_cap_s, (int, float)) or isinstance(ctx.step_time_cap_s, bool) or not ctx.step_time_cap_s > 0:
-        errors.append(f"step_time_cap_s must be > 0 (got {ctx.step_time_cap_s!r})")
-    if not isinstance(ctx.approve_plan, bool):
-        errors.append(f"approve_plan must be true or false (got {ctx.approve_plan!r})")
-    if not isinstance(ctx.max_replans, int) or isinstance(ctx.max_replans, bool) or ctx.max_replans < 0:
-        errors.append(f"max_replans must be an integer >= 0 (got {ctx.max_replans!r})")
-    if not isinstance(ctx.max_plan_attempts, int) or isinstance(ctx.max_plan_attempts, bool) or ctx.max_plan_attempts < 1:
-        errors.append(f"max_plan_attempts must be an integer >= 1 (got {ctx.max_plan_attempts!r})")
-    # context management
-    errors.extend(_context_management_errors(ctx))
-    errors.extend(_multi_agent_errors(ctx))
-    # memory
-    if not isinstance(ctx.memory, bool):
-        errors.append(f"memory must be true or false (got {ctx.memory!r})")
-    if not isinstance(ctx.memory_k, int) or isinstance(ctx.memory_k, bool) or not 0 <= ctx.memory_k <= 100:
-        errors.append(f"memory_k must be an integer from 0 to 100 (got {ctx.memory_k!r})")
-    if not isinstance(ctx.user_id, str) or not ctx.user_id.strip() or "\x00" in ctx.user_id:
-        errors.append(f"user_id must be a non-empty string (got {ctx.user_id!r})")
-    if not isinstance(ctx.embedding_model, str) or not (
-        ctx.embedding_model.strip() == "local" or ":" in ctx.embedding_model
-    ):
-        errors.append(
-            f"embedding_model must be 'local' or 'provider:model' (got {ctx.embedding_model!r})"
-        )
-    return errors
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _context_management_errors(ctx: Context) -> list[str]:
-    errors: list[str] = []
-    if not _is_int(ctx.context_token_limit) or ctx.context_token_limit < 1000:
-        errors.append(f"context_token_limit must be an integer >= 1000 (got {ctx.context_token_limit!r})")
-    if not _is_int(ctx.summary_token_limit) or ctx.summary_token_limit < 50:
-        errors.append(f"summary_token_limit must be an integer >= 50 (got {ctx.summary_token_limit!r})")
-    if not _is_int(ctx.archive_threshold_chars) or ctx.archive_threshold_chars < 0:
-        errors.append(f"archive_threshold_chars must be an integer >= 0 (got {ctx.archive_threshold_chars!r})")
-    if not isinstance(ctx.use_todo_list, bool):
-        errors.append(f"use_todo_list must be true or false (got {ctx.use_todo_list!r})")
-    if not _is_int(ctx.max_output_retries) or ctx.max_output_retries < 0:
-        errors.append(f"max_output_retries must be an integer >= 0 (got {ctx.max_output_retries!r})")
-    if ctx.output_schema is not None:
+    errors = [p for f in fields(Context) if (p := field_problem(f.name, getattr(ctx, f.name)))]
+    if not errors and ctx.output_schema is not None:
         from smart_agent.structured_output import schema_problem
 
         problem = schema_problem(ctx.output_schema)
         if problem:
             errors.append(f"output_schema is not a valid JSON Schema: {problem}")
     return errors
-
-
-def _multi_agent_errors(ctx: Context) -> list[str]:
-    bounds = {"max_workers": 1, "max_subtasks": 1, "max_agent_depth": 0, "max_sub_agents": 1, "max_iterations": 1,
-              "max_tool_calls_per_turn": 1, "max_tool_arg_chars": 100, "max_write_bytes": 1}
-    return [
-        f"{name} must be an integer >= {low} (got {getattr(ctx, name)!r})"
-        for name, low in bounds.items()
-        if not _is_int(getattr(ctx, name)) or getattr(ctx, name) < low
-    ] + ([] if ctx.reasoning in ("direct", "two_phase") else [
-        f"reasoning must be 'direct' or 'two_phase' (got {ctx.reasoning!r})"
-    ])
 
 
 def context_field(ctx: Any, name: str, default: Any = None) -> Any:
@@ -336,6 +322,13 @@ def context_field(ctx: Any, name: str, default: Any = None) -> Any:
         return default
     value = ctx.get(name, default) if isinstance(ctx, Mapping) else getattr(ctx, name, default)
     return default if value is None else value
+
+
+def context_flag(ctx: Any, name: str, default: bool) -> bool:
+    """Boolean field ``name`` of any context shape, read strictly: a raw dict context
+    (no schema coercion) holding "false" is False, never ``bool("false")``. A value
+    that is not a boolean or one of true/false/1/0/yes/no/on/off is a ``ValueError``."""
+    return parse_bool(context_field(ctx, name, default), name)
 
 
 def context_field_names() -> list[str]:
@@ -350,7 +343,7 @@ def coerce_context(value: Context | dict[str, Any] | None) -> Context:
         return value
     if isinstance(value, dict):
         known = set(context_field_names())
-        unknown = sorted(set(value) - known)
+        unknown = [shown(k) for k in value if k not in known]
         if unknown:
             raise ValueError(f"Unknown smart-agent context field(s): {', '.join(unknown)}")
         return Context(**value)

@@ -82,7 +82,7 @@ async def run_mode(mode: str, calls: int, chars: int, context_tokens: int, works
         if mode.startswith("with "):
             ctx = Context(workspace=str(workspace), memory=False, max_tool_calls=calls + 5, context_token_limit=context_tokens)
         else:
-            ctx = Context(workspace=str(workspace), memory=False, max_tool_calls=calls + 5, context_token_limit=10**9, archive_threshold_chars=0)
+            ctx = Context(workspace=str(workspace), memory=False, max_tool_calls=calls + 5, context_token_limit=10_000_000, archive_threshold_chars=0)  # the largest allowed: no compaction
         events: list[dict] = []
         t0 = time.perf_counter()
         final = {}

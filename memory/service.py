@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from smart_agent.context import context_field
+from smart_agent.context_types import parse_bool
 from smart_agent.messages import message_text
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -41,11 +42,12 @@ _REMEMBER_RE = re.compile(
 
 
 def memory_enabled(ctx: Any) -> bool:
+    # Strict (parse_bool): "false" in a raw dict context is False, "maybe" an error.
     value = context_field(ctx, "memory", None)
     if value is None:
-        raw = os.environ.get("SMART_AGENT_MEMORY", "")
-        return raw.strip().lower() not in {"0", "false", "no", "off"}
-    return bool(value)
+        raw = os.environ.get("SMART_AGENT_MEMORY", "").strip()
+        return parse_bool(raw, "SMART_AGENT_MEMORY") if raw else True
+    return parse_bool(value, "memory")
 
 
 def namespace_for(ctx: Any) -> tuple[str, str]:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from smart_agent.context import context_field
+from smart_agent.context import context_field, context_flag
 
 __all__ = [
     "Resolver",
@@ -60,8 +60,14 @@ def workspace_of(runtime: Any) -> Path:
 
 
 def allow_private_network_of(runtime: Any) -> bool:
-    """Whether URL tools may reach private addresses in this run (default: no)."""
-    return bool(context_value(runtime, "allow_private_network", False))
+    """Whether URL tools may reach private addresses in this run (default: no).
+
+    Read strictly (``context_flag``): a raw dict context holding "false" is False,
+    and a value that is not a boolean refuses the URL instead of allowing it."""
+    try:
+        return context_flag(getattr(runtime, "context", None), "allow_private_network", False)
+    except ValueError as exc:
+        raise ToolError(f"Refused: {exc}.") from None
 
 
 # -- workspace confinement ----------------------------------------------------

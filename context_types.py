@@ -1,0 +1,147 @@
+"""Type-driven checks of run-configuration values (the fields of ``context.Context``).
+
+A value is checked against its field's annotation, so a new field is type-checked
+without new code: booleans are real booleans (never the string "false", whose
+``bool()`` is true), integers are not booleans or floats, numbers are finite and
+inside the field's bounds, text carries no NUL byte and no lone surrogate (it
+reaches files, SQLite and HTTP), lists hold strings, ``Literal`` fields hold one of
+their values. Environment variables go through :func:`env_value` (the same types,
+strict booleans, no nan) and command-line numbers through the same bounds.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import types
+from collections.abc import Mapping
+from typing import Any, Literal, Union, get_args, get_origin
+
+__all__ = ["env_value", "parse_bool", "shown", "text_problem", "value_problem"]
+
+TRUE_WORDS = frozenset({"true", "1", "yes", "on"})
+FALSE_WORDS = frozenset({"false", "0", "no", "off"})
+#: Longest text field (a system prompt of a few hundred pages) and longest list field.
+MAX_TEXT_CHARS = 1_000_000
+MAX_LIST_ITEMS = 1_000
+
+Bounds = Mapping[str, tuple[float, float]]
+
+
+def shown(value: Any, n: int = 60) -> str:
+    """A short ``repr`` of an untrusted value for an error message (one line)."""
+    text = repr(value)
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def parse_bool(value: Any, what: str) -> bool:
+    """``value`` as a boolean: True/False, or (case-insensitive) true/false, 1/0, yes/no,
+    on/off as text. Anything else is a ``ValueError`` naming ``what``."""
+    if value is True or value is False:
+        return value
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in TRUE_WORDS:
+            return True
+        if word in FALSE_WORDS:
+            return False
+    raise ValueError(f"{what} must be true or false (got {shown(value)})")
+
+
+def text_problem(value: str) -> str | None:
+    """Why a text cannot be used as a setting (None when it can)."""
+    if "\x00" in value:
+        return "contains a NUL byte"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "is not valid UTF-8 text (it contains a lone surrogate, e.g. from undecodable bytes)"
+    if len(value) > MAX_TEXT_CHARS:
+        return f"is longer than {MAX_TEXT_CHARS} characters"
+    return None
+
+
+def _optional(hint: Any) -> tuple[Any, bool]:
+    """``(X, True)`` for ``X | None``; ``(hint, False)`` otherwise."""
+    if get_origin(hint) in (Union, types.UnionType):
+        rest = [a for a in get_args(hint) if a is not type(None)]
+        if len(rest) == 1:
+            return rest[0], len(rest) < len(get_args(hint))
+    return hint, False
+
+
+def _range_problem(name: str, value: float, kind: str, bounds: Bounds) -> str | None:
+    if name not in bounds:
+        return f"{name} has no bounds in context.FIELD_BOUNDS (a programming error)"
+    low, high = bounds[name]
+    if low <= value <= high:
+        return None
+    return f"{name} must be {kind} from {low} to {high} (got {shown(value)})"
+
+
+def value_problem(name: str, hint: Any, value: Any, bounds: Bounds) -> str | None:
+    """Why ``value`` does not fit field ``name`` annotated ``hint`` (None when it fits)."""
+    hint, optional = _optional(hint)
+    if value is None and optional:
+        return None
+    origin, args = get_origin(hint), get_args(hint)
+    if origin is Literal:
+        ok = any(type(value) is type(a) and value == a for a in args)
+        return None if ok else f"{name} must be one of {', '.join(map(repr, args))} (got {shown(value)})"
+    if hint is bool:
+        return None if value is True or value is False else f"{name} must be true or false (got {shown(value)})"
+    if hint is int:
+        if not isinstance(value, int) or isinstance(value, bool):
+            return f"{name} must be an integer (got {shown(value)})"
+        return _range_problem(name, value, "an integer", bounds)
+    if hint is float:
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+            return f"{name} must be a finite number (got {shown(value)})"
+        return _range_problem(name, value, "a number", bounds)
+    if hint is str:
+        if not isinstance(value, str):
+            return f"{name} must be a string (got {shown(value)})"
+        problem = text_problem(value)
+        return f"{name} {problem}" if problem else None
+    if origin is list and args == (str,):
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            return f"{name} must be a list of strings (got {shown(value)})"
+        if len(value) > MAX_LIST_ITEMS:
+            return f"{name} has more than {MAX_LIST_ITEMS} items"
+        problems = [p for p in map(text_problem, value) if p]
+        return f"{name} has an item that {problems[0]}" if problems else None
+    if origin is dict and args[:1] == (str,):
+        if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+            return f"{name} must be a JSON object (got {shown(value)})"
+        return None
+    return f"{name} has a type the validator does not know ({hint!r}): add it to context_types.value_problem"
+
+
+def env_value(hint: Any, raw: str, variable: str) -> Any:
+    """The text of environment variable ``variable`` converted to the type ``hint``
+    (``ValueError`` naming the variable when it cannot be)."""
+    hint, _ = _optional(hint)
+    origin = get_origin(hint)
+    try:
+        if hint is bool:
+            return parse_bool(raw, variable)
+        if hint is int:
+            return int(raw.strip())
+        if hint is float:
+            number = float(raw.strip())
+            if not math.isfinite(number):
+                raise ValueError("not a finite number")
+            return number
+        if origin is list:
+            return [item.strip() for item in raw.split(",") if item.strip()]
+        if origin is dict:
+            return json.loads(raw)
+    except ValueError as exc:
+        if str(exc).startswith(variable):
+            raise
+        raise ValueError(f"{variable} must be {_kind(hint)} (got {shown(raw)})") from None
+    return raw
+
+
+def _kind(hint: Any) -> str:
+    return {bool: "true or false", int: "an integer", float: "a finite number"}.get(hint, "a JSON object")
