@@ -106,9 +106,13 @@ def test_default_registry_loads_folder_plugins(tmp_path: Path, monkeypatch: pyte
     home = tmp_path / "home"
     (home / "plugins").mkdir(parents=True)
     (home / "plugins" / "shout.py").write_text(PLUGIN)
+    monkeypatch.delenv("SMART_AGENT_PLUGINS", raising=False)
     monkeypatch.setenv("SMART_AGENT_HOME", str(home))
+    assert "shout" not in default_registry(entry_points=False)  # never implicitly from the data folder
+    monkeypatch.setenv("SMART_AGENT_PLUGINS", str(home / "plugins"))  # only from a configured folder
     assert "shout" in default_registry(entry_points=False)
     monkeypatch.delenv("SMART_AGENT_HOME")
+    monkeypatch.delenv("SMART_AGENT_PLUGINS")
     monkeypatch.chdir(tmp_path / "home")  # default home: ./.smart-agent
     assert "shout" not in default_registry(entry_points=False)
 

@@ -7,8 +7,9 @@ with a pydantic argument schema. The registry adds metadata the runtime uses
 * installed packages that declare an entry point in the ``smart_agent.tools``
   group (the entry point loads a ``BaseTool``, a list of them, or a callable
   returning either);
-* ``*.py`` files in a plugins folder (``$SMART_AGENT_HOME/plugins`` by default)
-  that define ``TOOLS = [...]`` (BaseTool objects, optionally ``(tool, ToolMeta)``).
+* ``*.py`` files in a plugins folder the user configured explicitly
+  (``$SMART_AGENT_PLUGINS``; there is no implicit default) that define
+  ``TOOLS = [...]`` (BaseTool objects, optionally ``(tool, ToolMeta)``).
 
 Tools that need run configuration (workspace, network permission, store, stream)
 declare a ``runtime: ToolRuntime`` parameter; the tools node injects it, and it is
