@@ -20,6 +20,11 @@ import uuid
 from dataclasses import fields
 from typing import Any, Callable, TextIO
 
+from smart_agent.cli_args import (
+    OneLineParser, add_context_budget_args, add_reasoning_args, check_tool_names, context_budget_values, existing_dir,
+    field_int, reasoning_values, tool_list, utf8_text,
+)
+
 EXIT_USAGE = 2
 EXIT_FAILURE = 1
 
@@ -124,11 +129,11 @@ def add_context_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", help="chat model as provider:model (default: $SMART_AGENT_MODEL or openai:gpt-4o-mini)")
     p.add_argument("--system-prompt", help="replace the system prompt")
     p.add_argument("--thread", help="thread id: continue an earlier session of that id")
-    p.add_argument("--max-tool-calls", type=int, help="hard bound on tool executions per run (default 20)")
-    p.add_argument("--max-parallel-tools", type=int, help="tool calls of one turn run at once (default 5)")
-    p.add_argument("--workspace", help="folder the file tools are confined to (default: current folder)")
+    p.add_argument("--max-tool-calls", type=field_int("max_tool_calls"), help="hard bound on tool executions per run (default 20)")
+    p.add_argument("--max-parallel-tools", type=field_int("max_parallel_tools"), help="tool calls of one turn run at once (default 5)")
+    p.add_argument("--workspace", type=existing_dir, help="folder the file tools are confined to (default: current folder)")
     p.add_argument("--allow-private-network", action="store_true", default=None, help="let URL tools reach private/loopback addresses")
-    p.add_argument("--tools", type=lambda s: [t.strip() for t in s.split(",") if t.strip()], help="comma-separated tool names to offer")
+    p.add_argument("--tools", type=tool_list, help="comma-separated tool names to offer")
     p.add_argument("--model-timeout", type=float, metavar="S", help="seconds a model request may wait for the service (default 120)")
     p.add_argument("--model-retries", type=int, metavar="N", help="retries of a timed-out or unreachable model request (default 2)")
     p.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout; events go to stderr")
@@ -138,54 +143,16 @@ def add_context_args(p: argparse.ArgumentParser) -> None:
 
 
 
-def _add_context_budget_args(p: argparse.ArgumentParser) -> None:
-    """Context management (issue 4): token budget, archive, todo planning, structured output."""
-    p.add_argument("--context-tokens", type=int, help="token budget of every model request (default 24000)")
-    p.add_argument("--summary-tokens", type=int, help="largest summary of compacted history, in tokens (default 1000)")
-    p.add_argument("--archive-chars", type=int, help="archive tool outputs longer than this many characters (default 2000; 0: off)")
-    p.add_argument("--todo", action="store_true", default=None, help="planning mode: the model keeps a todo list (manage_todo_list)")
-    p.add_argument("--output-schema", metavar="FILE", help="JSON Schema file: the final answer must be a JSON value valid against it")
-    p.add_argument("--max-output-retries", type=int, help="invalid structured answers sent back to the model before failing (default 2)")
-
-
-def _context_budget_values(args: argparse.Namespace, values: dict) -> None:
-    for flag, field_name in (
-        ("context_tokens", "context_token_limit"),
-        ("summary_tokens", "summary_token_limit"),
-        ("archive_chars", "archive_threshold_chars"),
-        ("todo", "use_todo_list"),
-        ("max_output_retries", "max_output_retries"),
-    ):
-        if getattr(args, flag, None) is not None:
-            values[field_name] = getattr(args, flag)
-    path = getattr(args, "output_schema", None)
-    if path:
-        try:
-            with open(path, encoding="utf-8") as fh:
-                values["output_schema"] = json.load(fh)
-        except (OSError, ValueError) as exc:
-            raise ValueError(f"--output-schema {path}: cannot read a JSON Schema ({exc})") from None
-
-
-def _add_reasoning_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--reasoning", choices=["direct", "two-phase"], help="two-phase: a reasoning call first, then an action call offering only the tools it named")
-
-
-def _reasoning_values(args: argparse.Namespace, values: dict) -> None:
-    if getattr(args, "reasoning", None):
-        values["reasoning"] = args.reasoning.replace("-", "_")
-
-
 def _feature_context_hooks() -> list[tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace, dict], None]]]:
     """Each feature's (add its flags, map them onto Context fields) pair."""
     from smart_agent.memory.cli import add_memory_context_args, memory_context_values
     from smart_agent.nodes.planner.cli import add_planner_context_args, planner_context_values
 
     return [
-        (_add_context_budget_args, _context_budget_values),
+        (add_context_budget_args, context_budget_values),
         (add_memory_context_args, memory_context_values),
         (add_planner_context_args, planner_context_values),
-        (_add_reasoning_args, _reasoning_values),
+        (add_reasoning_args, reasoning_values),
     ]
 
 
@@ -203,7 +170,7 @@ def context_from_args(args: argparse.Namespace):
         values["workspace"] = os.path.abspath(values["workspace"])
     for _add_args, to_values in _feature_context_hooks():
         to_values(args, values)
-    return Context(**values)
+    return check_tool_names(Context(**values))
 
 
 # --------------------------------------------------------------------------- running
@@ -398,11 +365,11 @@ def _graph_command(args: argparse.Namespace) -> int:
 
 # --------------------------------------------------------------------------- entry point
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="smart-agent", description="Autonomous agents on LangGraph.")
+    parser = OneLineParser(prog="smart-agent", description="Autonomous agents on LangGraph.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("run", help="run one task (Runner mode)")
-    p.add_argument("task", help="the task, in plain language")
+    p.add_argument("task", type=utf8_text("task"), help="the task, in plain language")
     add_context_args(p)
     p.set_defaults(handler=_run_command)
 

@@ -1,0 +1,143 @@
+"""Command-line input checks: every bad argument is one line on stderr and exit code 2.
+
+* :class:`OneLineParser` - argparse errors as one line (no usage dump, no traceback).
+* :func:`field_int` - an integer flag checked with its context field's type and bounds.
+* :func:`existing_dir` - ``--workspace`` must name an existing folder.
+* :func:`utf8_text` - text arguments (the task) must be valid UTF-8; undecodable
+  bytes in argv are refused, not replaced.
+* :func:`check_tool_names` - ``--tools`` names must be registered tools.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NoReturn
+
+from smart_agent.context_types import shown, text_problem
+
+if TYPE_CHECKING:  # pragma: no cover
+    from smart_agent.context import Context
+
+EXIT_USAGE = 2
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose usage errors are one line (sub-parsers inherit it)."""
+
+    def error(self, message: str) -> NoReturn:
+        line = " ".join(message.split())
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {line} (see {self.prog} --help)\n")
+
+
+def field_int(field_name: str) -> Callable[[str], int]:
+    """An argparse ``type`` for an integer context field: its type and bounds."""
+    from smart_agent.context import field_problem
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer (got {shown(text)})") from None
+        problem = field_problem(field_name, value)
+        if problem:
+            raise argparse.ArgumentTypeError(problem)
+        return value
+
+    parse.__name__ = "integer"
+    return parse
+
+
+def utf8_text(what: str) -> Callable[[str], str]:
+    """An argparse ``type`` refusing text with undecodable bytes or NUL (argv is bytes on POSIX)."""
+
+    def parse(text: str) -> str:
+        problem = text_problem(text)
+        if problem:
+            raise argparse.ArgumentTypeError(f"the {what} {problem}")
+        return text
+
+    parse.__name__ = what
+    return parse
+
+
+def existing_dir(text: str) -> str:
+    """``--workspace``: an existing folder, as an absolute path."""
+    problem = text_problem(text)
+    if problem:
+        raise argparse.ArgumentTypeError(f"the folder name {problem}")
+    path = os.path.abspath(text)
+    if not os.path.exists(path):
+        raise argparse.ArgumentTypeError(f"{shown(text)} does not exist")
+    if not os.path.isdir(path):
+        raise argparse.ArgumentTypeError(f"{shown(text)} is not a directory")
+    return path
+
+
+def tool_list(text: str) -> list[str]:
+    """``--tools a,b``: comma-separated names (checked against the registry later)."""
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    for name in names:
+        problem = text_problem(name)
+        if problem:
+            raise argparse.ArgumentTypeError(f"the tool name {shown(name)} {problem}")
+    return names
+
+
+def check_tool_names(ctx: Context) -> Context:
+    """``ctx``; a ``ValueError`` listing the known tools when one of ``ctx.tools`` is not
+    a registered tool (built-ins, context tools and plugins: what a CLI run's graph offers)."""
+    names = ctx.tools
+    if not names:
+        return ctx
+    from smart_agent.tools.builtins import default_registry
+    from smart_agent.tools.context_tools import with_context_tools
+
+    known = with_context_tools(default_registry()).names()
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ValueError(
+            f"--tools: unknown tool(s) {', '.join(map(shown, unknown))}. Known tools: {', '.join(known)}"
+        )
+    return ctx
+
+
+# -- flags of features that have no module of their own ------------------------------
+def add_context_budget_args(p: argparse.ArgumentParser) -> None:
+    """Context management (issue 4): token budget, archive, todo planning, structured output."""
+    p.add_argument("--context-tokens", type=field_int("context_token_limit"), help="token budget of every model request (default 24000)")
+    p.add_argument("--summary-tokens", type=field_int("summary_token_limit"), help="largest summary of compacted history, in tokens (default 1000)")
+    p.add_argument("--archive-chars", type=field_int("archive_threshold_chars"), help="archive tool outputs longer than this many characters (default 2000; 0: off)")
+    p.add_argument("--todo", action="store_true", default=None, help="planning mode: the model keeps a todo list (manage_todo_list)")
+    p.add_argument("--output-schema", metavar="FILE", help="JSON Schema file: the final answer must be a JSON value valid against it")
+    p.add_argument("--max-output-retries", type=field_int("max_output_retries"), help="invalid structured answers sent back to the model before failing (default 2)")
+
+
+def context_budget_values(args: argparse.Namespace, values: dict) -> None:
+    for flag, field_name in (
+        ("context_tokens", "context_token_limit"),
+        ("summary_tokens", "summary_token_limit"),
+        ("archive_chars", "archive_threshold_chars"),
+        ("todo", "use_todo_list"),
+        ("max_output_retries", "max_output_retries"),
+    ):
+        if getattr(args, flag, None) is not None:
+            values[field_name] = getattr(args, flag)
+    path = getattr(args, "output_schema", None)
+    if path:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                values["output_schema"] = json.load(fh)
+        except (OSError, ValueError, RecursionError) as exc:
+            raise ValueError(f"--output-schema {shown(path)}: cannot read a JSON Schema ({type(exc).__name__}: {exc})") from None
+
+
+def add_reasoning_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--reasoning", choices=["direct", "two-phase"], help="two-phase: a reasoning call first, then an action call offering only the tools it named")
+
+
+def reasoning_values(args: argparse.Namespace, values: dict) -> None:
+    if getattr(args, "reasoning", None):
+        values["reasoning"] = args.reasoning.replace("-", "_")
