@@ -132,3 +132,22 @@ def test_sqlite_lock_files_are_per_database(tmp_path, isolated_home):
     assert lock_path("t", a) != lock_path("t", b) != lock_path("t")
     assert lock_path("t").parent == isolated_home / "locks"
     assert lock_path("t", a).parent == tmp_path / "a.sqlite.locks"
+
+
+@pytest.mark.parametrize("command", ["chat", "demo", "execute"])
+def test_every_thread_command_takes_the_lock(command, scripted_server, workspace, tmp_path):
+    srv = scripted_server(responder=lambda req: {"content": "should not be asked"})
+    plan = tmp_path / "plan.json"
+    plan.write_text('{"steps": [{"id": "a", "tool": "calculator", "args": {"expression": "1+1"}}]}')
+    args = {"chat": ["chat", "--thread", "t-cmd", "--workspace", str(workspace)],
+            "demo": ["demo", "--thread", "t-cmd", "--workspace", str(workspace)],
+            "execute": ["execute", str(plan), "--thread", "t-cmd", "--workspace", str(workspace), "--json"]}[command]
+    holder = Holder("t-cmd", None)
+    try:
+        proc = run_cli(args, env=cli_env(srv, SMART_AGENT_THREAD_LOCK_TIMEOUT="0.5"), input_text="hello\n")
+    finally:
+        holder.close()
+    assert proc.returncode == 1, (proc.stdout, proc.stderr)
+    assert "'t-cmd' is busy" in proc.stderr.strip().splitlines()[-1]
+    if command == "chat":  # demo brings its own model server; execute asks none
+        assert srv.requests == []
