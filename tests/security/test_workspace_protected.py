@@ -115,7 +115,7 @@ def test_configured_plugins_folder_and_custom_data_home_are_refused(tmp_path: Pa
         read_file.func("state/sessions.sqlite", runtime=runtime)
     with pytest.raises(ToolError, match="protected folder"):
         list_files.func("tools-dir", runtime=runtime)
-    assert list(p.name for p in (ws / "tools-dir").iterdir()) == []
+    assert [p.name for p in (ws / "tools-dir").iterdir()] == []
     assert (ws / "state" / "sessions.sqlite").read_text() == SESSIONS
     (ws / "notes.txt").write_text("n")
     (ws / ".git").mkdir()

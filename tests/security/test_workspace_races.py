@@ -80,8 +80,8 @@ def test_symlink_swapped_during_calls_never_redirects_an_access(dirs: tuple[Path
     thread.start()
     try:
         for i in range(ROUNDS):
-            for call in (lambda: write_file.func(f"d/w{i % 7}.txt", f"pwned {i}", runtime=rt),
-                         lambda: write_file.func("f.txt", f"pwned {i}", runtime=rt),
+            for call in (lambda i=i: write_file.func(f"d/w{i % 7}.txt", f"pwned {i}", runtime=rt),
+                         lambda i=i: write_file.func("f.txt", f"pwned {i}", runtime=rt),
                          lambda: read_file.func("d/secret.txt", runtime=rt),
                          lambda: read_file.func("r.txt", runtime=rt)):
                 try:
