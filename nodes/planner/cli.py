@@ -21,11 +21,9 @@ import os
 import sys
 from typing import Any, Callable, TextIO
 
+from smart_agent.cli_args import check_tool_names, existing_dir, field_int, tool_list, utf8_text
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-
-
-def _tool_list(text: str) -> list[str]:
-    return [t.strip() for t in text.split(",") if t.strip()]
 
 
 def register_cli(subparsers: Any) -> None:
@@ -35,11 +33,11 @@ def register_cli(subparsers: Any) -> None:
         help="compile a task into a validated plan (nothing runs); --save writes it for `execute`",
         description="Ask the model for a plan (a DAG of tool steps), validate it and print or save it.",
     )
-    p.add_argument("task", help="the task, in plain language")
+    p.add_argument("task", type=utf8_text("task"), help="the task, in plain language")
     p.add_argument("--save", metavar="PATH", help="write the plan as JSON to PATH")
     p.add_argument("--model", help="chat model as provider:model (default: $SMART_AGENT_MODEL)")
-    p.add_argument("--tools", type=_tool_list, help="comma-separated tool names the plan may use")
-    p.add_argument("--max-plan-attempts", type=int, default=None, help="model attempts to get a valid plan (default 3)")
+    p.add_argument("--tools", type=tool_list, help="comma-separated tool names the plan may use")
+    p.add_argument("--max-plan-attempts", type=field_int("max_plan_attempts"), default=None, help="model attempts to get a valid plan (default 3)")
     p.add_argument("--method", choices=("tool", "structured", "text"), default="tool", help="how the plan is requested (default: a submit_plan tool)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.set_defaults(handler=plan_command)
@@ -50,10 +48,10 @@ def register_cli(subparsers: Any) -> None:
         description="Validate and execute a plan file: parallel steps, retries, timeouts, on_fail; no model calls.",
     )
     p.add_argument("plan_file", metavar="PLAN", help="plan JSON file ('-' for stdin)")
-    p.add_argument("--workspace", help="folder the file tools are confined to (default: current folder)")
+    p.add_argument("--workspace", type=existing_dir, help="folder the file tools are confined to (default: current folder)")
     p.add_argument("--allow-private-network", action="store_true", default=None, help="let URL tools reach private/loopback addresses")
-    p.add_argument("--max-parallel-tools", type=int, default=None, help="steps run at once (default 5)")
-    p.add_argument("--max-tool-calls", type=int, default=None, help="tool executions the plan may make, retries included (default 20)")
+    p.add_argument("--max-parallel-tools", type=field_int("max_parallel_tools"), default=None, help="steps run at once (default 5)")
+    p.add_argument("--max-tool-calls", type=field_int("max_tool_calls"), default=None, help="tool executions the plan may make, retries included (default 20)")
     p.add_argument("--thread", help="keep the execution in the session database under this id; rerun to resume it")
     p.add_argument("--json", action="store_true", help="print the trace as one JSON object on stdout")
     p.add_argument("--quiet", "-q", action="store_true", help="do not print step events")
@@ -167,7 +165,7 @@ async def plan_command(args: argparse.Namespace) -> int:
         values["tools"] = args.tools
     if args.max_plan_attempts is not None:
         values["max_plan_attempts"] = args.max_plan_attempts
-    ctx = Context(**values)
+    ctx = check_tool_names(Context(**values))  # unknown --tools: one line, exit 2 (cli_args)
     registry = select_registry(_registry(), ctx.tools)
     model = load_chat_model(ctx.model, **model_options(ctx))
     result = await make_plan(args.task, model=model, registry=registry, max_attempts=ctx.max_plan_attempts, method=args.method)

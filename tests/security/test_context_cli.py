@@ -98,3 +98,20 @@ def test_good_input_still_runs(scripted_server, workspace):
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "fine"
     assert len(srv.requests) == 1 and srv.requests[0]["messages"][-1]["content"] == "café ☕"
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (["plan", b"caf\xe9"], ["the task is not valid UTF-8"]),
+        (["plan", "task", "--tools", "nosuch"], ["unknown tool(s) 'nosuch'", "Known tools:", "calculator"]),
+        (["plan", "task", "--max-plan-attempts", "1" + "0" * 30], ["max_plan_attempts must be an integer from 1 to 100"]),
+        (["execute", "-", "--workspace", "/no/such/folder"], ["--workspace", "does not exist"]),
+        (["execute", "-", "--max-tool-calls", "1" + "0" * 30], ["max_tool_calls must be an integer from 0 to 10000"]),
+    ],
+)
+def test_plan_and_execute_refuse_the_same_bad_input(scripted_server, args, needles):
+    srv = scripted_server([text("ran anyway")])
+    plan = '{"steps": [{"id": "s1", "tool": "calculator", "args": {"expression": "1+1"}}]}'
+    res = run_cli(args, env=cli_env(srv), input_text=plan)
+    assert_usage_error(res, srv, *needles)
