@@ -422,8 +422,8 @@ def main(argv: list[str] | None = None) -> int:
     except StructuredOutputError as exc:
         print(f"smart-agent: structured output failed: {exc}", file=sys.stderr)
         return EXIT_FAILURE
-    except (InputError, ValueError) as exc:
-        print(f"smart-agent: {exc}", file=sys.stderr)
+    except (InputError, ValueError) as exc:  # bad input: one line (a message may quote text with newlines)
+        print("smart-agent: " + " ".join(str(exc).split()), file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
