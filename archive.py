@@ -34,7 +34,7 @@ ARCHIVE_KEY = "smart_agent_archive"
 
 
 def archive_dir() -> Path:
-    from smart_agent.sessions import data_home
+    from .sessions import data_home
 
     return data_home() / "archive"
 

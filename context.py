@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields
 from functools import cache
 from typing import Annotated, Any, Literal, get_type_hints
 
-from smart_agent.context_types import env_value, parse_bool, shown, value_problem
+from .context_types import env_value, parse_bool, shown, value_problem
 
 DEFAULT_MODEL = "openai:gpt-4o-mini"
 
@@ -307,7 +307,7 @@ def validate_context(ctx: Context) -> list[str]:
     """Return human-readable problems with a context (empty when valid)."""
     errors = [p for f in fields(Context) if (p := field_problem(f.name, getattr(ctx, f.name)))]
     if not errors and ctx.output_schema is not None:
-        from smart_agent.structured_output import schema_problem
+        from .structured_output import schema_problem
 
         problem = schema_problem(ctx.output_schema)
         if problem:

@@ -45,7 +45,7 @@ _TIMEOUT_PROVIDERS = {
 def model_options(ctx: Any) -> dict[str, Any]:
     """The run's request limits for :func:`load_chat_model`: ``timeout`` (seconds) and
     ``max_retries`` from the context fields ``model_timeout_s`` / ``model_max_retries``."""
-    from smart_agent.context import context_field
+    from .context import context_field
 
     return {
         "timeout": float(context_field(ctx, "model_timeout_s", 120.0)),
@@ -157,7 +157,7 @@ async def invoke_model(runnable: Any, messages: list, *, spec: str | None = None
     """Call a chat model (or a runnable built on one); configuration and reachability
     failures become ModelConfigError, an unreadable reply (no choices, HTML, invalid
     UTF-8...) a one-line ModelReplyError; lone surrogates in the reply are replaced."""
-    from smart_agent.replies import guard_openai_tool_args, reply_problem, sanitize_reply
+    from .replies import guard_openai_tool_args, reply_problem, sanitize_reply
 
     guard_openai_tool_args()  # non-object tool arguments become invalid tool calls
     try:

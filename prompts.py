@@ -31,12 +31,12 @@ def build_system_prompt(ctx: Any, state: dict) -> str:
     if memory:
         parts.append(memory)
     if getattr(ctx, "use_todo_list", False):
-        from smart_agent.tools.context_tools import render_todos
+        from .tools.context_tools import render_todos
 
         parts.append(PLANNING_RULES + "\n\nCurrent todo list:\n" + render_todos(state.get("todos") or []))
     schema = state.get("output_schema")
     if schema:
-        from smart_agent.structured_output import output_instructions
+        from .structured_output import output_instructions
 
         parts.append(output_instructions(schema))
     notice = (state.get("notice") or "").strip()

@@ -40,7 +40,7 @@ async def _setup_postgres(saver: BaseCheckpointSaver, wait_s: float = 120.0) -> 
     import asyncio
     import time
 
-    from smart_agent.thread_lock import PG_LOCK_NAMESPACE
+    from .thread_lock import PG_LOCK_NAMESPACE
 
     deadline = time.monotonic() + wait_s
     while True:

@@ -56,7 +56,7 @@ def parse_json_answer(text: str) -> tuple[Any, str | None]:
     fenced = _FENCE.match(raw)
     if fenced:
         raw = fenced.group(1).strip()
-    from smart_agent.replies import json_depth_problem
+    from .replies import json_depth_problem
 
     problem = json_depth_problem(raw)  # before the parser can recurse that deep
     if problem:

@@ -56,7 +56,7 @@ def _is_postgres(url: str | None) -> bool:
 
 def lock_path(thread_id: str, url: str | None = None, home: Path | None = None) -> Path:
     """The lock file of ``thread_id`` for the SQLite database at ``url`` (or the default one)."""
-    from smart_agent.sessions import data_home
+    from .sessions import data_home
 
     digest = hashlib.sha256(thread_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
     if url:

@@ -19,27 +19,27 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 from langgraph.graph import END, START, StateGraph
 
-from smart_agent.context import Context
-from smart_agent.nodes.agent import make_agent_node
-from smart_agent.nodes.reasoning import make_two_phase_node
-from smart_agent.nodes.limit import tool_limit_finalize
-from smart_agent.nodes.memory import memory_recall, memory_write
-from smart_agent.nodes.resolver import make_resolver
-from smart_agent.nodes.routes import (
+from ..context import Context
+from ..nodes.agent import make_agent_node
+from ..nodes.reasoning import make_two_phase_node
+from ..nodes.limit import tool_limit_finalize
+from ..nodes.memory import memory_recall, memory_write
+from ..nodes.resolver import make_resolver
+from ..nodes.routes import (
     route_after_agent,
     route_after_handoff,
     route_after_structured_output,
     route_after_tools,
     route_before_agent,
 )
-from smart_agent.nodes.structured import make_structured_output_node
-from smart_agent.nodes.summarize import ContextBudget, make_summarize_node
-from smart_agent.nodes.tools import make_tools_node
-from smart_agent.state import AgentState, InputState
-from smart_agent.tools.registry import ToolMeta, ToolRegistry
+from ..nodes.structured import make_structured_output_node
+from ..nodes.summarize import ContextBudget, make_summarize_node
+from ..nodes.tools import make_tools_node
+from ..state import AgentState, InputState
+from ..tools.registry import ToolMeta, ToolRegistry
 
 if TYPE_CHECKING:
-    from smart_agent.nodes.team import AgentSpec
+    from ..nodes.team import AgentSpec
 
 # Enough supersteps for any bounded run: the loop itself ends through the tool limit.
 DEFAULT_RECURSION_LIMIT = 1000
@@ -47,14 +47,14 @@ DEFAULT_RECURSION_LIMIT = 1000
 
 def resolve_registry(registry: ToolRegistry | None, tools: Iterable[BaseTool] | None) -> ToolRegistry:
     if registry is None:
-        from smart_agent.tools.builtins import default_registry
+        from ..tools.builtins import default_registry
 
         registry = default_registry()
     if tools:
         registry = registry.copy()
         for t in tools:
             registry.register(t, ToolMeta(source="user"), replace=True)
-    from smart_agent.tools.context_tools import with_context_tools
+    from ..tools.context_tools import with_context_tools
 
     return with_context_tools(registry)  # get_tool_response, manage_todo_list (offered when they apply)
 
@@ -88,7 +88,7 @@ def build_agent_graph(
     """
     hooks = []
     if agents:
-        from smart_agent.nodes.team import (
+        from ..nodes.team import (
             make_handoff_node,
             make_team_node,
             make_team_start_hook,

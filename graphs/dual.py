@@ -19,9 +19,9 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 
-from smart_agent.context import Context
-from smart_agent.graphs.planner import build_planner_graph
-from smart_agent.nodes.dual import (
+from ..context import Context
+from .planner import build_planner_graph
+from ..nodes.dual import (
     brainstorm,
     finish,
     make_decide_node,
@@ -29,8 +29,8 @@ from smart_agent.nodes.dual import (
     make_prepare_node,
     route_after_decide,
 )
-from smart_agent.state import DualOutputState, DualState, InputState
-from smart_agent.tools.registry import ToolRegistry
+from ..state import DualOutputState, DualState, InputState
+from ..tools.registry import ToolRegistry
 
 RECURSION_LIMIT = 1000
 

@@ -16,17 +16,17 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 from langgraph.graph import END, START, StateGraph
 
-from smart_agent.context import Context
-from smart_agent.graphs.agent import build_agent_graph
-from smart_agent.nodes.fleet import (
+from ..context import Context
+from .agent import build_agent_graph
+from ..nodes.fleet import (
     make_aggregate_node,
     make_decompose_node,
     make_dispatch_node,
     make_worker_node,
     route_after_dispatch,
 )
-from smart_agent.state import FleetOutputState, FleetState, InputState
-from smart_agent.tools.registry import ToolRegistry
+from ..state import FleetOutputState, FleetState, InputState
+from ..tools.registry import ToolRegistry
 
 RECURSION_LIMIT = 1000
 

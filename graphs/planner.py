@@ -17,30 +17,30 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
-from smart_agent.context import Context
-from smart_agent.nodes.planner.approve import make_approve_node
-from smart_agent.nodes.planner.execute import (
+from ..context import Context
+from ..nodes.planner.approve import make_approve_node
+from ..nodes.planner.execute import (
     BACKOFF_BASE_S,
     make_dispatch_node,
     make_prepare_node,
     make_run_step_node,
 )
-from smart_agent.nodes.planner.plan import (
+from ..nodes.planner.plan import (
     PlanMethod,
     make_plan_failed_node,
     make_plan_node,
 )
-from smart_agent.nodes.planner.routes import (
+from ..nodes.planner.routes import (
     route_after_approve,
     route_after_dispatch,
     route_after_load,
     route_after_plan,
     route_after_prepare,
 )
-from smart_agent.nodes.planner.synthesize import make_report_node, make_synthesize_node
-from smart_agent.state import InputState, PlannerOutputState, PlannerState
-from smart_agent.tools.builtins import default_registry
-from smart_agent.tools.registry import ToolRegistry
+from ..nodes.planner.synthesize import make_report_node, make_synthesize_node
+from ..state import InputState, PlannerOutputState, PlannerState
+from ..tools.builtins import default_registry
+from ..tools.registry import ToolRegistry
 
 # Two supersteps per dispatch round (dispatch, run_step): LangGraph's default of 25 would
 # stop a long sequential plan. Every loop of this graph is bounded by its own limits.

@@ -74,7 +74,7 @@ def _guarded(handler: Any) -> Any:
     """A refused memory file ends the command with its one-line message and exit 2."""
 
     def run(args: argparse.Namespace) -> int:
-        from smart_agent.memory.integrity import MemoryUnavailable
+        from .integrity import MemoryUnavailable
 
         try:
             return handler(args)
@@ -88,7 +88,7 @@ def _guarded(handler: Any) -> Any:
 def _open(args: argparse.Namespace, embedding_model: str | None = None):
     import os
 
-    from smart_agent.memory.store import FaissMemoryStore, user_namespace
+    from .store import FaissMemoryStore, user_namespace
 
     user = args.user or os.environ.get("SMART_AGENT_USER_ID") or "default"
     spec = embedding_model or os.environ.get("SMART_AGENT_EMBEDDING_MODEL") or "local"
@@ -96,7 +96,7 @@ def _open(args: argparse.Namespace, embedding_model: str | None = None):
 
 
 def _row(item: Any, now: float) -> dict[str, Any]:
-    from smart_agent.memory.store import humanize_age
+    from .store import humanize_age
 
     v = item.value
     return {

@@ -13,12 +13,12 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from smart_agent.context import context_field
-from smart_agent.context_types import parse_bool
-from smart_agent.messages import message_text
+from ..context import context_field
+from ..context_types import parse_bool
+from ..messages import message_text
 
 if TYPE_CHECKING:  # pragma: no cover
-    from smart_agent.memory.store import Recalled
+    from .store import Recalled
 
 # Recall drops memories less similar than this to the query (cosine; MiniLM puts
 # unrelated sentences at about -0.1..0.15). $SMART_AGENT_MEMORY_MIN_SIMILARITY overrides.
@@ -51,7 +51,7 @@ def memory_enabled(ctx: Any) -> bool:
 
 
 def namespace_for(ctx: Any) -> tuple[str, str]:
-    from smart_agent.memory.store import user_namespace
+    from .store import user_namespace
 
     return user_namespace(context_field(ctx, "user_id", None) or os.environ.get("SMART_AGENT_USER_ID") or "default")
 
@@ -62,7 +62,7 @@ def store_for(runtime_store: Any = None, ctx: Any = None) -> Any:
     The default store lives in ``$SMART_AGENT_HOME/memory`` and is cached per
     folder and embedding model, so every node and tool of a process shares one.
     """
-    from smart_agent.memory.store import is_memory_store, open_store
+    from .store import is_memory_store, open_store
 
     if is_memory_store(runtime_store):
         return runtime_store

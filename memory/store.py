@@ -40,7 +40,7 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import BaseStore, SearchItem
-from smart_agent.sessions import data_home
+from ..sessions import data_home
 
 from . import integrity
 from .embeddings import embedding_id

@@ -9,20 +9,20 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
-from smart_agent.context import Context, coerce_context
-from smart_agent.events import emit
-from smart_agent.messages import as_ai_message, message_text, usage_of
-from smart_agent.models import ModelReplyError, invoke_model, load_chat_model, model_options
-from smart_agent.nodes.routes import pending_tool_calls, tool_limit_reached
-from smart_agent.prompts import build_system_prompt
-from smart_agent.tools.registry import ToolRegistry
+from ..context import Context, coerce_context
+from ..events import emit
+from ..messages import as_ai_message, message_text, usage_of
+from ..models import ModelReplyError, invoke_model, load_chat_model, model_options
+from .routes import pending_tool_calls, tool_limit_reached
+from ..prompts import build_system_prompt
+from ..tools.registry import ToolRegistry
 
 
 def offered_tools(ctx: Context, registry: ToolRegistry, state: dict) -> list[BaseTool]:
     """The tools this turn may call: none once the run must finalize."""
     if state.get("finalize") or tool_limit_reached(state):
         return []
-    from smart_agent.tools.context_tools import context_tools_for, is_context_tool
+    from ..tools.context_tools import context_tools_for, is_context_tool
 
     # Context tools (get_tool_response, manage_todo_list) are offered only when they apply,
     # memory tools only while the run's memory is on.

@@ -22,12 +22,12 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
-from smart_agent.context import Context, coerce_context
-from smart_agent.events import emit, preview
-from smart_agent.messages import as_ai_message, message_text, usage_of
-from smart_agent.models import invoke_model, load_chat_model, model_options
-from smart_agent.nodes.planner.common import task_text
-from smart_agent.nodes.structured_reply import reply_payload, submit_tool
+from ..context import Context, coerce_context
+from ..events import emit, preview
+from ..messages import as_ai_message, message_text, usage_of
+from ..models import invoke_model, load_chat_model, model_options
+from .planner.common import task_text
+from .structured_reply import reply_payload, submit_tool
 
 DECIDE = "decide"
 ACTIONS = ("brainstorm", "execute", "final")

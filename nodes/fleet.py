@@ -27,13 +27,13 @@ from langgraph.config import get_config
 from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
 from langgraph.types import Send
-from smart_agent.context import Context, coerce_context
-from smart_agent.events import emit, preview
-from smart_agent.messages import as_ai_message, message_text, usage_of
-from smart_agent.models import invoke_model, load_chat_model, model_options
-from smart_agent.nodes.planner.common import task_text
-from smart_agent.nodes.structured_reply import feedback, reply_payload, submit_tool
-from smart_agent.tools.agents import (
+from ..context import Context, coerce_context
+from ..events import emit, preview
+from ..messages import as_ai_message, message_text, usage_of
+from ..models import invoke_model, load_chat_model, model_options
+from .planner.common import task_text
+from .structured_reply import feedback, reply_payload, submit_tool
+from ..tools.agents import (
     AGENT_KEY,
     DEPTH_KEY,
     agent_depth,
@@ -262,7 +262,7 @@ def make_aggregate_node(model: BaseChatModel | None = None) -> Callable:
         response = as_ai_message(await invoke_model(llm, messages, spec=spec))
         emit("usage", node="aggregate", **usage_of(response))
         # An empty answer is asked for once more, then fails the run (never an empty answer).
-        from smart_agent.nodes.agent import ask_again_if_empty
+        from .agent import ask_again_if_empty
 
         response = await ask_again_if_empty(llm, messages, [], response, spec=spec)
         answer = message_text(response).strip()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from smart_agent.events import emit
-from smart_agent.prompts import FINALIZE_NOTICE
+from ..events import emit
+from ..prompts import FINALIZE_NOTICE
 
 
 async def tool_limit_finalize(state: dict) -> dict[str, Any]:

@@ -24,10 +24,10 @@ import time
 from typing import Any
 
 from langgraph.runtime import Runtime
-from smart_agent.context import context_field
-from smart_agent.events import emit
-from smart_agent.memory.integrity import MemoryUnavailable
-from smart_agent.memory.service import (
+from ..context import context_field
+from ..events import emit
+from ..memory.integrity import MemoryUnavailable
+from ..memory.service import (
     build_observation,
     format_memory_context,
     memory_enabled,

@@ -25,14 +25,14 @@ from typing import Any, Callable
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import SystemMessage
 from langgraph.runtime import Runtime
-from smart_agent.context import Context, coerce_context
-from smart_agent.events import emit
-from smart_agent.messages import usage_of
-from smart_agent.models import load_chat_model, model_options
-from smart_agent.nodes.agent import call_model, offered_tools
-from smart_agent.nodes.structured_reply import submit_tool
-from smart_agent.prompts import build_system_prompt
-from smart_agent.tools.registry import ToolRegistry
+from ..context import Context, coerce_context
+from ..events import emit
+from ..messages import usage_of
+from ..models import load_chat_model, model_options
+from .agent import call_model, offered_tools
+from .structured_reply import submit_tool
+from ..prompts import build_system_prompt
+from ..tools.registry import ToolRegistry
 
 REASONING = "reasoning"
 TWO_PHASE = "two_phase"

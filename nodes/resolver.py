@@ -7,8 +7,8 @@ from typing import Any, Callable
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage, ToolMessage
 from langgraph.runtime import Runtime
 
-from smart_agent.context import Context, coerce_context, validate_context
-from smart_agent.nodes.routes import pending_tool_calls
+from ..context import Context, coerce_context, validate_context
+from .routes import pending_tool_calls
 
 
 class InputError(ValueError):

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from langchain_core.messages import AIMessage
 
-from smart_agent.tokens import usable_tokens
+from ..tokens import usable_tokens
 
 END = "__end__"
 

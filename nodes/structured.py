@@ -14,10 +14,10 @@ from typing import Any, Callable
 from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
 
-from smart_agent.context import Context, coerce_context
-from smart_agent.events import emit
-from smart_agent.nodes.summarize import FEEDBACK_KIND, MARK, ContextBudget, text_of
-from smart_agent.structured_output import RETRY_MESSAGE, StructuredOutputError, validate_answer
+from ..context import Context, coerce_context
+from ..events import emit
+from .summarize import FEEDBACK_KIND, MARK, ContextBudget, text_of
+from ..structured_output import RETRY_MESSAGE, StructuredOutputError, validate_answer
 
 
 def make_structured_output_node(budget: ContextBudget) -> Callable:

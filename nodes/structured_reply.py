@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from smart_agent.messages import message_text
-from smart_agent.nodes.planner.repair import PlanSyntaxError, extract_json
+from ..messages import message_text
+from .planner.repair import PlanSyntaxError, extract_json
 
 
 def submit_tool(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:

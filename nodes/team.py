@@ -18,11 +18,11 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
-from smart_agent.context import Context, coerce_context
-from smart_agent.events import emit
-from smart_agent.nodes.routes import HANDOFF_PREFIX, pending_tool_calls
-from smart_agent.tools.agents import as_handoff
-from smart_agent.tools.registry import ToolMeta, ToolRegistry
+from ..context import Context, coerce_context
+from ..events import emit
+from .routes import HANDOFF_PREFIX, pending_tool_calls
+from ..tools.agents import as_handoff
+from ..tools.registry import ToolMeta, ToolRegistry
 
 
 @dataclass
@@ -40,7 +40,7 @@ class AgentSpec:
 
 def team_registries(agents: dict[str, AgentSpec]) -> dict[str, ToolRegistry]:
     """Each member's tools plus its ``transfer_to_<name>`` tools (and the context tools)."""
-    from smart_agent.tools.context_tools import with_context_tools
+    from ..tools.context_tools import with_context_tools
 
     out: dict[str, ToolRegistry] = {}
     for name, spec in agents.items():

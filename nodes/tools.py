@@ -21,19 +21,19 @@ from typing import Any, Callable
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
-from smart_agent.context import Context, coerce_context
-from smart_agent.events import emit, preview
-from smart_agent.nodes.routes import pending_tool_calls
-from smart_agent.prompts import SKIPPED_RESULT
-from smart_agent.replies import MAX_JSON_CHARS
-from smart_agent.tools.context_tools import (
+from ..context import Context, coerce_context
+from ..events import emit, preview
+from .routes import pending_tool_calls
+from ..prompts import SKIPPED_RESULT
+from ..replies import MAX_JSON_CHARS
+from ..tools.context_tools import (
     CONTEXT_TOOL_NAMES,
     GET_TOOL_RESPONSE,
     STATE_TAG,
     free_retrievals,
 )
-from smart_agent.tools.invoke import ToolOutcome, run_tool, tool_timeout
-from smart_agent.tools.registry import ToolRegistry
+from ..tools.invoke import ToolOutcome, run_tool, tool_timeout
+from ..tools.registry import ToolRegistry
 
 
 def plan_calls(calls: list[dict], made: int, limit: int) -> tuple[list[dict], list[dict]]:

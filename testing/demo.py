@@ -23,7 +23,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from smart_agent.testing.scripted_server import message_text, text, tool_call, tool_call_names, tool_messages
+from .scripted_server import message_text, text, tool_call, tool_call_names, tool_messages
 
 __all__ = ["DEMO_TASK", "DEMO_FILE", "demo_responder", "demo_script_server"]
 
@@ -76,6 +76,6 @@ def demo_responder(request: dict[str, Any]) -> dict[str, Any]:
 
 def demo_script_server(**kwargs: Any) -> Any:
     """A not-yet-started ``ScriptedOpenAIServer`` answering with ``demo_responder``."""
-    from smart_agent.testing.scripted_server import ScriptedOpenAIServer
+    from .scripted_server import ScriptedOpenAIServer
 
     return ScriptedOpenAIServer(responder=demo_responder, **kwargs)

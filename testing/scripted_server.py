@@ -683,7 +683,7 @@ def main(argv: list[str] | None = None) -> int:
     script: list[Any] = []
     responder = None
     if args.demo:
-        from smart_agent.testing.demo import demo_responder
+        from .demo import demo_responder
 
         responder = demo_responder
     else:

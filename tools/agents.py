@@ -31,10 +31,10 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables.config import var_child_runnable_config
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
-from smart_agent.context import Context, coerce_context
-from smart_agent.events import make_event, preview
-from smart_agent.nodes.routes import HANDOFF_PREFIX
-from smart_agent.tools.registry import ToolMeta, ToolRegistry
+from ..context import Context, coerce_context
+from ..events import make_event, preview
+from ..nodes.routes import HANDOFF_PREFIX
+from .registry import ToolMeta, ToolRegistry
 
 DEPTH_KEY = "smart_agent_depth"
 AGENT_KEY = "smart_agent_agent_id"
@@ -205,7 +205,7 @@ class SubAgents:
 
     def child_registry(self, can_delegate: bool) -> ToolRegistry:
         if can_delegate not in self._registries:
-            from smart_agent.graphs.agent import resolve_registry
+            from ..graphs.agent import resolve_registry
 
             reg = resolve_registry(self.registry, self.extra_tools).copy()
             reg.unregister(self.name)
@@ -217,7 +217,7 @@ class SubAgents:
     def child_graph(self, can_delegate: bool) -> Any:
         """The child agent loop; it has ``sub_agent`` only when its children stay within the depth limit."""
         if can_delegate not in self._graphs:
-            from smart_agent.graphs.agent import build_agent_graph
+            from ..graphs.agent import build_agent_graph
 
             self._graphs[can_delegate] = build_agent_graph(
                 model=self.model, registry=self.child_registry(can_delegate), checkpointer=False, name=self.name,

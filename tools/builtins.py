@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from langchain_core.tools import BaseTool
-from smart_agent.tools.calculator import calculator
-from smart_agent.tools.files import list_files, read_file, write_file
-from smart_agent.tools.memory_tools import MEMORY_TOOLS
-from smart_agent.tools.registry import ToolMeta, ToolRegistry
-from smart_agent.tools.safe_fs import plugins_folder
-from smart_agent.tools.web import browse_url, web_search
+from .calculator import calculator
+from .files import list_files, read_file, write_file
+from .memory_tools import MEMORY_TOOLS
+from .registry import ToolMeta, ToolRegistry
+from .safe_fs import plugins_folder
+from .web import browse_url, web_search
 
 __all__ = ["BUILTIN_TOOLS", "default_plugins_folder", "default_registry"]
 

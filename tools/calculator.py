@@ -11,7 +11,7 @@ from typing import Any
 from langchain_core.tools import tool
 from pydantic import BaseModel, Field
 
-from smart_agent.tools.guards import ToolError
+from .guards import ToolError
 
 __all__ = ["CalculatorArgs", "calculator", "evaluate_expression", "format_number"]
 

@@ -17,11 +17,11 @@ from langchain_core.tools import BaseTool, tool
 from langgraph.types import Command
 from pydantic import BaseModel, Field
 
-from smart_agent.archive import ToolArchive
-from smart_agent.events import emit
-from smart_agent.tokens import DEFAULT_CONTEXT_TOKENS, page_chars
-from smart_agent.tools.guards import ToolError, context_value
-from smart_agent.tools.registry import ToolMeta, ToolRegistry
+from ..archive import ToolArchive
+from ..events import emit
+from ..tokens import DEFAULT_CONTEXT_TOKENS, page_chars
+from .guards import ToolError, context_value
+from .registry import ToolMeta, ToolRegistry
 
 GET_TOOL_RESPONSE = "get_tool_response"
 MANAGE_TODO_LIST = "manage_todo_list"

@@ -15,8 +15,8 @@ from langchain.tools import ToolRuntime
 from langchain_core.tools import tool
 from pydantic import BaseModel, Field
 
-from smart_agent.tools.guards import ToolError, context_value, workspace_of
-from smart_agent.tools.safe_fs import open_dir, open_regular, write_regular
+from .guards import ToolError, context_value, workspace_of
+from .safe_fs import open_dir, open_regular, write_regular
 
 __all__ = [
     "DEFAULT_MAX_WRITE_BYTES",

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from smart_agent.context import context_field, context_flag
+from ..context import context_field, context_flag
 
 __all__ = [
     "Resolver",

@@ -21,8 +21,8 @@ from langchain_core.tools import BaseTool
 from langgraph.types import Command
 from pydantic import ValidationError
 
-from smart_agent.tools.executor import ainvoke_tool
-from smart_agent.tools.retry import is_retryable
+from .executor import ainvoke_tool
+from .retry import is_retryable
 
 # LangChain validates injected ``ToolRuntime`` arguments with a schema whose
 # ``context`` is typed ``None`` for a bare ``ToolRuntime`` annotation; dumping it

@@ -15,8 +15,8 @@ from langchain.tools import ToolRuntime
 from langchain_core.tools import BaseTool, tool
 from pydantic import BaseModel, Field
 
-from smart_agent.memory.service import namespace_for, one_line, store_for
-from smart_agent.tools.registry import ToolMeta
+from ..memory.service import namespace_for, one_line, store_for
+from .registry import ToolMeta
 
 __all__ = ["MEMORY_TOOLS", "RememberArgs", "SearchMemoryArgs", "remember", "search_memory"]
 

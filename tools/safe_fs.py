@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from smart_agent.tools.guards import ToolError, resolve_in_workspace
+from .guards import ToolError, resolve_in_workspace
 
 __all__ = ["PROTECTED_NAMES", "open_dir", "open_regular", "plugins_folder", "protected_dirs", "write_regular"]
 
@@ -47,7 +47,7 @@ def plugins_folder() -> Path | None:
 
 def protected_dirs() -> list[Path]:
     """The data folder and the plugins folder, resolved (they need not exist)."""
-    from smart_agent.sessions import data_home
+    from ..sessions import data_home
 
     dirs = [data_home().resolve()]
     plugins = plugins_folder()

@@ -22,12 +22,12 @@ from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
-from smart_agent.context import Context, coerce_context
-from smart_agent.events import emit
-from smart_agent.nodes.planner.common import remaining_budget, select_registry, task_text
-from smart_agent.nodes.planner.scheduler import OK
-from smart_agent.nodes.planner.validate import validate_plan
-from smart_agent.tools.registry import ToolRegistry
+from ...context import Context, coerce_context
+from ...events import emit
+from .common import remaining_budget, select_registry, task_text
+from .scheduler import OK
+from .validate import validate_plan
+from ...tools.registry import ToolRegistry
 
 ACTIONS = ("approve", "edit", "reject")
 

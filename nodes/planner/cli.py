@@ -21,7 +21,7 @@ import os
 import sys
 from typing import Any, Callable, TextIO
 
-from smart_agent.cli_args import check_tool_names, existing_dir, field_int, tool_list, utf8_text
+from ...cli_args import check_tool_names, existing_dir, field_int, tool_list, utf8_text
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -147,16 +147,16 @@ def prompt_for_approval(
 
 # -- handlers --------------------------------------------------------------------------------
 def _registry():
-    from smart_agent.tools.builtins import default_registry
+    from ...tools.builtins import default_registry
 
     return default_registry()
 
 
 async def plan_command(args: argparse.Namespace) -> int:
-    from smart_agent.context import Context
-    from smart_agent.models import load_chat_model, model_options
-    from smart_agent.nodes.planner.common import select_registry
-    from smart_agent.nodes.planner.plan import make_plan
+    from ...context import Context
+    from ...models import load_chat_model, model_options
+    from .common import select_registry
+    from .plan import make_plan
 
     values: dict[str, Any] = {}
     if args.model:
@@ -205,7 +205,7 @@ def _read_plan(path: str) -> Any:
 
 
 def _step_printer(stream: TextIO) -> Callable[[dict], None]:
-    from smart_agent.cli import format_event
+    from ...cli import format_event
 
     def on_event(ev: dict) -> None:
         if ev.get("event") in ("step_start", "step_result"):
@@ -216,15 +216,15 @@ def _step_printer(stream: TextIO) -> Callable[[dict], None]:
 
 def execution_json(final: dict) -> dict[str, Any]:
     """The deterministic result of an execution (no timings, no timestamps)."""
-    from smart_agent.nodes.planner.scheduler import build_trace
+    from .scheduler import build_trace
 
     trace = build_trace(final.get("plan"), final.get("step_results") or {})
     return {"status": final.get("status"), "answer": final.get("answer", ""), "errors": final.get("plan_errors") or [], "trace": trace}
 
 
 async def execute_command(args: argparse.Namespace) -> int:
-    from smart_agent.context import Context
-    from smart_agent.graphs.planner import build_executor_graph
+    from ...context import Context
+    from ...graphs.planner import build_executor_graph
 
     plan = _read_plan(args.plan_file)
     values: dict[str, Any] = {}
@@ -257,8 +257,8 @@ async def execute_command(args: argparse.Namespace) -> int:
 
     config = {"configurable": {"thread_id": args.thread or "execute"}, "recursion_limit": 10_000}
     if args.thread:
-        from smart_agent.sessions import open_checkpointer
-        from smart_agent.thread_lock import thread_lock
+        from ...sessions import open_checkpointer
+        from ...thread_lock import thread_lock
 
         async with thread_lock(args.thread), open_checkpointer() as saver:  # one run at a time on a thread
             final = await run(build_executor_graph(registry=registry, checkpointer=saver), config)

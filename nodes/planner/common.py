@@ -6,8 +6,8 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
-from smart_agent.messages import message_text
-from smart_agent.tools.registry import ToolRegistry
+from ...messages import message_text
+from ...tools.registry import ToolRegistry
 
 
 def task_text(state: dict[str, Any]) -> str:

@@ -19,16 +19,16 @@ from typing import Any, Callable
 from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
 
-from smart_agent.context import Context, coerce_context
-from smart_agent.events import emit
-from smart_agent.nodes.planner.common import select_registry, task_text
-from smart_agent.nodes.planner.prompts import clip
-from smart_agent.nodes.planner.refs import ReferenceResolutionError, referenced_steps, resolve
-from smart_agent.nodes.planner.scheduler import FAILED, OK, as_plan, schedule, skipped_result, step_outputs
-from smart_agent.nodes.planner.schema import Step
-from smart_agent.nodes.planner.validate import validate_plan
-from smart_agent.tools.invoke import run_tool, tool_timeout
-from smart_agent.tools.registry import ToolMeta, ToolRegistry
+from ...context import Context, coerce_context
+from ...events import emit
+from .common import select_registry, task_text
+from .prompts import clip
+from .refs import ReferenceResolutionError, referenced_steps, resolve
+from .scheduler import FAILED, OK, as_plan, schedule, skipped_result, step_outputs
+from .schema import Step
+from .validate import validate_plan
+from ...tools.invoke import run_tool, tool_timeout
+from ...tools.registry import ToolMeta, ToolRegistry
 
 BACKOFF_BASE_S = 0.5
 BACKOFF_MAX_S = 30.0

@@ -25,31 +25,31 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langgraph.runtime import Runtime
-from smart_agent.context import Context, coerce_context
-from smart_agent.events import emit
-from smart_agent.messages import as_ai_message, message_text, usage_of
-from smart_agent.models import invoke_model, load_chat_model, model_options
-from smart_agent.nodes.planner.common import (
+from ...context import Context, coerce_context
+from ...events import emit
+from ...messages import as_ai_message, message_text, usage_of
+from ...models import invoke_model, load_chat_model, model_options
+from .common import (
     bind_tools_or_none,
     remaining_budget,
     select_registry,
     task_text,
 )
-from smart_agent.nodes.planner.prompts import (
+from .prompts import (
     TASK_PROMPT,
     feedback_prompt,
     planner_system_prompt,
     replan_prompt,
 )
-from smart_agent.nodes.planner.scheduler import OK, build_trace
-from smart_agent.nodes.planner.schema import (
+from .scheduler import OK, build_trace
+from .schema import (
     Plan,
     inline_refs,
     plan_json_schema,
     submit_plan_tool,
 )
-from smart_agent.nodes.planner.validate import validate_plan
-from smart_agent.tools.registry import ToolRegistry
+from .validate import validate_plan
+from ...tools.registry import ToolRegistry
 
 PlanMethod = Literal["tool", "structured", "text"]
 SUBMIT_PLAN = "submit_plan"

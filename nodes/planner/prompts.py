@@ -6,8 +6,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from smart_agent.nodes.planner.refs import as_text
-from smart_agent.tools.registry import ToolRegistry
+from .refs import as_text
+from ...tools.registry import ToolRegistry
 
 PLANNER_SYSTEM = """\
 You are the planner of smart-agent. You do not run tools and you do not answer the task yourself: \

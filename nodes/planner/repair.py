@@ -23,7 +23,7 @@ import json
 import re
 from typing import Any
 
-from smart_agent.replies import json_depth_problem, value_depth_problem
+from ...replies import json_depth_problem, value_depth_problem
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_-]*)[^\n]*\n(.*?)```", re.DOTALL)
 _LITERALS = {"True": "true", "False": "false", "None": "null", "undefined": "null", "NaN": "null"}

@@ -11,7 +11,7 @@ from typing import Literal
 
 from langgraph.types import Send
 
-from smart_agent.nodes.planner.execute import step_task
+from .execute import step_task
 
 END = "__end__"
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from smart_agent.nodes.planner.schema import Plan, Step
+from .schema import Plan, Step
 
 OK, FAILED, SKIPPED, NOT_RUN = "ok", "failed", "skipped", "not_run"
 

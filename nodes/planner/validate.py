@@ -20,10 +20,10 @@ from typing import Any
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ValidationError
 
-from smart_agent.nodes.planner.refs import find_refs, has_ref, malformed_placeholders
-from smart_agent.nodes.planner.repair import PlanSyntaxError, extract_json
-from smart_agent.nodes.planner.schema import MAX_STEPS, Plan, Step
-from smart_agent.tools.registry import ToolRegistry
+from .refs import find_refs, has_ref, malformed_placeholders
+from .repair import PlanSyntaxError, extract_json
+from .schema import MAX_STEPS, Plan, Step
+from ...tools.registry import ToolRegistry
 
 
 @dataclass
