@@ -51,7 +51,7 @@ from smart_agent.archive import ARCHIVE_KEY, ToolArchive, clip_text, make_view
 from smart_agent.context import Context, coerce_context
 from smart_agent.messages import message_text as text_of
 from smart_agent.events import emit
-from smart_agent.models import load_chat_model, model_options
+from smart_agent.models import invoke_model, load_chat_model, model_options
 from smart_agent.nodes.routes import pending_tool_calls
 from smart_agent.structured_output import schema_of
 from smart_agent.tokens import (
@@ -531,8 +531,13 @@ def summary_message(body: str, compacted: Sequence[BaseMessage], archived: dict[
     )
 
 
-async def model_summary(llm: BaseChatModel, task: str, compacted: Sequence[BaseMessage], ctx: Context, counter: Callable, max_tokens: int) -> str:
-    """A model-written summary; the request is bounded like every other request."""
+async def model_summary(
+    llm: BaseChatModel, task: str, compacted: Sequence[BaseMessage], ctx: Context, counter: Callable, max_tokens: int,
+    *, spec: str | None = None,
+) -> str:
+    """A model-written summary; the request is bounded like every other request and sent
+    through :func:`invoke_model` like every other model call (a timeout, an unreachable
+    service or a garbage body is a one-line error; lone surrogates are replaced)."""
     usable = usable_tokens(ctx.context_token_limit)
     words = max(30, int(max_tokens * 0.7))
     system = SystemMessage(content=SUMMARY_SYSTEM_PROMPT)
@@ -553,7 +558,7 @@ async def model_summary(llm: BaseChatModel, task: str, compacted: Sequence[BaseM
         request = [system, prompt(transcript(compacted, room))]
     if count_request(counter, request) > usable:
         raise ValueError("the history cannot be put in a summary request within the budget")
-    response = await llm.with_config(tags=SUMMARY_TAGS).ainvoke(request)
+    response = await invoke_model(llm.with_config(tags=SUMMARY_TAGS), request, spec=spec)
     text = text_of(response).strip() if isinstance(response, BaseMessage) else str(response).strip()
     if getattr(response, "tool_calls", None) or not text:
         raise ValueError("the summary model returned no text")
@@ -588,9 +593,12 @@ def make_summarize_node(budget: ContextBudget, model: BaseChatModel | None = Non
             if not lossless:
                 try:
                     llm = model or await asyncio.to_thread(load_chat_model, ctx.model, **model_options(ctx))
-                    body = await model_summary(llm, text_of(messages[t]) if t is not None else "", compacted, ctx, counter, s_tokens)
+                    body = await model_summary(
+                        llm, text_of(messages[t]) if t is not None else "", compacted, ctx, counter, s_tokens,
+                        spec=None if model else ctx.model,
+                    )
                     strategy = "model"
-                except Exception as exc:  # never lose history to a failed summary call
+                except Exception as exc:  # never lose history to a failed (or timed-out) summary call
                     strategy, error = "fallback_digest", f"{type(exc).__name__}: {exc}"[:300]
             number = int(state.get("compactions") or 0) + 1
             summary = summary_message(body, compacted, archived_meta, number)

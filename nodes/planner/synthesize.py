@@ -13,7 +13,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 from smart_agent.context import Context, coerce_context
 from smart_agent.events import emit
-from smart_agent.messages import message_text, usage_of
+from smart_agent.messages import as_ai_message, message_text, usage_of
 from smart_agent.models import invoke_model, load_chat_model, model_options
 from smart_agent.nodes.planner.common import task_text
 from smart_agent.nodes.planner.prompts import SYNTHESIZE_SYSTEM, clip, synthesize_prompt
@@ -47,9 +47,14 @@ def make_synthesize_node(model: BaseChatModel | None = None) -> Callable:
             SystemMessage(content=SYNTHESIZE_SYSTEM),
             HumanMessage(content=synthesize_prompt(task_text(state), trace, run_notes(state))),
         ]
-        response = await invoke_model(llm, messages, spec=None if model else ctx.model)
+        spec = None if model else ctx.model
+        response = as_ai_message(await invoke_model(llm, messages, spec=spec))
         usage = usage_of(response)
         emit("usage", node="synthesize", **usage)
+        # An empty answer is asked for once more, then fails the run (never an empty answer).
+        from smart_agent.nodes.agent import ask_again_if_empty
+
+        response = await ask_again_if_empty(llm, messages, [], response, spec=spec)
         answer = message_text(response).strip()
         status = final_status(state)
         emit("final_answer", answer=answer, status=status, steps=counts(trace))
