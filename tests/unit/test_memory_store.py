@@ -29,7 +29,7 @@ from smart_agent.memory.store import (
     user_namespace,
 )
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 DAY = 86_400.0
 
 

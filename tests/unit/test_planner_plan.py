@@ -19,7 +19,7 @@ from smart_agent.nodes.planner.repair import PlanSyntaxError, extract_json, repa
 from smart_agent.nodes.planner.schema import Plan, inline_refs, plan_json_schema, submit_plan_tool
 from smart_agent.nodes.planner.validate import find_cycles, validate_plan
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
