@@ -12,28 +12,63 @@ from __future__ import annotations
 
 import pytest
 from conftest import openai_model, run_graph
+from langchain_core.tools import tool
 from planner_support import make_registry
 from planner_support import run_graph as run_planner
 from smart_agent.context import Context
 from smart_agent.graphs.agent import build_agent_graph
 from smart_agent.graphs.planner import build_planner_graph
 from smart_agent.models import ModelReplyError
-from smart_agent.nodes.summarize import is_summary
-from smart_agent.testing.scripted_server import text, tool_call
-from test_context import big_echo_registry, ctx, is_summary_request, parallel_model
+from smart_agent.nodes.summarize import SUMMARY_SYSTEM_PROMPT, is_summary
+from smart_agent.testing.scripted_server import text, tool_call, tool_calls
+from smart_agent.tools.registry import ToolRegistry
+
+
+def is_summary_request(req) -> bool:
+    first = (req.get("messages") or [{}])[0]
+    return first.get("role") == "system" and str(first.get("content", "")).startswith(SUMMARY_SYSTEM_PROMPT[:40])
+
+
+def records_registry() -> ToolRegistry:
+    @tool
+    def fetch(key: str) -> str:
+        """Fetch a record by key."""
+        return f"record {key}: " + " ".join(["alpha", "beta", "gamma", "delta"][(len(key) + i) % 4] for i in range(230))
+
+    registry = ToolRegistry()
+    registry.register(fetch)
+    return registry
+
+
+def records_model(summary, turns=8):
+    """Fetches two records per turn (long texts, so compaction asks for a model summary);
+    a summary request gets ``summary(request)``."""
+    state = {"turn": 0}
+
+    def respond(req):
+        if is_summary_request(req):
+            return summary(req)
+        state["turn"] += 1
+        t = state["turn"]
+        if t > turns:
+            return text("All records fetched.")
+        content = f"Turn {t}: I will now fetch two more records because the analysis needs them. " * 6
+        return tool_calls([("fetch", {"key": f"k{t}a"}), ("fetch", {"key": f"k{t}b"})], content=content)
+
+    return respond
 
 
 async def summarize_run(srv, workspace, **model_kw):
-    graph = build_agent_graph(model=openai_model(srv, **model_kw), registry=big_echo_registry())
+    graph = build_agent_graph(model=openai_model(srv, **model_kw), registry=records_registry())
     events: list = []
-    final = await run_graph(graph, "Fetch the records.", ctx(workspace, context_token_limit=2000, archive_threshold_chars=0), events=events)
+    final = await run_graph(graph, "Fetch the records.", Context(workspace=str(workspace), memory=False, context_token_limit=2000, archive_threshold_chars=0), events=events)
     assert final["answer"] == "All records fetched."
     assert any(is_summary_request(r) for r in srv.requests)
     return final, [e for e in events if e["event"] == "summarization" and e["action"] == "summarize"]
 
 
 async def test_a_summary_with_lone_surrogates_is_cleaned_before_it_enters_history(scripted_server, workspace):
-    srv = scripted_server(responder=parallel_model(summary=lambda req: text("Summary: fetched k1 \ud800 and k2 \udfff.")))
+    srv = scripted_server(responder=records_model(lambda req: text("Summary: fetched k1 \ud800 and k2 \udfff.")))
     final, summ = await summarize_run(srv, workspace)
     assert summ and summ[0]["strategy"] == "model"
     summary = next(m for m in final["messages"] if is_summary(m))
@@ -42,7 +77,7 @@ async def test_a_summary_with_lone_surrogates_is_cleaned_before_it_enters_histor
 
 
 async def test_a_summary_request_that_times_out_falls_back_to_the_digest_with_one_line(scripted_server, workspace):
-    srv = scripted_server(responder=parallel_model(summary=lambda req: text("too late", delay_s=3)))
+    srv = scripted_server(responder=records_model(lambda req: text("too late", delay_s=3)))
     final, summ = await summarize_run(srv, workspace, timeout=1.0)
     assert summ and all(e["strategy"] == "fallback_digest" for e in summ)
     error = summ[0]["error"]
