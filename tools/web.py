@@ -23,6 +23,7 @@ from smart_agent.tools.html_text import html_to_text
 __all__ = [
     "BrowseUrlArgs",
     "FetchResult",
+    "FetchUnavailableError",
     "WebSearchArgs",
     "browse_url",
     "fetch_url",
@@ -50,6 +51,15 @@ _resolve: Resolver | None = None
 
 
 # -- fetching -------------------------------------------------------------------
+class FetchUnavailableError(ToolError):
+    """The page could not be fetched this time (a timeout, a refused, reset or dropped
+    connection): the same fetch may work a moment later, so the planner retries it
+    (``tools/retry.py``). Refusals (SSRF guard), invalid URLs and HTTP errors are plain
+    :class:`ToolError` and are never retried."""
+
+    retryable = True
+
+
 @dataclass(frozen=True)
 class FetchResult:
     url: str  # final URL, after redirects
@@ -65,7 +75,7 @@ def _read_capped(response: httpx.Response, max_bytes: int, deadline: float, url:
     size = 0
     for chunk in response.iter_bytes():
         if time.monotonic() > deadline:
-            raise ToolError(f"Timed out reading {url}.")
+            raise FetchUnavailableError(f"Timed out reading {url}.")
         chunks.append(chunk)
         size += len(chunk)
         if size >= max_bytes:
@@ -111,7 +121,8 @@ def fetch_url(
 
     Redirects are followed manually (at most ``max_redirects``) so each target is
     checked with :func:`check_url_allowed` *before* it is requested. The body is
-    streamed and cut at ``max_bytes``. Any failure raises :class:`ToolError`.
+    streamed and cut at ``max_bytes``. Any failure raises :class:`ToolError`; a timeout
+    or connection failure raises its retryable subclass :class:`FetchUnavailableError`.
 
     ``total_timeout_s`` bounds the whole fetch (DNS, connect, headers, body, all hops):
     httpx's timeouts are per operation, so a server dripping one header line at a
@@ -129,7 +140,7 @@ def fetch_url(
                 client.close()  # the abandoned worker fails at its next read
             except Exception:
                 pass
-        raise ToolError(f"Timed out fetching {url} (more than {total_timeout_s:g} s).") from None
+        raise FetchUnavailableError(f"Timed out fetching {url} (more than {total_timeout_s:g} s).") from None
 
 
 def _fetch(
@@ -153,7 +164,7 @@ def _fetch(
             target = httpx.URL(url)
             for _ in range(max_redirects + 1):
                 if time.monotonic() > deadline:
-                    raise ToolError(f"Timed out fetching {url} (more than {total_timeout_s:g} s).")
+                    raise FetchUnavailableError(f"Timed out fetching {url} (more than {total_timeout_s:g} s).")
                 current = str(target)
                 addresses = check_url_allowed(current, allow_private_network=allow_private_network, resolve=resolve)
                 response = client.send(pinned_request(client, target, addresses), stream=True)
@@ -171,9 +182,11 @@ def _fetch(
                 finally:
                     response.close()
     except httpx.TimeoutException:
-        raise ToolError(f"Timed out fetching {current}.") from None
+        raise FetchUnavailableError(f"Timed out fetching {current}.") from None
     except httpx.InvalidURL as exc:
         raise ToolError(f"Invalid URL {current!r}: {exc}") from None
+    except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:  # refused, reset, closed without a reply
+        raise FetchUnavailableError(f"Could not fetch {current}: {str(exc) or type(exc).__name__}") from None
     except httpx.HTTPError as exc:
         raise ToolError(f"Could not fetch {current}: {str(exc) or type(exc).__name__}") from None
     raise ToolError(f"Too many redirects (more than {max_redirects}) starting from {url}.")
