@@ -21,8 +21,8 @@ from dataclasses import fields
 from typing import Any, Callable, TextIO
 
 from smart_agent.cli_args import (
-    OneLineParser, add_context_budget_args, add_reasoning_args, check_tool_names, context_budget_values, existing_dir,
-    field_int, reasoning_values, tool_list, utf8_text,
+    OneLineParser, add_context_budget_args, add_reasoning_args, chat_line, check_tool_names, context_budget_values,
+    existing_dir, field_int, reasoning_values, tool_list, utf8_text,
 )
 
 EXIT_USAGE = 2
@@ -280,16 +280,23 @@ async def _chat_command(args: argparse.Namespace) -> int:
     ctx = context_from_args(args)
     thread_id = args.thread or str(uuid.uuid4())
     interactive = sys.stdin.isatty()
+    stdin = getattr(sys.stdin, "buffer", sys.stdin)  # bytes: each line is decoded strictly (chat_line)
+    number = refused = 0
     print(f"smart-agent chat · thread {thread_id} · /exit to quit", file=sys.stderr)
     async with open_checkpointer() as saver:
         graph = _build(args.graph, saver)
         while True:
             if interactive:
                 print("you> ", end="", file=sys.stderr, flush=True)
-            line = await asyncio.to_thread(sys.stdin.readline)
+            line = await asyncio.to_thread(stdin.readline)
             if not line:
                 break
-            text = line.strip()
+            number += 1
+            text, problem = chat_line(line)
+            if problem:  # skipped with one line; the exit code says some input was refused
+                refused += 1
+                print(f"smart-agent chat: error: input line {number} {problem}; skipped", file=sys.stderr, flush=True)
+                continue
             if not text:
                 continue
             if text in {"/exit", "/quit"}:
@@ -301,7 +308,7 @@ async def _chat_command(args: argparse.Namespace) -> int:
                 print(json.dumps(result_json(final, thread_id, summary), ensure_ascii=False, default=str), flush=True)
             else:
                 print(f"agent> {final.get('answer', '')}" if interactive else final.get("answer", ""), flush=True)
-    return 0
+    return EXIT_USAGE if refused else 0
 
 
 async def _demo_command(args: argparse.Namespace) -> int:

@@ -6,6 +6,7 @@
 * :func:`utf8_text` - text arguments (the task) must be valid UTF-8; undecodable
   bytes in argv are refused, not replaced.
 * :func:`check_tool_names` - ``--tools`` names must be registered tools.
+* :func:`chat_line` - a line of ``chat`` input must be valid UTF-8 (checked per line).
 """
 
 from __future__ import annotations
@@ -84,6 +85,19 @@ def tool_list(text: str) -> list[str]:
         if problem:
             raise argparse.ArgumentTypeError(f"the tool name {shown(name)} {problem}")
     return names
+
+
+def chat_line(raw: bytes | str) -> tuple[str, str | None]:
+    """A line of ``chat`` input (bytes are decoded strictly, whatever the locale) as its
+    stripped text, and why it cannot be a turn (None when it can): not valid UTF-8, a NUL
+    byte, too long. The caller skips such a line with one error line."""
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return "", f"is not valid UTF-8 text (byte {exc.start + 1}: {raw[exc.start:exc.start + 1]!r})"
+    text = raw.strip()
+    return text, text_problem(text)
 
 
 def check_tool_names(ctx: Context) -> Context:
