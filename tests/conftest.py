@@ -13,7 +13,26 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LANGSMITH_TRACING", "false")
 
+# The `dev_server` fixture (`langgraph dev` against a scripted model) for every folder.
+pytest_plugins = ["langgraph_dev_support"]
+
 REPO = Path(__file__).resolve().parents[1]
+TESTS = Path(__file__).resolve().parent
+
+# The kind of a test is its folder (tests/unit, tests/graph, tests/e2e); a test in
+# another folder (tests/security) carries an explicit ``@pytest.mark.unit/graph/e2e``
+# (or a module ``pytestmark``). An unmarked one there counts as e2e, so the fast run
+# (``pytest -m "not e2e"``) never picks up a slow test by omission.
+KINDS = ("unit", "graph", "e2e")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if any(item.get_closest_marker(kind) for kind in KINDS):
+            continue
+        parts = Path(str(item.path)).resolve().relative_to(TESTS).parts
+        kind = parts[0] if len(parts) > 1 and parts[0] in KINDS else "e2e"
+        item.add_marker(getattr(pytest.mark, kind))
 
 
 @pytest.fixture(autouse=True)

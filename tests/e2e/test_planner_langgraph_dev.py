@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from test_langgraph_dev import dev_server  # noqa: F401  (fixture)
-
 from smart_agent.testing.scripted_server import text
 
 
@@ -11,7 +9,7 @@ def submit(plan):
     return {"tool_calls": [{"name": "submit_plan", "arguments": plan}]}
 
 
-async def test_sdk_approves_an_edited_plan(dev_server):  # noqa: F811
+async def test_sdk_approves_an_edited_plan(dev_server):
     from langgraph_sdk import get_client
 
     url, srv = dev_server

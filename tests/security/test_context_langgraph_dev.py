@@ -9,8 +9,6 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from test_langgraph_dev import dev_server  # noqa: F401  (fixture: `langgraph dev` + scripted model)
-
 from smart_agent.testing.scripted_server import text, tool_call
 
 
@@ -51,7 +49,7 @@ async def run_with_context(url: str, context: dict) -> dict:
 
 
 @pytest.mark.parametrize("false_text", ["false", "no", "0"])
-async def test_false_as_text_does_not_open_the_private_network(dev_server, loopback_page, false_text):  # noqa: F811
+async def test_false_as_text_does_not_open_the_private_network(dev_server, loopback_page, false_text):
     url, srv = dev_server
     page, hits = loopback_page
     srv.reset([tool_call("browse_url", {"url": page}), text("The page says: internal secret")])
@@ -62,7 +60,7 @@ async def test_false_as_text_does_not_open_the_private_network(dev_server, loopb
     assert "allow_private_network must be true or false" in str(error.get("message")), result
 
 
-async def test_a_boolean_is_not_an_integer(dev_server):  # noqa: F811
+async def test_a_boolean_is_not_an_integer(dev_server):
     url, srv = dev_server
     srv.reset([tool_call("calculator", {"expression": "1+1"}), text("2")])
     result = await run_with_context(url, {"model": "openai:scripted-model", "max_tool_calls": True})
@@ -70,7 +68,7 @@ async def test_a_boolean_is_not_an_integer(dev_server):  # noqa: F811
     assert "max_tool_calls must be an integer (got True)" in str((result.get("__error__") or {}).get("message")), result
 
 
-async def test_a_real_false_still_refuses_and_a_valid_context_still_runs(dev_server, loopback_page):  # noqa: F811
+async def test_a_real_false_still_refuses_and_a_valid_context_still_runs(dev_server, loopback_page):
     url, srv = dev_server
     page, hits = loopback_page
     srv.reset([tool_call("browse_url", {"url": page}), lambda req: text(req["messages"][-1]["content"][:200])])
