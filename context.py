@@ -1,19 +1,37 @@
-"""Run configuration: one described context schema (LangGraph ``context_schema``).
+"""Run configuration: per-graph context classes (LangGraph ``context_schema``).
 
-Studio renders every field with its description; the CLI maps its flags onto the
-same fields; defaults fall back to environment variables of the same name with a
-``SMART_AGENT_`` prefix (for example ``SMART_AGENT_MAX_TOOL_CALLS=10``).
+``BaseContext`` holds what every graph uses; ``AgentContext``, ``PlannerContext``,
+``DualContext`` (a planner inside) and ``FleetContext`` (agent workers inside) add only
+their own fields, so Studio shows each graph only its own. ``Context`` has every field:
+the CLI builds it and any graph accepts it. Studio renders every field with its
+description; the CLI maps its flags onto the same fields; defaults fall back to
+environment variables of the same name with a ``SMART_AGENT_`` prefix (for example
+``SMART_AGENT_MAX_TOOL_CALLS=10``, read through ``settings.field_env``).
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from functools import cache
-from typing import Annotated, Any, Literal, get_type_hints
+from typing import Annotated, Any, Literal, Self, TypeVar, get_type_hints
 
-from .context_types import env_value, parse_bool, shown, value_problem
+from . import settings
+from .context_types import (
+    FIELD_BOUNDS,
+    FIELD_RULES,
+    env_value,
+    parse_bool,
+    shown,
+    value_problem,
+)
+
+__all__ = [
+    "AgentContext", "BaseContext", "CONTEXT_CLASSES", "Context", "DualContext", "FIELD_BOUNDS", "FIELD_RULES",
+    "FleetContext", "GRAPH_CONTEXTS", "PlannerContext", "coerce_context", "context_field", "context_field_names",
+    "context_flag", "field_problem", "field_types", "validate_context",
+]
+C = TypeVar("C", bound="BaseContext")
 
 DEFAULT_MODEL = "openai:gpt-4o-mini"
 
@@ -30,9 +48,8 @@ def _env(name: str, default: Any) -> Any:
     """``SMART_AGENT_<NAME>`` converted to field ``name``'s type and checked like the
     field (an unusable value is a ``ValueError`` naming the variable); ``default``
     when it is unset or empty."""
-    variable = f"SMART_AGENT_{name.upper()}"
-    raw = os.environ.get(variable)
-    if raw is None or raw == "":
+    variable, raw = settings.field_env(name)
+    if raw is None:
         return default
     value = env_value(field_types()[name], raw, variable)
     problem = field_problem(name, value)
@@ -46,8 +63,9 @@ def _d(description: str, **extra: Any) -> dict[str, Any]:
 
 
 @dataclass(kw_only=True)
-class Context:
-    """Everything a run can be configured with. All fields are optional."""
+class BaseContext:
+    """What every graph is configured with: model, prompt, tools, workspace, network,
+    timeouts, budgets, long-term memory, context management. All fields are optional."""
 
     model: Annotated[str, {"__template_metadata__": {"kind": "llm"}}] = field(
         default_factory=lambda: _env("model", DEFAULT_MODEL),
@@ -96,7 +114,18 @@ class Context:
         default_factory=lambda: _env("tool_timeout_s", 60.0),
         metadata=_d("Default timeout of one tool execution in seconds (a tool's own metadata may set a lower one)."),
     )
-    # --- context management: token budget, archive, todo planning, structured output
+    model_timeout_s: float = field(
+        default_factory=lambda: _env("model_timeout_s", 120.0),
+        metadata=_d("Seconds one model request may wait for the service (connect, and each read of the reply) before it fails."),
+    )
+    model_max_retries: int = field(
+        default_factory=lambda: _env("model_max_retries", 2),
+        metadata=_d("Retries of a model request that timed out or could not connect (0: no retry)."),
+    )
+    max_write_bytes: int = field(
+        default_factory=lambda: _env("max_write_bytes", 10_000_000),
+        metadata=_d("Largest content (UTF-8 bytes) write_file may write; larger writes are refused before anything is written."),
+    )
     context_token_limit: int = field(
         default_factory=lambda: _env("context_token_limit", 24000),
         metadata=_d(
@@ -123,30 +152,6 @@ class Context:
             "the full text back. 0 turns archiving off."
         ),
     )
-    use_todo_list: bool = field(
-        default_factory=lambda: _env("use_todo_list", False),
-        metadata=_d(
-            "Planning mode: the system prompt gains planning rules and the model gets the "
-            "manage_todo_list tool; the list is kept in the state ('todos') and every change "
-            "is a 'plan' event."
-        ),
-    )
-    output_schema: dict[str, Any] | None = field(
-        default=None,
-        metadata=_d(
-            "JSON Schema of the final answer. When set, the run ends with a JSON object "
-            "validated against it (state 'structured_response'); invalid answers go back to "
-            "the model with the validation errors."
-        ),
-    )
-    max_output_retries: int = field(
-        default_factory=lambda: _env("max_output_retries", 2),
-        metadata=_d(
-            "How many times an answer that is not valid JSON for output_schema is sent back "
-            "to the model before the run fails with StructuredOutputError."
-        ),
-    )
-    # --- long-term memory
     memory: bool = field(
         default_factory=lambda: _env("memory", True),
         metadata=_d(
@@ -170,7 +175,37 @@ class Context:
             "LangChain 'provider:model', e.g. 'openai:text-embedding-3-small'."
         ),
     )
-    # --- reasoning mode
+    max_agent_depth: int = field(
+        default_factory=lambda: _env("max_agent_depth", 3),
+        metadata=_d("sub_agent tool: deepest nesting of child agents; agents at this depth get no sub_agent tool."),
+    )
+    max_sub_agents: int = field(
+        default_factory=lambda: _env("max_sub_agents", 2),
+        metadata=_d("sub_agent tool: child agents running at once (per nesting level)."),
+    )
+
+    def __post_init__(self) -> None:
+        errors = validate_context(self)
+        if errors:
+            raise ValueError("Invalid smart-agent configuration: " + "; ".join(errors))
+
+    @classmethod
+    def of(cls, runtime: Any) -> Self:
+        """The context of a node's ``runtime`` as this class.
+
+        LangGraph already turns a dict context into the graph's ``context_schema``, but
+        it hands ``None`` on when a run gave no context (then: the defaults, with the
+        environment's overrides); a context of another smart-agent class (the union
+        ``Context`` of the CLI, a parent graph's class) is used as it is when it has
+        this class's fields, else converted."""
+        ctx = getattr(runtime, "context", None)
+        return ctx if isinstance(ctx, cls) else coerce_context(ctx, cls)
+
+
+@dataclass(kw_only=True)
+class AgentContext(BaseContext):
+    """The agent loop (``graphs/agent.py``; also fleet workers and sub-agents)."""
+
     reasoning: ReasoningMode = field(
         default_factory=lambda: _env("reasoning", "direct"),
         metadata=_d(
@@ -179,7 +214,43 @@ class Context:
             "tools its plan names (all when it names none; none when it says done)."
         ),
     )
-    # --- planner: plan, then execute
+    use_todo_list: bool = field(
+        default_factory=lambda: _env("use_todo_list", False),
+        metadata=_d(
+            "Planning mode: the system prompt gains planning rules and the model gets the "
+            "manage_todo_list tool; the list is kept in the state ('todos') and every change "
+            "is a 'plan' event."
+        ),
+    )
+    output_schema: dict[str, Any] | None = field(
+        default=None,
+        metadata=_d(
+            "JSON Schema of the final answer. When set, the run ends with a JSON object "
+            "validated against it (state 'structured_response'); invalid answers go back to "
+            "the model with the validation errors."
+        ),
+    )
+    max_output_retries: int = field(
+        default_factory=lambda: _env("max_output_retries", 2),
+        metadata=_d(
+            "How many times an answer that is not valid JSON for output_schema is sent back "
+            "to the model before the run fails with StructuredOutputError."
+        ),
+    )
+    max_tool_calls_per_turn: int = field(
+        default_factory=lambda: _env("max_tool_calls_per_turn", 32),
+        metadata=_d("Most tool calls run from one model turn; the rest are answered 'skipped' (also bounded by max_tool_calls)."),
+    )
+    max_tool_arg_chars: int = field(
+        default_factory=lambda: _env("max_tool_arg_chars", 100_000),
+        metadata=_d("Largest tool-call arguments (characters of JSON) a call may carry; larger calls are refused and shrunk in the history."),
+    )
+
+
+@dataclass(kw_only=True)
+class PlannerContext(BaseContext):
+    """The plan-then-execute graph (``graphs/planner.py``)."""
+
     approve_plan: bool = field(
         default_factory=lambda: _env("approve_plan", False),
         metadata=_d(
@@ -201,8 +272,26 @@ class Context:
             "back with all its errors) before the run ends with a planning error."
         ),
     )
+    step_time_cap_s: float = field(
+        default_factory=lambda: _env("step_time_cap_s", 300.0),
+        metadata=_d("Planner: total seconds one step may take across its retries and backoff waits; no attempt starts after it."),
+    )
 
-    # --- multi-agent: fleet, sub-agents, handoffs, dual agent
+
+@dataclass(kw_only=True)
+class DualContext(PlannerContext):
+    """The dual graph: a reasoning loop that runs the planner graph as its executor."""
+
+    max_iterations: int = field(
+        default_factory=lambda: _env("max_iterations", 8),
+        metadata=_d("Dual graph: most brainstorm/execute decisions before a final answer is forced."),
+    )
+
+
+@dataclass(kw_only=True)
+class FleetContext(AgentContext):
+    """The fleet graph: a coordinator and worker agent loops."""
+
     max_workers: int = field(
         default_factory=lambda: _env("max_workers", 4),
         metadata=_d("Fleet graph: how many worker agents run at once."),
@@ -211,112 +300,54 @@ class Context:
         default_factory=lambda: _env("max_subtasks", 6),
         metadata=_d("Fleet graph: most subtasks a goal may be split into (a longer list is sent back to the model)."),
     )
-    max_agent_depth: int = field(
-        default_factory=lambda: _env("max_agent_depth", 3),
-        metadata=_d("sub_agent tool: deepest nesting of child agents; agents at this depth get no sub_agent tool."),
-    )
-    max_sub_agents: int = field(
-        default_factory=lambda: _env("max_sub_agents", 2),
-        metadata=_d("sub_agent tool: child agents running at once (per nesting level)."),
-    )
-    max_iterations: int = field(
-        default_factory=lambda: _env("max_iterations", 8),
-        metadata=_d("Dual graph: most brainstorm/execute decisions before a final answer is forced."),
-    )
-    max_tool_calls_per_turn: int = field(
-        default_factory=lambda: _env("max_tool_calls_per_turn", 32),
-        metadata=_d("Most tool calls run from one model turn; the rest are answered 'skipped' (also bounded by max_tool_calls)."),
-    )
-    max_tool_arg_chars: int = field(
-        default_factory=lambda: _env("max_tool_arg_chars", 100_000),
-        metadata=_d("Largest tool-call arguments (characters of JSON) a call may carry; larger calls are refused and shrunk in the history."),
-    )
-    step_time_cap_s: float = field(
-        default_factory=lambda: _env("step_time_cap_s", 300.0),
-        metadata=_d("Planner: total seconds one step may take across its retries and backoff waits; no attempt starts after it."),
-    )
-    model_timeout_s: float = field(
-        default_factory=lambda: _env("model_timeout_s", 120.0),
-        metadata=_d("Seconds one model request may wait for the service (connect, and each read of the reply) before it fails."),
-    )
-    model_max_retries: int = field(
-        default_factory=lambda: _env("model_max_retries", 2),
-        metadata=_d("Retries of a model request that timed out or could not connect (0: no retry)."),
-    )
-    max_write_bytes: int = field(
-        default_factory=lambda: _env("max_write_bytes", 10_000_000),
-        metadata=_d("Largest content (UTF-8 bytes) write_file may write; larger writes are refused before anything is written."),
-    )
-
-    def __post_init__(self) -> None:
-        errors = validate_context(self)
-        if errors:
-            raise ValueError("Invalid smart-agent configuration: " + "; ".join(errors))
 
 
-#: Inclusive (lowest, highest) value of every numeric field. A numeric field missing
-#: here is refused (and a test fails), so a new field cannot go unbounded.
-FIELD_BOUNDS: dict[str, tuple[float, float]] = {
-    "max_tool_calls": (0, 10_000),
-    "max_parallel_tools": (1, 64),
-    "tool_timeout_s": (0.001, 86_400.0),
-    "context_token_limit": (1000, 10_000_000),
-    "summary_token_limit": (50, 1_000_000),
-    "archive_threshold_chars": (0, 10_000_000),
-    "max_output_retries": (0, 100),
-    "memory_k": (0, 100),
-    "max_replans": (0, 100),
-    "max_plan_attempts": (1, 100),
-    "max_workers": (1, 64),
-    "max_subtasks": (1, 100),
-    "max_agent_depth": (0, 10),
-    "max_sub_agents": (1, 64),
-    "max_iterations": (1, 1000),
-    "max_tool_calls_per_turn": (1, 1000),
-    "max_tool_arg_chars": (100, 10_000_000),
-    "step_time_cap_s": (0.001, 86_400.0),
-    "model_timeout_s": (0.001, 3600.0),
-    "model_max_retries": (0, 10),
-    "max_write_bytes": (1, 1_000_000_000),
+@dataclass(kw_only=True)
+class Context(DualContext, FleetContext):
+    """Every field of every graph: what the CLI builds and what ``Context(...)`` has
+    always accepted. A graph reads only its own class's fields from it."""
+
+
+#: Each graph's context class, by graph name (``graphs.BUILDERS``).
+GRAPH_CONTEXTS: dict[str, type[BaseContext]] = {
+    "agent": AgentContext,
+    "planner": PlannerContext,
+    "dual": DualContext,
+    "fleet": FleetContext,
 }
+CONTEXT_CLASSES: tuple[type[BaseContext], ...] = (BaseContext, AgentContext, PlannerContext, DualContext, FleetContext, Context)
+
 
 
 @cache
 def field_types() -> dict[str, Any]:
-    """Each Context field's annotation (``Annotated`` extras dropped)."""
+    """Each field's annotation, for every context class (``Annotated`` extras dropped)."""
     return get_type_hints(Context)
 
 
-#: Rules beyond the type, for text fields: (holds, what the value must be).
-FIELD_RULES: dict[str, tuple[Callable[[str], bool], str]] = {
-    "model": (lambda v: bool(v.strip()), "a non-empty 'provider:model' string"),
-    "user_id": (lambda v: bool(v.strip()), "a non-empty string"),
-    "embedding_model": (lambda v: v.strip() == "local" or ":" in v, "'local' or 'provider:model'"),
-}
-
-
 def field_problem(name: str, value: Any) -> str | None:
-    """Why ``value`` cannot be Context field ``name`` (None when it can): type, bounds, rules."""
+    """Why ``value`` cannot be context field ``name`` (None when it can): type, bounds, rules."""
     problem = value_problem(name, field_types()[name], value, FIELD_BOUNDS)
     if problem is None and name in FIELD_RULES and not FIELD_RULES[name][0](value):
         problem = f"{name} must be {FIELD_RULES[name][1]} (got {shown(value)})"
     return problem
 
 
-def validate_context(ctx: Context) -> list[str]:
-    """Return human-readable problems with a context (empty when valid)."""
-    errors = [p for f in fields(Context) if (p := field_problem(f.name, getattr(ctx, f.name)))]
-    if not errors and ctx.output_schema is not None:
+def validate_context(ctx: BaseContext) -> list[str]:
+    """Return human-readable problems with a context of any class (empty when valid)."""
+    errors = [p for f in fields(ctx) if (p := field_problem(f.name, getattr(ctx, f.name)))]
+    output_schema = getattr(ctx, "output_schema", None)
+    if not errors and output_schema is not None:
         from .structured_output import schema_problem
 
-        problem = schema_problem(ctx.output_schema)
+        problem = schema_problem(output_schema)
         if problem:
             errors.append(f"output_schema is not a valid JSON Schema: {problem}")
     return errors
 
 
 def context_field(ctx: Any, name: str, default: Any = None) -> Any:
-    """``ctx.<name>`` for a Context, a mapping (SDK / Studio) or None; a missing or
+    """``ctx.<name>`` for a context, a mapping (SDK / Studio) or None; a missing or
     None value gives ``default``."""
     if ctx is None:
         return default
@@ -331,23 +362,24 @@ def context_flag(ctx: Any, name: str, default: bool) -> bool:
     return parse_bool(context_field(ctx, name, default), name)
 
 
-def context_field_names() -> list[str]:
-    return [f.name for f in fields(Context)]
+def context_field_names(schema: type[BaseContext] | None = None) -> list[str]:
+    """The fields of ``schema`` (default: ``Context``, every field)."""
+    return [f.name for f in fields(schema or Context)]
 
 
-def coerce_context(value: Context | dict[str, Any] | None) -> Context:
-    """Accept a Context, a plain dict (SDK / Studio) or None."""
+def coerce_context(value: Any, schema: type[C] | None = None) -> C:
+    """A context of class ``schema`` (default ``Context``) from what a user gave: an
+    instance (kept), a plain dict (SDK / Studio: unknown keys are a ``ValueError``),
+    None (the defaults) or an object with matching attributes (another context class)."""
+    cls: type[Any] = schema or Context
     if value is None:
-        return Context()
-    if isinstance(value, Context):
+        return cls()
+    if isinstance(value, cls):
         return value
     if isinstance(value, dict):
-        known = set(context_field_names())
+        known = set(context_field_names(cls))
         unknown = [shown(k) for k in value if k not in known]
         if unknown:
             raise ValueError(f"Unknown smart-agent context field(s): {', '.join(unknown)}")
-        return Context(**value)
-    # Objects with matching attributes (e.g. another dataclass)
-    return Context(**{k: getattr(value, k) for k in context_field_names() if hasattr(value, k)})
-
-
+        return cls(**value)
+    return cls(**{k: getattr(value, k) for k in context_field_names(cls) if hasattr(value, k)})

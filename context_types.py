@@ -14,10 +14,10 @@ from __future__ import annotations
 import json
 import math
 import types
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal, Union, get_args, get_origin
 
-__all__ = ["env_value", "parse_bool", "shown", "text_problem", "value_problem"]
+__all__ = ["FIELD_BOUNDS", "FIELD_RULES", "env_value", "parse_bool", "shown", "text_problem", "value_problem"]
 
 TRUE_WORDS = frozenset({"true", "1", "yes", "on"})
 FALSE_WORDS = frozenset({"false", "0", "no", "off"})
@@ -26,6 +26,39 @@ MAX_TEXT_CHARS = 1_000_000
 MAX_LIST_ITEMS = 1_000
 
 Bounds = Mapping[str, tuple[float, float]]
+
+#: Inclusive (lowest, highest) value of every numeric field. A numeric field missing
+#: here is refused (and a test fails), so a new field cannot go unbounded.
+FIELD_BOUNDS: dict[str, tuple[float, float]] = {
+    "max_tool_calls": (0, 10_000),
+    "max_parallel_tools": (1, 64),
+    "tool_timeout_s": (0.001, 86_400.0),
+    "context_token_limit": (1000, 10_000_000),
+    "summary_token_limit": (50, 1_000_000),
+    "archive_threshold_chars": (0, 10_000_000),
+    "max_output_retries": (0, 100),
+    "memory_k": (0, 100),
+    "max_replans": (0, 100),
+    "max_plan_attempts": (1, 100),
+    "max_workers": (1, 64),
+    "max_subtasks": (1, 100),
+    "max_agent_depth": (0, 10),
+    "max_sub_agents": (1, 64),
+    "max_iterations": (1, 1000),
+    "max_tool_calls_per_turn": (1, 1000),
+    "max_tool_arg_chars": (100, 10_000_000),
+    "step_time_cap_s": (0.001, 86_400.0),
+    "model_timeout_s": (0.001, 3600.0),
+    "model_max_retries": (0, 10),
+    "max_write_bytes": (1, 1_000_000_000),
+}
+
+#: Rules beyond the type, for text fields: (holds, what the value must be).
+FIELD_RULES: dict[str, tuple[Callable[[str], bool], str]] = {
+    "model": (lambda v: bool(v.strip()), "a non-empty 'provider:model' string"),
+    "user_id": (lambda v: bool(v.strip()), "a non-empty string"),
+    "embedding_model": (lambda v: v.strip() == "local" or ":" in v, "'local' or 'provider:model'"),
+}
 
 
 def shown(value: Any, n: int = 60) -> str:

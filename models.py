@@ -7,11 +7,12 @@ server works with ``openai:<model>``.
 
 from __future__ import annotations
 
-import os
 import threading
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
+
+from . import settings
 
 HOW_TO_CONFIGURE = (
     "Configure a model with --model PROVIDER:MODEL (or SMART_AGENT_MODEL), for example "
@@ -70,7 +71,7 @@ def _provider_kwargs(provider: str) -> dict[str, Any]:
     if provider == "openai":
         # Without stream_usage, streamed responses from custom base URLs carry no usage.
         kwargs: dict[str, Any] = {"stream_usage": True}
-        base = os.environ.get("OPENAI_BASE_URL")
+        base = settings.openai_base_url()
         if base:
             kwargs["base_url"] = base
         return kwargs
@@ -103,7 +104,7 @@ def load_chat_model(
     if not name:
         raise ModelConfigError(f"Model spec {spec!r} names no model. {HOW_TO_CONFIGURE}")
     kwargs = {**(_provider_kwargs(provider) if provider else {}), **_limit_kwargs(provider, timeout, max_retries), **overrides}
-    key = (spec, os.environ.get("OPENAI_BASE_URL"), os.environ.get("OPENAI_API_KEY"), tuple(sorted((k, repr(v)) for k, v in kwargs.items())))
+    key = (spec, settings.openai_base_url(), settings.openai_api_key(), tuple(sorted((k, repr(v)) for k, v in kwargs.items())))
     with _lock:
         if key in _cache:
             return _cache[key]
@@ -138,7 +139,7 @@ def explain_model_error(exc: BaseException, spec: str | None = None) -> ModelCon
     names = {cls.__name__ for cls in type(exc).__mro__}
     module = type(exc).__module__ or ""
     where = f" for model {spec!r}" if spec else ""
-    base = os.environ.get("OPENAI_BASE_URL")
+    base = settings.openai_base_url()
     target = f" at {base}" if base and (spec or "").startswith("openai:") else ""
     if names & {"AuthenticationError", "PermissionDeniedError", "ModelAuthenticationError"}:
         return ModelConfigError(f"The model service rejected the credentials{where}{target} ({_first_line(exc)}). {HOW_TO_CONFIGURE}")

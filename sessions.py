@@ -11,19 +11,20 @@ run (the CLI does).
 
 from __future__ import annotations
 
-import os
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import AsyncIterator
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+from . import settings
+
 
 def data_home() -> Path:
     """The data folder: ``$SMART_AGENT_HOME`` or ``./.smart-agent`` (sessions, memory,
     archive, plugins). Not resolved here: that reads the file system, and callers run
     on a server's event loop too."""
-    return Path(os.environ.get("SMART_AGENT_HOME") or ".smart-agent").expanduser()
+    return settings.data_home()
 
 
 def sessions_path(home: Path | None = None) -> Path:
@@ -59,7 +60,7 @@ async def _setup_postgres(saver: BaseCheckpointSaver, wait_s: float = 120.0) -> 
 @asynccontextmanager
 async def open_checkpointer(home: Path | None = None, url: str | None = None) -> AsyncIterator[BaseCheckpointSaver]:
     """Yield an async checkpointer: Postgres for ``postgresql://`` URLs, else SQLite."""
-    url = url or os.environ.get("SMART_AGENT_DB")
+    url = url or settings.database_url()
     if url and url.startswith(("postgresql://", "postgres://")):
         try:
             from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver

@@ -27,8 +27,10 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import AsyncIterator
 
+from . import settings
+
 DEFAULT_TIMEOUT_S = 300.0
-TIMEOUT_ENV = "SMART_AGENT_THREAD_LOCK_TIMEOUT"
+TIMEOUT_ENV = settings.THREAD_LOCK_TIMEOUT_ENV
 # First key of the two-key advisory lock: keeps these locks apart from other users' locks.
 PG_LOCK_NAMESPACE = 0x5A_17_7E_AD & 0x7FFFFFFF
 _POLL_MIN_S, _POLL_MAX_S = 0.02, 0.25
@@ -40,7 +42,7 @@ class ThreadBusyError(RuntimeError):
 
 def lock_timeout(value: float | str | None = None) -> float:
     """The wait bound: ``value``, else ``$SMART_AGENT_THREAD_LOCK_TIMEOUT``, else 300 s."""
-    raw = value if value is not None else os.environ.get(TIMEOUT_ENV) or DEFAULT_TIMEOUT_S
+    raw = value if value is not None else settings.thread_lock_timeout() or DEFAULT_TIMEOUT_S
     try:
         seconds = float(raw)
     except (TypeError, ValueError):
@@ -145,7 +147,7 @@ async def thread_lock(
     if not isinstance(thread_id, str) or not thread_id:
         raise ValueError("thread_lock needs a non-empty thread id")
     seconds = lock_timeout(timeout_s)
-    url = url or os.environ.get("SMART_AGENT_DB") or None
+    url = url or settings.database_url()
     if _is_postgres(url):
         lock = _pg_lock(thread_id, url, seconds)
     else:

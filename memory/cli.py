@@ -86,12 +86,11 @@ def _guarded(handler: Any) -> Any:
 
 
 def _open(args: argparse.Namespace, embedding_model: str | None = None):
-    import os
-
+    from .. import settings
     from .store import FaissMemoryStore, user_namespace
 
-    user = args.user or os.environ.get("SMART_AGENT_USER_ID") or "default"
-    spec = embedding_model or os.environ.get("SMART_AGENT_EMBEDDING_MODEL") or "local"
+    user = args.user or settings.field_env("user_id")[1] or "default"
+    spec = embedding_model or settings.field_env("embedding_model")[1] or "local"
     return FaissMemoryStore(embeddings=spec), user_namespace(user), user
 
 

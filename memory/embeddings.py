@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from langchain_core.embeddings import Embeddings
 
+from .. import settings
+
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
@@ -90,7 +92,7 @@ class LocalSentenceEmbeddings(Embeddings):
     def _choose_backend(self, path: str) -> str:
         backend = self.backend
         if backend == "auto":
-            backend = os.environ.get("SMART_AGENT_EMBEDDING_BACKEND", "").strip().lower() or "auto"
+            backend = settings.embedding_backend()
             if backend in {"torch", "st", "sentence_transformers"}:
                 backend = "sentence-transformers"
         if backend == "auto":

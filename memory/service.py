@@ -7,12 +7,12 @@ module, FAISS and the embedding model load on first use.
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .. import settings
 from ..context import context_field
 from ..context_types import parse_bool
 from ..messages import message_text
@@ -45,15 +45,16 @@ def memory_enabled(ctx: Any) -> bool:
     # Strict (parse_bool): "false" in a raw dict context is False, "maybe" an error.
     value = context_field(ctx, "memory", None)
     if value is None:
-        raw = os.environ.get("SMART_AGENT_MEMORY", "").strip()
-        return parse_bool(raw, "SMART_AGENT_MEMORY") if raw else True
+        variable, raw = settings.field_env("memory")
+        raw = (raw or "").strip()
+        return parse_bool(raw, variable) if raw else True
     return parse_bool(value, "memory")
 
 
 def namespace_for(ctx: Any) -> tuple[str, str]:
     from .store import user_namespace
 
-    return user_namespace(context_field(ctx, "user_id", None) or os.environ.get("SMART_AGENT_USER_ID") or "default")
+    return user_namespace(context_field(ctx, "user_id", None) or settings.field_env("user_id")[1] or "default")
 
 
 def store_for(runtime_store: Any = None, ctx: Any = None) -> Any:
@@ -66,16 +67,12 @@ def store_for(runtime_store: Any = None, ctx: Any = None) -> Any:
 
     if is_memory_store(runtime_store):
         return runtime_store
-    spec = context_field(ctx, "embedding_model", None) or os.environ.get("SMART_AGENT_EMBEDDING_MODEL") or "local"
+    spec = context_field(ctx, "embedding_model", None) or settings.field_env("embedding_model")[1] or "local"
     return open_store(embeddings=spec)
 
 
 def min_similarity() -> float:
-    raw = os.environ.get("SMART_AGENT_MEMORY_MIN_SIMILARITY", "")
-    try:
-        return float(raw) if raw.strip() else RECALL_MIN_SIMILARITY
-    except ValueError:
-        return RECALL_MIN_SIMILARITY
+    return settings.memory_min_similarity(RECALL_MIN_SIMILARITY)
 
 
 def one_line(text: str, limit: int) -> str:

@@ -40,6 +40,7 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import BaseStore, SearchItem
+from .. import settings
 from ..sessions import data_home
 
 from . import integrity
@@ -157,8 +158,7 @@ class FaissMemoryStore(_Rows, _VectorIndexes, BaseStore):
         self.ranking = ranking or RankingConfig()
         self.dedupe_threshold = dedupe_threshold
         if max_items_per_namespace is None:
-            raw = os.environ.get("SMART_AGENT_MEMORY_MAX_ITEMS", "")
-            max_items_per_namespace = int(raw) if raw.strip() else DEFAULT_MAX_ITEMS
+            max_items_per_namespace = settings.memory_max_items(DEFAULT_MAX_ITEMS)
         self.max_items_per_namespace = max_items_per_namespace or DEFAULT_MAX_ITEMS
         self.clock = clock
         self._lock = threading.RLock()

@@ -15,6 +15,7 @@ from langchain.tools import ToolRuntime
 from langchain_core.tools import tool
 from pydantic import BaseModel, Field
 
+from .. import settings
 from .guards import ToolError, context_value, workspace_of
 from .safe_fs import open_dir, open_regular, write_regular
 
@@ -43,7 +44,7 @@ def max_write_bytes_of(runtime: ToolRuntime | None) -> int:
     """The run's ``max_write_bytes`` (default ``$SMART_AGENT_MAX_WRITE_BYTES`` or 10 MB)."""
     value = context_value(runtime, "max_write_bytes", None)
     if value is None:
-        value = os.environ.get("SMART_AGENT_MAX_WRITE_BYTES") or DEFAULT_MAX_WRITE_BYTES
+        value = settings.field_env("max_write_bytes")[1] or DEFAULT_MAX_WRITE_BYTES
     try:
         return int(value)
     except (TypeError, ValueError):

@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+from .. import settings
 from ..context import context_field, context_flag
 
 __all__ = [
@@ -55,7 +57,7 @@ def context_value(runtime: Any, name: str, default: Any = None) -> Any:
 
 def workspace_of(runtime: Any) -> Path:
     """The run's workspace folder (default: ``$SMART_AGENT_WORKSPACE`` or the current folder)."""
-    default = os.environ.get("SMART_AGENT_WORKSPACE") or os.getcwd()
+    default = settings.field_env("workspace")[1] or os.getcwd()
     return Path(context_value(runtime, "workspace", None) or default)
 
 

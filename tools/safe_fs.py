@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from .. import settings
 from .guards import ToolError, resolve_in_workspace
 
 __all__ = ["PROTECTED_NAMES", "open_dir", "open_regular", "plugins_folder", "protected_dirs", "write_regular"]
@@ -41,8 +42,7 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 def plugins_folder() -> Path | None:
     """The folder plugins load from: ``$SMART_AGENT_PLUGINS`` resolved, or None (no folder plugins)."""
-    raw = os.environ.get("SMART_AGENT_PLUGINS", "").strip()
-    return Path(raw).expanduser().resolve() if raw else None
+    return settings.plugins_folder()
 
 
 def protected_dirs() -> list[Path]:

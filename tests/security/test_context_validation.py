@@ -190,3 +190,31 @@ def test_memory_switch_is_read_strictly_from_a_raw_context(monkeypatch):
     monkeypatch.setenv("SMART_AGENT_MEMORY", "sometimes")
     with pytest.raises(ValueError, match="SMART_AGENT_MEMORY must be true or false"):
         memory_enabled({})
+
+
+# -- every graph's context class ----------------------------------------------------------
+def test_every_context_class_is_validated_on_every_field_and_keeps_only_its_own_fields():
+    from smart_agent.context import CONTEXT_CLASSES, GRAPH_CONTEXTS, AgentContext, BaseContext, PlannerContext
+
+    union = {f.name for f in fields(Context)}
+    for cls in CONTEXT_CLASSES:
+        ctx = cls()
+        assert validate_context(ctx) == [], cls.__name__
+        for f in fields(cls):
+            assert f.name in union and f.metadata.get("description"), (cls.__name__, f.name)
+            assert field_problem(f.name, object()) is not None, (cls.__name__, f.name)
+            with pytest.raises(ValueError, match=f.name):
+                cls(**{f.name: object()})
+        assert {f.name for f in fields(BaseContext)} <= {f.name for f in fields(cls)}
+    assert union == set().union(*({f.name for f in fields(c)} for c in GRAPH_CONTEXTS.values()))
+    agent, planner = {f.name for f in fields(AgentContext)}, {f.name for f in fields(PlannerContext)}
+    assert "approve_plan" in planner and "approve_plan" not in agent
+    assert "output_schema" in agent and "output_schema" not in planner
+    assert "max_workers" not in agent | planner and "max_iterations" not in agent | planner
+    # A dict naming another graph's field is refused for this graph, accepted by Context.
+    with pytest.raises(ValueError, match="approve_plan"):
+        coerce_context({"approve_plan": True}, AgentContext)
+    assert coerce_context({"approve_plan": True}).approve_plan is True
+    # The union Context is every class, so the CLI's context suits any graph as it is.
+    assert all(isinstance(Context(), cls) for cls in CONTEXT_CLASSES)
+    assert AgentContext.of(SimpleNamespace(context=None)) == AgentContext()

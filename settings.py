@@ -1,0 +1,113 @@
+"""Every environment variable smart-agent reads, in one place.
+
+Other modules call these typed accessors instead of reading ``os.environ``, so one
+file lists what the environment can change. Context fields (``SMART_AGENT_<FIELD>``,
+converted and checked like the field) go through :func:`field_env`; the rest are
+process settings that are not part of a run's context:
+
+=================================== ==================================================
+``SMART_AGENT_HOME``                data folder (sessions, memory, archive, locks)
+``SMART_AGENT_DB``                  checkpointer database URL (``postgresql://``...)
+``SMART_AGENT_PLUGINS``             the only folder plugins load from (none when unset)
+``SMART_AGENT_THREAD_LOCK_TIMEOUT`` seconds a run waits for a busy thread (300)
+``SMART_AGENT_EMBEDDING_BACKEND``   ``numpy`` / ``sentence-transformers`` (``auto``)
+``SMART_AGENT_MEMORY_MIN_SIMILARITY`` recall threshold of long-term memory
+``SMART_AGENT_MEMORY_MAX_ITEMS``    memories kept per user
+``SMART_AGENT_DEBUG``               the CLI prints tracebacks
+``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` the OpenAI-compatible server of ``openai:`` models
+=================================== ==================================================
+
+Values are read when asked for (never at import), so a test or a notebook that sets a
+variable sees it on the next call.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = [
+    "PREFIX",
+    "THREAD_LOCK_TIMEOUT_ENV",
+    "data_home",
+    "database_url",
+    "debug",
+    "embedding_backend",
+    "field_env",
+    "memory_max_items",
+    "memory_min_similarity",
+    "openai_api_key",
+    "openai_base_url",
+    "plugins_folder",
+    "thread_lock_timeout",
+]
+
+PREFIX = "SMART_AGENT_"
+THREAD_LOCK_TIMEOUT_ENV = PREFIX + "THREAD_LOCK_TIMEOUT"
+
+
+def _get(name: str) -> str | None:
+    return os.environ.get(name)
+
+
+def field_env(field_name: str) -> tuple[str, str | None]:
+    """``(variable, raw text)`` of context field ``field_name``'s variable
+    ``SMART_AGENT_<FIELD_NAME>``; the text is None when the variable is unset or empty."""
+    variable = PREFIX + field_name.upper()
+    return variable, _get(variable) or None
+
+
+def data_home() -> Path:
+    """``$SMART_AGENT_HOME`` or ``./.smart-agent``, not resolved (that reads the file
+    system, and callers run on a server's event loop too)."""
+    return Path(_get(PREFIX + "HOME") or ".smart-agent").expanduser()
+
+
+def database_url() -> str | None:
+    """``$SMART_AGENT_DB`` (None when unset or empty): the sessions database."""
+    return _get(PREFIX + "DB") or None
+
+
+def plugins_folder() -> Path | None:
+    """``$SMART_AGENT_PLUGINS`` resolved, or None (no folder plugins)."""
+    raw = (_get(PREFIX + "PLUGINS") or "").strip()
+    return Path(raw).expanduser().resolve() if raw else None
+
+
+def thread_lock_timeout() -> str | None:
+    """The raw text of ``$SMART_AGENT_THREAD_LOCK_TIMEOUT`` (None when unset or empty);
+    ``thread_lock.lock_timeout`` checks it."""
+    return _get(THREAD_LOCK_TIMEOUT_ENV) or None
+
+
+def embedding_backend() -> str:
+    """``$SMART_AGENT_EMBEDDING_BACKEND`` lower-cased, or ``auto``."""
+    return (_get(PREFIX + "EMBEDDING_BACKEND") or "").strip().lower() or "auto"
+
+
+def memory_min_similarity(default: float) -> float:
+    """``$SMART_AGENT_MEMORY_MIN_SIMILARITY``, or ``default`` when unset or not a number."""
+    raw = _get(PREFIX + "MEMORY_MIN_SIMILARITY") or ""
+    try:
+        return float(raw) if raw.strip() else default
+    except ValueError:
+        return default
+
+
+def memory_max_items(default: int) -> int:
+    """``$SMART_AGENT_MEMORY_MAX_ITEMS``, or ``default`` when unset (not an integer: ``ValueError``)."""
+    raw = _get(PREFIX + "MEMORY_MAX_ITEMS") or ""
+    return int(raw) if raw.strip() else default
+
+
+def debug() -> bool:
+    """``$SMART_AGENT_DEBUG`` is set to anything non-empty."""
+    return bool(_get(PREFIX + "DEBUG"))
+
+
+def openai_base_url() -> str | None:
+    return _get("OPENAI_BASE_URL")
+
+
+def openai_api_key() -> str | None:
+    return _get("OPENAI_API_KEY")
