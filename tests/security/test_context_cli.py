@@ -9,6 +9,8 @@ from conftest import cli_env, run_cli
 
 from smart_agent.testing.scripted_server import text
 
+pytestmark = pytest.mark.e2e
+
 
 def assert_usage_error(res, srv, *needles: str) -> None:
     assert res.returncode == 2, (res.returncode, res.stderr)

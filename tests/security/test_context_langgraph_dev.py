@@ -11,6 +11,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from smart_agent.testing.scripted_server import text, tool_call
 
+pytestmark = pytest.mark.e2e
+
 
 @pytest.fixture
 def loopback_page():

@@ -26,6 +26,8 @@ from smart_agent.context_types import value_problem
 from smart_agent.memory.service import memory_enabled
 from smart_agent.tools.guards import ToolError, allow_private_network_of
 
+pytestmark = pytest.mark.unit
+
 
 def _base(hint):
     """``X`` for ``X | None``."""

@@ -7,6 +7,7 @@ attempts), so the run hung. Now every request is bounded by ``model_timeout_s``
 
 from __future__ import annotations
 
+import pytest
 import subprocess
 
 from conftest import cli_env, run_cli
@@ -20,6 +21,7 @@ RETRIES = 1
 STARTUP_S = 30  # interpreter, LangChain and LangGraph imports on a loaded 2-core machine
 
 
+@pytest.mark.e2e
 def test_cli_ends_with_one_line_when_the_model_server_never_answers(workspace):
     with SilentServer() as srv:
         env = cli_env(OPENAI_BASE_URL=f"{srv.url}/v1", OPENAI_API_KEY="k", SMART_AGENT_MODEL="openai:silent-model")
@@ -39,6 +41,7 @@ def test_cli_ends_with_one_line_when_the_model_server_never_answers(workspace):
     assert "--model-timeout" in line
 
 
+@pytest.mark.unit
 def test_run_settings_reach_the_model_client():
     ctx = Context(model="openai:m", model_timeout_s=7.5, model_max_retries=0)
     model = load_chat_model("openai:m", api_key="k", **model_options(ctx))
@@ -48,6 +51,7 @@ def test_run_settings_reach_the_model_client():
     assert (other.request_timeout, other.max_retries) == (120.0, 2)
 
 
+@pytest.mark.graph
 def test_a_silent_server_gets_one_request_and_max_retries_more():
     """The same through the Python API: a one-line ModelTimeoutError after 3 attempts."""
     import asyncio

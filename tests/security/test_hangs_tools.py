@@ -9,6 +9,7 @@ thread (tools/executor.py), for the agent loop and the planner alike."""
 
 from __future__ import annotations
 
+import pytest
 import asyncio
 import json
 import subprocess
@@ -34,6 +35,7 @@ TOOLS = [sleepy]
 '''
 
 
+@pytest.mark.e2e
 def test_cli_exits_after_a_sync_tool_times_out(scripted_server, workspace, tmp_path):
     plugins = tmp_path / "plugins"
     plugins.mkdir()
@@ -54,6 +56,7 @@ def test_cli_exits_after_a_sync_tool_times_out(scripted_server, workspace, tmp_p
     assert result["content"] == "Tool 'sleepy' timed out after 1 s"
 
 
+@pytest.mark.unit
 def test_more_parallel_sync_tools_than_the_default_pool_run_at_once():
     parties = 8  # the default executor here has 6 threads
     barrier = threading.Barrier(parties, timeout=20)
@@ -73,6 +76,7 @@ def test_more_parallel_sync_tools_than_the_default_pool_run_at_once():
     assert all(o.ok for o in outcomes)
 
 
+@pytest.mark.unit
 def test_a_timed_out_sync_tool_leaves_only_a_daemon_thread():
     release = threading.Event()
     started = threading.Event()

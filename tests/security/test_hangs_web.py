@@ -9,6 +9,7 @@ conversion is one streaming pass over at most 2 MB."""
 
 from __future__ import annotations
 
+import pytest
 import asyncio
 import threading
 import time
@@ -33,6 +34,7 @@ def in_thread(fn):
     return box["value"]
 
 
+@pytest.mark.graph
 def test_browse_url_gives_up_on_a_slow_drip_header_server():
     deadline_s = 4.0
     ctx = Context(allow_private_network=True, tool_timeout_s=deadline_s)  # loopback; the run's tool timeout
@@ -52,6 +54,7 @@ def test_browse_url_gives_up_on_a_slow_drip_header_server():
     assert elapsed <= deadline_s + 2  # the deadline is the behaviour under test
 
 
+@pytest.mark.unit
 def test_flat_page_of_1_9_mb_converts_in_one_pass():
     n = 68_000
     page = "<html><head><title>Flat</title><style>p{}</style></head><body>" + "".join(
@@ -65,6 +68,7 @@ def test_flat_page_of_1_9_mb_converts_in_one_pass():
     assert (lines[0], lines[-1]) == ("para 0 & text", f"para {n - 1} & text")
 
 
+@pytest.mark.unit
 def test_200k_nested_divs_convert_in_one_pass():
     depth = 200_000
     page = "<html><body>" + "<div>" * depth + "deep <b>inside</b>" + "</div>" * depth + "<p>after</p></body></html>"
@@ -73,6 +77,7 @@ def test_200k_nested_divs_convert_in_one_pass():
     assert (title, text) == ("", "deep inside")
 
 
+@pytest.mark.unit
 def test_html_beyond_the_cap_is_not_read():
     page = "<p>start</p>" + "<p>filler</p>" * (MAX_HTML_CHARS // 13) + "<p>the end</p>"
     assert len(page) > MAX_HTML_CHARS

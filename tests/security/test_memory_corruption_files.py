@@ -64,6 +64,7 @@ def plant(folder, kind):
     return db, db.read_bytes()
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("kind", PLANTED)
 def test_a_file_that_is_not_a_memory_database_is_refused_untouched(tmp_path, kind):
     db, before = plant(tmp_path / "mem", kind)
@@ -76,6 +77,7 @@ def test_a_file_that_is_not_a_memory_database_is_refused_untouched(tmp_path, kin
     assert sorted(p.name for p in db.parent.iterdir() if p.name != INDEX_DIR) == [DB_NAME]
 
 
+@pytest.mark.unit
 def test_a_database_of_a_newer_format_is_refused(tmp_path):
     FaissMemoryStore(tmp_path, embeddings=TableEmbeddings()).close()
     con = sqlite3.connect(tmp_path / DB_NAME)
@@ -85,6 +87,7 @@ def test_a_database_of_a_newer_format_is_refused(tmp_path):
         FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())
 
 
+@pytest.mark.unit
 def test_a_database_of_the_previous_code_without_marker_still_opens(tmp_path):
     """Databases made before the marker have exactly our tables: they are kept and marked."""
     con = sqlite3.connect(tmp_path / DB_NAME)
@@ -102,6 +105,7 @@ def test_a_database_of_the_previous_code_without_marker_still_opens(tmp_path):
     s.close()
 
 
+@pytest.mark.unit
 def test_stores_created_at_once_in_a_new_folder_all_open(tmp_path):
     """A new database appears complete (never as a 0-byte file another opener would refuse)."""
     barrier = threading.Barrier(6)
@@ -123,6 +127,7 @@ def test_stores_created_at_once_in_a_new_folder_all_open(tmp_path):
     assert not [p for p in (tmp_path / "mem").iterdir() if p.name.endswith(".tmp")]
 
 
+@pytest.mark.graph
 @pytest.mark.parametrize("kind", ["empty file", "text file", "foreign sqlite"])
 async def test_agent_run_answers_with_memory_off_and_an_error_event(scripted_server, workspace, isolated_home, kind):
     db, before = plant(isolated_home / "memory", kind)
@@ -143,6 +148,7 @@ async def test_agent_run_answers_with_memory_off_and_an_error_event(scripted_ser
     assert db.read_bytes() == before
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("command", [["list"], ["stats"], ["forget", "abc"], ["search", "tea"]])
 def test_memory_cli_refuses_with_one_line_and_exit_2(isolated_home, command):
     db, before = plant(isolated_home / "memory", "text file")
@@ -153,6 +159,7 @@ def test_memory_cli_refuses_with_one_line_and_exit_2(isolated_home, command):
     assert db.read_bytes() == before
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("keep", [0.5, 0.0], ids=["truncated", "emptied"])
 def test_a_truncated_faiss_index_is_rebuilt_from_sqlite(tmp_path, keep):
     ns = user_namespace("u")
@@ -171,6 +178,7 @@ def test_a_truncated_faiss_index_is_rebuilt_from_sqlite(tmp_path, keep):
     assert faiss.read_index(str(rewritten)).ntotal == 6
 
 
+@pytest.mark.unit
 def test_no_pickle_in_any_memory_module():
     from pathlib import Path
 
@@ -181,6 +189,7 @@ def test_no_pickle_in_any_memory_module():
         assert "import pickle" not in src and "pickle.load" not in src and "load_local" not in src, name
 
 
+@pytest.mark.e2e
 def test_cli_run_answers_and_says_memory_is_off(scripted_server, isolated_home):
     db, before = plant(isolated_home / "memory", "foreign sqlite")
     srv = scripted_server(responder=lambda req: text("Answered anyway."))

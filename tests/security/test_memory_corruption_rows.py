@@ -50,6 +50,7 @@ def drop_index_cache(folder) -> None:
         f.unlink()
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("blob", BAD_VECTORS.values(), ids=BAD_VECTORS.keys())
 def test_a_corrupt_vector_blob_costs_one_row_not_the_users_memory(tmp_path, blob, monkeypatch):
     keys = make_store(tmp_path)
@@ -82,6 +83,7 @@ def test_a_corrupt_vector_blob_costs_one_row_not_the_users_memory(tmp_path, blob
     s2.close()
 
 
+@pytest.mark.unit
 def test_rewriting_a_damaged_row_repairs_it(tmp_path):
     keys = make_store(tmp_path)
     bad = keys["the dog is called Rex"]
@@ -96,6 +98,7 @@ def test_rewriting_a_damaged_row_repairs_it(tmp_path):
     s.close()
 
 
+@pytest.mark.unit
 def test_a_row_whose_json_value_does_not_parse_is_skipped_and_reported(tmp_path):
     keys = make_store(tmp_path)
     bad = keys["the fish is called Nemo"]
@@ -115,6 +118,7 @@ def test_a_row_whose_json_value_does_not_parse_is_skipped_and_reported(tmp_path)
     s.close()
 
 
+@pytest.mark.graph
 async def test_agent_run_reports_the_skipped_row_and_still_writes(scripted_server, workspace, tmp_path):
     keys = make_store(tmp_path / "mem", FACTS)
     bad = keys["the cat is called Tom"]
@@ -143,6 +147,7 @@ async def test_agent_run_reports_the_skipped_row_and_still_writes(scripted_serve
     store.close()
 
 
+@pytest.mark.unit
 def test_repair_reembeds_rows_whose_text_is_intact_and_keeps_their_age(tmp_path):
     keys = make_store(tmp_path)
     vec_bad, json_bad = keys["the cat is called Tom"], keys["the dog is called Rex"]
@@ -166,6 +171,7 @@ def test_repair_reembeds_rows_whose_text_is_intact_and_keeps_their_age(tmp_path)
     s2.close()
 
 
+@pytest.mark.e2e
 def test_memory_stats_cli_counts_damaged_rows(tmp_path, isolated_home):
     folder = isolated_home / "memory"
     keys = make_store(folder)

@@ -24,6 +24,7 @@ def tool_results(request) -> list[dict]:
     return [m for m in request["messages"] if m["role"] == "tool"]
 
 
+@pytest.mark.graph
 @pytest.mark.parametrize("args", ["[1, 2, 3]", '"37*43"', "42", "true"])
 async def test_non_object_arguments_get_a_corrective_tool_message(scripted_server, workspace, args):
     # Valid JSON that is not an object: langchain-openai used to build an AIMessage that
@@ -39,6 +40,7 @@ async def test_non_object_arguments_get_a_corrective_tool_message(scripted_serve
     assert [c["id"] for c in sent["tool_calls"]] == ["bad"]
 
 
+@pytest.mark.graph
 async def test_a_thousand_calls_in_one_turn_run_only_the_per_turn_cap(scripted_server, workspace):
     many = tool_calls([{"name": "calculator", "arguments": {"expression": f"{i}+1"}, "id": f"c{i}"} for i in range(1000)])
     srv = scripted_server([many, text("done with what ran")])
@@ -62,6 +64,7 @@ async def test_a_thousand_calls_in_one_turn_run_only_the_per_turn_cap(scripted_s
     assert len(ai) == 1 and len(ai[0].tool_calls) == 33
 
 
+@pytest.mark.graph
 async def test_a_10_mb_argument_is_refused_before_it_runs_and_shrunk_in_history(scripted_server, workspace):
     huge = "x" * 10_000_000
     srv = scripted_server([tool_call("write_file", {"path": "big.txt", "content": huge}, id="w"), text("I could not write it.")])
@@ -80,6 +83,7 @@ async def test_a_10_mb_argument_is_refused_before_it_runs_and_shrunk_in_history(
     assert set(args) == {"_truncated"}  # nor does the checkpoint
 
 
+@pytest.mark.graph
 async def test_an_empty_reply_is_asked_again_once(scripted_server, workspace):
     srv = scripted_server([text(""), text("Here is the answer.")])
     final = await run_graph(build_agent_graph(model=openai_model(srv)), "hello", ctx(workspace))
@@ -88,6 +92,7 @@ async def test_an_empty_reply_is_asked_again_once(scripted_server, workspace):
     assert len(final["messages"]) == 2  # the empty reply and the note are not in the history
 
 
+@pytest.mark.graph
 @pytest.mark.parametrize("finish", ["stop", "content_filter"])
 async def test_two_empty_replies_fail_the_run(scripted_server, workspace, finish):
     srv = scripted_server([text("", finish_reason=finish), text("", finish_reason=finish)])
@@ -96,6 +101,7 @@ async def test_two_empty_replies_fail_the_run(scripted_server, workspace, finish
     assert len(srv.requests) == 2
 
 
+@pytest.mark.e2e
 def test_cli_content_filtered_replies_exit_1_with_one_line(scripted_server, workspace):
     srv = scripted_server([text("", finish_reason="content_filter")] * 2)
     res = run_cli(["run", "hello", "--json", "--workspace", str(workspace)], env=cli_env(srv))
@@ -106,6 +112,7 @@ def test_cli_content_filtered_replies_exit_1_with_one_line(scripted_server, work
     assert "Traceback" not in res.stderr
 
 
+@pytest.mark.e2e
 def test_cli_non_object_arguments_end_with_the_answer(scripted_server, workspace):
     srv = scripted_server([tool_call("calculator", "[1, 2, 3]"), text("recovered")])
     res = run_cli(["run", "x", "--json", "--workspace", str(workspace)], env=cli_env(srv))
@@ -113,6 +120,7 @@ def test_cli_non_object_arguments_end_with_the_answer(scripted_server, workspace
     assert json.loads(res.stdout)["answer"] == "recovered"
 
 
+@pytest.mark.graph
 async def test_an_empty_reply_at_the_tool_limit_is_asked_again_before_the_fallback(scripted_server, workspace):
     srv = scripted_server([tool_call("calculator", {"expression": "2+2"}), text(""), text("2+2 = 4")])
     final = await run_graph(build_agent_graph(model=openai_model(srv)), "2+2?", ctx(workspace, max_tool_calls=1))

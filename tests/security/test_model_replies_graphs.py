@@ -21,6 +21,8 @@ from smart_agent.nodes.fleet import AGGREGATE_SYSTEM, SUBMIT_SUBTASKS
 from smart_agent.testing.scripted_server import text, tool_call
 from smart_agent.tools.registry import ToolRegistry
 
+pytestmark = pytest.mark.graph
+
 DEEP = 100_000
 
 

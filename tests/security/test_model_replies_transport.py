@@ -31,6 +31,7 @@ EXPECTED = {
 }
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("name", sorted(BODIES))
 def test_cli_garbage_reply_is_one_line_and_exit_1(workspace, name):
     with BadOpenAIServer([BODIES[name]]) as srv:
@@ -43,6 +44,7 @@ def test_cli_garbage_reply_is_one_line_and_exit_1(workspace, name):
     assert EXPECTED[name] in line
 
 
+@pytest.mark.e2e
 def test_cli_lone_surrogates_are_replaced_not_a_codec_crash(workspace):
     # Valid JSON escapes of lone surrogates, in the text and in a tool call's arguments.
     call = {"id": "c1", "type": "function", "function": {"name": "calculator", "arguments": json.dumps({"expression": "1+1\ud800"})}}
@@ -65,6 +67,7 @@ def model_for(srv):
     return ChatOpenAI(base_url=srv.base_url, api_key="x", model="bad-model", max_retries=0)
 
 
+@pytest.mark.graph
 @pytest.mark.parametrize("name", ["null message", "html body"])
 async def test_dual_garbage_reply_is_a_model_reply_error(name):
     with BadOpenAIServer([BODIES[name]]) as srv:
@@ -73,6 +76,7 @@ async def test_dual_garbage_reply_is_a_model_reply_error(name):
             await run_graph(graph, "goal", Context(model="openai:bad-model", memory=False))
 
 
+@pytest.mark.graph
 @pytest.mark.parametrize("name", ["no choices", "invalid utf-8"])
 async def test_fleet_garbage_reply_is_a_model_reply_error(name):
     with BadOpenAIServer([BODIES[name]]) as srv:

@@ -7,6 +7,7 @@ that write one line per execution to a marker file (the count is taken from the 
 
 from __future__ import annotations
 
+import pytest
 import json
 import sys
 from pathlib import Path
@@ -15,6 +16,8 @@ from conftest import run_cli
 
 sys.path.insert(0, str(Path(__file__).parent))
 from planner_budget_support import executions, plugin_env, submit  # noqa: E402
+
+pytestmark = pytest.mark.e2e
 
 
 def test_a_plan_larger_than_the_budget_is_refused_and_never_more_than_the_budget_runs(scripted_server, tmp_path, isolated_home):

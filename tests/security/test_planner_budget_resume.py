@@ -8,6 +8,7 @@ per execution to a marker file, which is all the test counts.
 
 from __future__ import annotations
 
+import pytest
 import json
 import os
 import signal
@@ -20,6 +21,8 @@ from conftest import run_cli
 
 sys.path.insert(0, str(Path(__file__).parent))
 from planner_budget_support import executions, plugin_env  # noqa: E402
+
+pytestmark = pytest.mark.e2e
 
 STARTUP_S = 60  # interpreter and LangGraph imports on a loaded 2-core machine
 

@@ -7,6 +7,7 @@ counts its real executions.
 
 from __future__ import annotations
 
+import pytest
 import asyncio
 import time
 from collections import Counter
@@ -19,6 +20,8 @@ from smart_agent.graphs.planner import build_planner_graph
 from smart_agent.tools.builtins import default_registry
 from smart_agent.tools.registry import ToolMeta, ToolRegistry
 from smart_agent.tools.retry import RetryableToolError
+
+pytestmark = pytest.mark.graph
 
 
 def submit(plan):

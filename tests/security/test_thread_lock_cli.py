@@ -12,6 +12,7 @@ arrived too, which happens only when both runs are inside the thread at once."""
 
 from __future__ import annotations
 
+import pytest
 import asyncio
 import json
 import subprocess
@@ -21,6 +22,8 @@ from concurrent.futures import ThreadPoolExecutor
 from conftest import cli_env, run_cli
 
 from smart_agent.testing.scripted_server import message_text, text, tool_call
+
+pytestmark = pytest.mark.e2e
 
 OVERLAP_WAIT_S = 4.0
 TASKS = {"A": ("task A: what is 2+3?", "2+3", "5"), "B": ("task B: what is 7*6?", "7*6", "42")}

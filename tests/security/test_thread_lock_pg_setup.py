@@ -7,11 +7,14 @@ migrations run one process at a time (a polled advisory lock in ``sessions.py``)
 
 from __future__ import annotations
 
+import pytest
 import subprocess
 import sys
 import uuid
 
 import psycopg
+
+pytestmark = pytest.mark.e2e
 
 OPEN = """
 import asyncio, sys

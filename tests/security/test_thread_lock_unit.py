@@ -54,6 +54,7 @@ class Holder:
         return out
 
 
+@pytest.mark.e2e
 async def test_second_process_waits_for_the_first(db_url):
     holder = Holder("t-wait", db_url)
     order: list[str] = []
@@ -72,6 +73,7 @@ async def test_second_process_waits_for_the_first(db_url):
     assert holder.close().strip() == "releasing"
 
 
+@pytest.mark.e2e
 async def test_timeout_refuses_with_one_clear_line(db_url):
     holder = Holder("t-busy", db_url)
     try:
@@ -86,6 +88,7 @@ async def test_timeout_refuses_with_one_clear_line(db_url):
         holder.close()
 
 
+@pytest.mark.e2e
 async def test_a_killed_holder_releases_the_thread(db_url):
     holder = Holder("t-crash", db_url)
     holder.proc.kill()
@@ -94,6 +97,7 @@ async def test_a_killed_holder_releases_the_thread(db_url):
         pass
 
 
+@pytest.mark.e2e
 def test_cli_run_on_a_busy_thread_is_refused_and_writes_nothing(scripted_server, workspace, db_url):
     from smart_agent.testing.scripted_server import text
 
@@ -118,6 +122,7 @@ def test_cli_run_on_a_busy_thread_is_refused_and_writes_nothing(scripted_server,
     assert asyncio.run(checkpoint()) is None
 
 
+@pytest.mark.e2e
 def test_bad_timeout_setting_is_one_line_usage_error(scripted_server, workspace):
     srv = scripted_server(responder=lambda req: {"content": "unused"})
     proc = run_cli(["run", "hi", "--thread", "t", "--workspace", str(workspace)],
@@ -127,6 +132,7 @@ def test_bad_timeout_setting_is_one_line_usage_error(scripted_server, workspace)
     assert srv.requests == []
 
 
+@pytest.mark.unit
 def test_sqlite_lock_files_are_per_database(tmp_path, isolated_home):
     a, b = str(tmp_path / "a.sqlite"), str(tmp_path / "b.sqlite")
     assert lock_path("t", a) != lock_path("t", b) != lock_path("t")
@@ -134,6 +140,7 @@ def test_sqlite_lock_files_are_per_database(tmp_path, isolated_home):
     assert lock_path("t", a).parent == tmp_path / "a.sqlite.locks"
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("command", ["chat", "demo", "execute"])
 def test_every_thread_command_takes_the_lock(command, scripted_server, workspace, tmp_path):
     srv = scripted_server(responder=lambda req: {"content": "should not be asked"})

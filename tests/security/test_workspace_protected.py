@@ -56,6 +56,7 @@ def assert_untouched(ws: Path) -> None:
     assert not (ws / ".GIT").exists() and not (ws / "sub").exists()
 
 
+@pytest.mark.e2e
 async def test_model_cannot_plant_plugins_hooks_or_git_config(scripted_server, cwd_workspace: Path) -> None:
     ws = cwd_workspace
     marker = ws.parent / "PLUGIN_RAN"
@@ -79,6 +80,7 @@ async def test_model_cannot_plant_plugins_hooks_or_git_config(scripted_server, c
     assert "evil" not in [t["name"] for t in json.loads(res.stdout)] and not marker.exists()
 
 
+@pytest.mark.e2e
 def test_planted_data_home_plugin_is_not_loaded_but_a_configured_folder_is(cwd_workspace: Path, tmp_path: Path) -> None:
     # A plugin file that got into ./.smart-agent/plugins some other way (a cloned repository,
     # an older version) is not executed: folder plugins load only from $SMART_AGENT_PLUGINS.
@@ -99,6 +101,7 @@ def test_planted_data_home_plugin_is_not_loaded_but_a_configured_folder_is(cwd_w
     assert "evil" in [t["name"] for t in json.loads(res.stdout)] and marker.exists()
 
 
+@pytest.mark.unit
 def test_configured_plugins_folder_and_custom_data_home_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ws = tmp_path / "ws"
     (ws / "tools-dir").mkdir(parents=True)

@@ -18,6 +18,8 @@ from smart_agent.context import Context
 from smart_agent.tools.files import read_file, write_file
 from smart_agent.tools.guards import ToolError
 
+pytestmark = pytest.mark.unit
+
 OUTSIDE_SECRET = "OUTSIDE SECRET"
 ROUNDS = 2000
 
