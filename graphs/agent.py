@@ -19,7 +19,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 from langgraph.graph import END, START, StateGraph
 
-from ..context import Context
+from ..context import AgentContext
 from ..nodes.agent import make_agent_node
 from ..nodes.reasoning import make_two_phase_node
 from ..nodes.limit import tool_limit_finalize
@@ -112,7 +112,7 @@ def build_agent_graph(
         agent_node = make_two_phase_node(make_agent_node(registry, model, budget), registry, model, budget)
         tools_node = make_tools_node(registry, budget)
 
-    builder = StateGraph(AgentState, context_schema=Context, input_schema=InputState)
+    builder = StateGraph(AgentState, context_schema=AgentContext, input_schema=InputState)
     builder.add_node("resolver", make_resolver(budget.on_run_start, *hooks))
     builder.add_node("summarize", make_summarize_node(budget, model))
     builder.add_node("agent", agent_node)

@@ -19,7 +19,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 
-from ..context import Context
+from ..context import DualContext
 from .planner import build_planner_graph
 from ..nodes.dual import (
     brainstorm,
@@ -53,7 +53,7 @@ def build_dual_graph(
     # No checkpointer of its own: the planner runs as a subgraph of this graph's thread
     # (one objective at a time), so a plan approval pauses and resumes the whole run.
     planner = planner or build_planner_graph(model=model, registry=registry, name="executor")
-    g = StateGraph(DualState, input_schema=InputState, output_schema=DualOutputState, context_schema=Context)
+    g = StateGraph(DualState, input_schema=InputState, output_schema=DualOutputState, context_schema=DualContext)
     g.add_node("prepare", make_prepare_node())
     g.add_node("decide", make_decide_node(model))
     g.add_node("brainstorm", brainstorm)

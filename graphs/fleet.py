@@ -16,7 +16,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 from langgraph.graph import END, START, StateGraph
 
-from ..context import Context
+from ..context import FleetContext
 from .agent import build_agent_graph
 from ..nodes.fleet import (
     make_aggregate_node,
@@ -51,7 +51,7 @@ def build_fleet_graph(
     # checkpointer=False: a worker is a one-shot call with its own conversation, never
     # checkpointed into the fleet's thread (parallel workers would share a namespace).
     worker = worker or build_agent_graph(model=model, registry=registry, tools=tools, checkpointer=False, name="fleet_worker")
-    g = StateGraph(FleetState, input_schema=InputState, output_schema=FleetOutputState, context_schema=Context)
+    g = StateGraph(FleetState, input_schema=InputState, output_schema=FleetOutputState, context_schema=FleetContext)
     g.add_node("decompose", make_decompose_node(model))
     g.add_node("dispatch", make_dispatch_node())
     g.add_node("worker", make_worker_node(worker))

@@ -17,7 +17,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
-from ..context import Context
+from ..context import PlannerContext
 from ..nodes.planner.approve import make_approve_node
 from ..nodes.planner.execute import (
     BACKOFF_BASE_S,
@@ -65,7 +65,7 @@ def build_planner_graph(
     structured output) or ``"text"`` (JSON in the reply).
     """
     registry = registry if registry is not None else default_registry()
-    g = StateGraph(PlannerState, input_schema=InputState, output_schema=PlannerOutputState, context_schema=Context)
+    g = StateGraph(PlannerState, input_schema=InputState, output_schema=PlannerOutputState, context_schema=PlannerContext)
     g.add_node("prepare", make_prepare_node())
     g.add_node("plan", make_plan_node(registry, model, method=plan_method))
     g.add_node("plan_failed", make_plan_failed_node())
@@ -95,7 +95,7 @@ def build_executor_graph(
 ):
     """Compile a model-free graph that validates and runs the ``plan`` given in its input."""
     registry = registry if registry is not None else default_registry()
-    g = StateGraph(PlannerState, output_schema=PlannerOutputState, context_schema=Context)
+    g = StateGraph(PlannerState, output_schema=PlannerOutputState, context_schema=PlannerContext)
     g.add_node("load_plan", make_prepare_node(execute_only=True, registry=registry))
     g.add_node("dispatch", make_dispatch_node())
     g.add_node("run_step", make_run_step_node(registry, backoff_base_s=backoff_base_s))

@@ -9,7 +9,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
-from ..context import Context, coerce_context
+from ..context import AgentContext
 from ..events import emit
 from ..messages import as_ai_message, message_text, usage_of
 from ..models import ModelReplyError, invoke_model, load_chat_model, model_options
@@ -18,7 +18,7 @@ from ..prompts import build_system_prompt
 from ..tools.registry import ToolRegistry
 
 
-def offered_tools(ctx: Context, registry: ToolRegistry, state: dict) -> list[BaseTool]:
+def offered_tools(ctx: AgentContext, registry: ToolRegistry, state: dict) -> list[BaseTool]:
     """The tools this turn may call: none once the run must finalize."""
     if state.get("finalize") or tool_limit_reached(state):
         return []
@@ -84,8 +84,8 @@ async def ask_again_if_empty(
 def make_agent_node(registry: ToolRegistry, model: BaseChatModel | None = None, budget: Any = None) -> Callable:
     """``budget`` (nodes/summarize.py ContextBudget) guards the size of every request."""
 
-    async def agent(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
-        ctx = coerce_context(runtime.context)
+    async def agent(state: dict, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+        ctx = AgentContext.of(runtime)
         # Building a client reads certificates from disk: keep it off the event loop.
         llm = model or await asyncio.to_thread(load_chat_model, ctx.model, **model_options(ctx))
         tools = offered_tools(ctx, registry, state)

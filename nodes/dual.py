@@ -22,7 +22,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
-from ..context import Context, coerce_context
+from ..context import DualContext
 from ..events import emit, preview
 from ..messages import as_ai_message, message_text, usage_of
 from ..models import invoke_model, load_chat_model, model_options
@@ -127,8 +127,8 @@ def decide_prompt(state: dict, last_step: bool) -> str:
 
 
 def make_prepare_node() -> Callable:
-    async def prepare(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
-        ctx = coerce_context(runtime.context)
+    async def prepare(state: dict, runtime: Runtime[DualContext]) -> dict[str, Any]:
+        ctx = DualContext.of(runtime)
         goal = task_text(state)
         update: dict[str, Any] = {
             "goal": goal, "thoughts": [], "decisions": [], "iterations": 0, "decision_error": "",
@@ -154,8 +154,8 @@ def forced_final(state: dict, decision: dict | None) -> dict[str, str]:
 
 
 def make_decide_node(model: BaseChatModel | None = None) -> Callable:
-    async def decide(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
-        ctx = coerce_context(runtime.context)
+    async def decide(state: dict, runtime: Runtime[DualContext]) -> dict[str, Any]:
+        ctx = DualContext.of(runtime)
         if not state.get("goal"):
             return {"decisions": [{"action": "final", "answer": "Nothing to do: give a goal (the `task` input or a user message)."}]}
         llm = model or await asyncio.to_thread(load_chat_model, ctx.model, **model_options(ctx))
@@ -205,7 +205,7 @@ async def brainstorm(state: dict) -> dict[str, Any]:
 def make_execute_node(planner: Any) -> Callable:
     """Run ``planner`` (a compiled planner graph) on the objective as a subgraph."""
 
-    async def execute(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
+    async def execute(state: dict, runtime: Runtime[DualContext]) -> dict[str, Any]:
         objective = (last_decision(state) or {}).get("objective", "")
         asset_id = f"a{len(state.get('assets') or {}) + 1}"
         emit("step_start", step=asset_id, objective=objective)

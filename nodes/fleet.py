@@ -27,7 +27,7 @@ from langgraph.config import get_config
 from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
 from langgraph.types import Send
-from ..context import Context, coerce_context
+from ..context import FleetContext
 from ..events import emit, preview
 from ..messages import as_ai_message, message_text, usage_of
 from ..models import invoke_model, load_chat_model, model_options
@@ -128,8 +128,8 @@ async def decompose_goal(model: BaseChatModel, goal: str, max_subtasks: int, *, 
 
 
 def make_decompose_node(model: BaseChatModel | None = None) -> Callable:
-    async def decompose(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
-        ctx = coerce_context(runtime.context)
+    async def decompose(state: dict, runtime: Runtime[FleetContext]) -> dict[str, Any]:
+        ctx = FleetContext.of(runtime)
         goal = task_text(state)
         update: dict[str, Any] = {}
         task = (state.get("task") or "").strip()
@@ -211,8 +211,8 @@ def make_worker_node(agent_graph: Any) -> Callable:
     """``agent_graph``: a compiled agent graph, run as its own run with its own messages;
     its events reach the fleet's stream tagged ``agent: <worker id>``."""
 
-    async def worker(item: dict, runtime: Runtime[Context]) -> dict[str, Any]:
-        ctx = coerce_context(runtime.context)
+    async def worker(item: dict, runtime: Runtime[FleetContext]) -> dict[str, Any]:
+        ctx = FleetContext.of(runtime)
         # Workers do not read or write long-term memory: N parallel writers of one
         # observation each would flood it; the fleet's caller owns the memory.
         child_ctx = dataclasses.replace(ctx, memory=False) if ctx.memory else ctx
@@ -252,8 +252,8 @@ def aggregate_prompt(goal: str, subtasks: list[dict], results: dict[str, Any]) -
 
 
 def make_aggregate_node(model: BaseChatModel | None = None) -> Callable:
-    async def aggregate(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
-        ctx = coerce_context(runtime.context)
+    async def aggregate(state: dict, runtime: Runtime[FleetContext]) -> dict[str, Any]:
+        ctx = FleetContext.of(runtime)
         llm = model or await asyncio.to_thread(load_chat_model, ctx.model, **model_options(ctx))
         subtasks = state.get("subtasks") or []
         results = state.get("results") or {}

@@ -25,7 +25,7 @@ from typing import Any, Callable
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import SystemMessage
 from langgraph.runtime import Runtime
-from ..context import Context, coerce_context
+from ..context import AgentContext
 from ..events import emit
 from ..messages import usage_of
 from ..models import load_chat_model, model_options
@@ -87,8 +87,8 @@ def make_two_phase_node(
 ) -> Callable:
     """Wrap the agent node: two-phase turns when the run's ``reasoning`` says so."""
 
-    async def agent(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
-        ctx = coerce_context(runtime.context)
+    async def agent(state: dict, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+        ctx = AgentContext.of(runtime)
         if getattr(ctx, "reasoning", "direct") != TWO_PHASE:
             return await agent_node(state, runtime)
         tools = offered_tools(ctx, registry, state)

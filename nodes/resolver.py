@@ -7,7 +7,7 @@ from typing import Any, Callable
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage, ToolMessage
 from langgraph.runtime import Runtime
 
-from ..context import Context, coerce_context, validate_context
+from ..context import AgentContext, validate_context
 from .routes import pending_tool_calls
 
 
@@ -40,7 +40,7 @@ def unanswered_tool_calls(messages: list[AnyMessage], upto: int) -> tuple[AIMess
     return None, []
 
 
-def resolve_input(state: dict, ctx: Context) -> dict[str, Any]:
+def resolve_input(state: dict, ctx: AgentContext) -> dict[str, Any]:
     errors = validate_context(ctx)
     if errors:
         raise InputError("Invalid configuration: " + "; ".join(errors))
@@ -93,15 +93,15 @@ def resolve_input(state: dict, ctx: Context) -> dict[str, Any]:
     return update
 
 
-RunStartHook = Callable[[dict, dict, Context], dict]
+RunStartHook = Callable[[dict, dict, AgentContext], dict]
 
 
 def make_resolver(*hooks: RunStartHook) -> Callable:
     """The resolver node; each hook ``(state, update, ctx) -> dict`` adds per-run keys
     (e.g. the context budget's limits and the predicted request size)."""
 
-    async def resolver(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
-        ctx = coerce_context(runtime.context)
+    async def resolver(state: dict, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+        ctx = AgentContext.of(runtime)
         update = resolve_input(state, ctx)
         for hook in hooks:
             update.update(hook(state, update, ctx) or {})

@@ -14,15 +14,15 @@ from typing import Any, Callable
 from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
 
-from ..context import Context, coerce_context
+from ..context import AgentContext
 from ..events import emit
 from .summarize import FEEDBACK_KIND, MARK, ContextBudget, text_of
 from ..structured_output import RETRY_MESSAGE, StructuredOutputError, validate_answer
 
 
 def make_structured_output_node(budget: ContextBudget) -> Callable:
-    async def structured_output(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
-        ctx = coerce_context(runtime.context)
+    async def structured_output(state: dict, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+        ctx = AgentContext.of(runtime)
         schema = state.get("output_schema") or {}
         messages = state.get("messages") or []
         answer = text_of(messages[-1]) if messages else ""

@@ -48,7 +48,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 from langgraph.runtime import Runtime
 
 from smart_agent.archive import ARCHIVE_KEY, ToolArchive, clip_text, make_view
-from smart_agent.context import Context, coerce_context
+from smart_agent.context import AgentContext
 from smart_agent.messages import message_text as text_of
 from smart_agent.events import emit
 from smart_agent.models import invoke_model, load_chat_model, model_options
@@ -350,26 +350,26 @@ class ContextBudget:
         self.default_schema = schema_of(output_schema)
 
     # -- the request ------------------------------------------------------
-    def assemble(self, ctx: Context, state: dict) -> tuple[str, list]:
+    def assemble(self, ctx: AgentContext, state: dict) -> tuple[str, list]:
         from smart_agent.nodes.agent import offered_tools
         from smart_agent.prompts import build_system_prompt
 
         return build_system_prompt(ctx, state), offered_tools(ctx, self.registry, state)
 
-    def fixed_tokens(self, ctx: Context, state: dict) -> int:
+    def fixed_tokens(self, ctx: AgentContext, state: dict) -> int:
         system, tools = self.assemble(ctx, state)
         return count_request(self.counter, [SystemMessage(content=system)], tools)
 
-    def request_tokens(self, ctx: Context, state: dict) -> int:
+    def request_tokens(self, ctx: AgentContext, state: dict) -> int:
         system, tools = self.assemble(ctx, state)
         return count_request(self.counter, [SystemMessage(content=system), *(state.get("messages") or [])], tools)
 
-    def measure(self, ctx: Context, state: dict, update: dict) -> int:
+    def measure(self, ctx: AgentContext, state: dict, update: dict) -> int:
         """Predicted tokens of the next request once ``update`` is applied."""
         return self.request_tokens(ctx, apply_update(state, update))
 
     # -- hooks of the loop's nodes -----------------------------------------
-    def on_run_start(self, state: dict, update: dict, ctx: Context) -> dict[str, Any]:
+    def on_run_start(self, state: dict, update: dict, ctx: AgentContext) -> dict[str, Any]:
         """Resolver hook: copy the budget into the state, reset per-run keys, predict."""
         extra: dict[str, Any] = {
             "context_token_limit": ctx.context_token_limit,
@@ -381,7 +381,7 @@ class ContextBudget:
         extra["request_tokens"] = self.measure(ctx, state, {**update, **extra})
         return extra
 
-    async def after_tools(self, ctx: Context, state: dict, update: dict, store: Any = None) -> dict[str, Any]:
+    async def after_tools(self, ctx: AgentContext, state: dict, update: dict, store: Any = None) -> dict[str, Any]:
         """Tools hook: archive large outputs (view + execution id), then predict."""
         threshold = archive_threshold(ctx.context_token_limit, ctx.archive_threshold_chars)
         if threshold:
@@ -410,7 +410,7 @@ class ContextBudget:
         return update
 
     # -- the agent node's guard ---------------------------------------------
-    def fit_request(self, ctx: Context, request: list[BaseMessage], tools: list) -> list[BaseMessage]:
+    def fit_request(self, ctx: AgentContext, request: list[BaseMessage], tools: list) -> list[BaseMessage]:
         """The request, cut deterministically if it is over budget (pairs never split)."""
         usable = usable_tokens(ctx.context_token_limit)
         request = [request[0], *drop_orphan_results(list(request[1:]))]
@@ -532,7 +532,7 @@ def summary_message(body: str, compacted: Sequence[BaseMessage], archived: dict[
 
 
 async def model_summary(
-    llm: BaseChatModel, task: str, compacted: Sequence[BaseMessage], ctx: Context, counter: Callable, max_tokens: int,
+    llm: BaseChatModel, task: str, compacted: Sequence[BaseMessage], ctx: AgentContext, counter: Callable, max_tokens: int,
     *, spec: str | None = None,
 ) -> str:
     """A model-written summary; the request is bounded like every other request and sent
@@ -566,8 +566,8 @@ async def model_summary(
 
 
 def make_summarize_node(budget: ContextBudget, model: BaseChatModel | None = None) -> Callable:
-    async def summarize(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
-        ctx = coerce_context(runtime.context)
+    async def summarize(state: dict, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+        ctx = AgentContext.of(runtime)
         counter = budget.counter
         messages: list[AnyMessage] = list(state.get("messages") or [])
         limit = ctx.context_token_limit
@@ -628,7 +628,7 @@ def make_summarize_node(budget: ContextBudget, model: BaseChatModel | None = Non
 
 
 async def archive_oversized(
-    messages: list[BaseMessage], fixed: int, target: int, counter: Callable, ctx: Context, store: Any
+    messages: list[BaseMessage], fixed: int, target: int, counter: Callable, ctx: AgentContext, store: Any
 ) -> tuple[list[BaseMessage], dict[str, dict]]:
     """Replace the largest texts by archived views until the messages fit (reversible)."""
     if fixed + count_messages(counter, messages) <= target:

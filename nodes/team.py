@@ -18,7 +18,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
-from ..context import Context, coerce_context
+from ..context import AgentContext
 from ..events import emit
 from .routes import HANDOFF_PREFIX, pending_tool_calls
 from ..tools.agents import as_handoff
@@ -68,7 +68,7 @@ def union_registry(registries: dict[str, ToolRegistry]) -> ToolRegistry:
 def make_team_start_hook(agents: dict[str, AgentSpec], default: str) -> Callable:
     """Resolver hook: who holds the thread at the start of a run; no handoffs yet."""
 
-    def on_run_start(state: dict, update: dict, ctx: Context) -> dict[str, Any]:
+    def on_run_start(state: dict, update: dict, ctx: AgentContext) -> dict[str, Any]:
         return {"active_agent": active_agent(state, agents, default), "handoffs": 0}
 
     return on_run_start
@@ -79,16 +79,16 @@ def active_agent(state: dict, agents: dict[str, Any], default: str) -> str:
     return name if name in agents else default
 
 
-def member_runtime(runtime: Runtime[Context], spec: AgentSpec) -> Runtime[Context]:
+def member_runtime(runtime: Runtime[AgentContext], spec: AgentSpec) -> Runtime[AgentContext]:
     """The run's runtime with the member's prompt; its tools come from its own registry."""
-    ctx = dataclasses.replace(coerce_context(runtime.context), system_prompt=spec.prompt, tools=None)
+    ctx = dataclasses.replace(AgentContext.of(runtime), system_prompt=spec.prompt, tools=None)
     return runtime.override(context=ctx)
 
 
 def make_team_node(agents: dict[str, AgentSpec], default: str, inner: dict[str, Callable]) -> Callable:
     """A node that runs ``inner[active agent]`` (an agent or tools node) as that member."""
 
-    async def node(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
+    async def node(state: dict, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         name = active_agent(state, agents, default)
         update = await inner[name](state, member_runtime(runtime, agents[name]))
         if state.get("active_agent") != name:

@@ -21,7 +21,7 @@ from typing import Any, Callable
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
-from ..context import Context, coerce_context
+from ..context import AgentContext
 from ..events import emit, preview
 from .routes import pending_tool_calls
 from ..prompts import SKIPPED_RESULT
@@ -45,7 +45,7 @@ def plan_calls(calls: list[dict], made: int, limit: int) -> tuple[list[dict], li
 async def execute_call(
     call: dict,
     registry: ToolRegistry,
-    ctx: Context,
+    ctx: AgentContext,
     *,
     state: dict,
     store: Any,
@@ -143,8 +143,8 @@ def make_tools_node(registry: ToolRegistry, budget: Any = None) -> Callable:
     """``budget`` (nodes/summarize.py ContextBudget) archives large outputs and predicts
     the next request's size."""
 
-    async def tools(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
-        ctx = coerce_context(runtime.context)
+    async def tools(state: dict, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+        ctx = AgentContext.of(runtime)
         messages = state.get("messages") or []
         last = messages[-1] if messages else None
         calls = pending_tool_calls(last) if isinstance(last, AIMessage) else []

@@ -22,7 +22,7 @@ from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
-from ...context import Context, coerce_context
+from ...context import PlannerContext
 from ...events import emit
 from .common import remaining_budget, select_registry, task_text
 from .scheduler import OK
@@ -71,8 +71,8 @@ def approval_request(state: dict) -> dict[str, Any]:
 
 
 def make_approve_node(registry: ToolRegistry) -> Callable:
-    async def approve(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
-        ctx = coerce_context(runtime.context)
+    async def approve(state: dict, runtime: Runtime[PlannerContext]) -> dict[str, Any]:
+        ctx = PlannerContext.of(runtime)
         decision = interrupt(approval_request(state))
         action, body = parse_decision(decision)
         if action == "approve":

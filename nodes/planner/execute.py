@@ -19,7 +19,7 @@ from typing import Any, Callable
 from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
 
-from ...context import Context, coerce_context
+from ...context import PlannerContext
 from ...events import emit
 from .common import select_registry, task_text
 from .prompts import clip
@@ -44,7 +44,7 @@ def backoff_delay(attempt: int, base_s: float = BACKOFF_BASE_S, max_s: float = B
     return min(max_s, base_s * (2 ** max(0, attempt - 1)))
 
 
-def step_policy(step: Step, meta: ToolMeta | None, ctx: Context) -> tuple[int, float | None]:
+def step_policy(step: Step, meta: ToolMeta | None, ctx: PlannerContext) -> tuple[int, float | None]:
     """(retries, timeout_s) of a step: its own values, else the tool's, else the run's."""
     retries = step.retries if step.retries is not None else (meta.retries if meta else 0)
     timeout = step.timeout_s if step.timeout_s is not None else tool_timeout(meta, ctx)
@@ -64,7 +64,7 @@ async def execute_step(
     step: Step,
     outputs: dict[str, Any],
     registry: ToolRegistry,
-    ctx: Context,
+    ctx: PlannerContext,
     *,
     store: Any = None,
     stream_writer: Any = None,
@@ -156,8 +156,8 @@ def make_prepare_node(*, execute_only: bool = False, registry: ToolRegistry | No
     validated against ``registry`` instead of asking a model for one.
     """
 
-    async def prepare(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
-        ctx = coerce_context(runtime.context)
+    async def prepare(state: dict, runtime: Runtime[PlannerContext]) -> dict[str, Any]:
+        ctx = PlannerContext.of(runtime)
         old = state.get("step_results") or {}
         update: dict[str, Any] = {
             "status": "planning",
@@ -200,12 +200,12 @@ def make_prepare_node(*, execute_only: bool = False, registry: ToolRegistry | No
 
 
 def make_dispatch_node() -> Callable:
-    async def dispatch(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
+    async def dispatch(state: dict, runtime: Runtime[PlannerContext]) -> dict[str, Any]:
         plan = as_plan(state.get("plan"))
         results = state.get("step_results") or {}
         round_ = int(state.get("round") or 0)
         replans = int(state.get("replans") or 0)
-        ctx = coerce_context(runtime.context)
+        ctx = PlannerContext.of(runtime)
         max_parallel = int(state.get("max_parallel") or ctx.max_parallel_tools)
         budget = state.get("max_tool_calls")
         budget = int(ctx.max_tool_calls if budget is None else budget)
@@ -260,8 +260,8 @@ def step_task(state: dict, step_id: str) -> dict[str, Any]:
 
 
 def make_run_step_node(registry: ToolRegistry, *, backoff_base_s: float = BACKOFF_BASE_S) -> Callable:
-    async def run_step(task: dict, runtime: Runtime[Context]) -> dict[str, Any]:
-        ctx = coerce_context(runtime.context)
+    async def run_step(task: dict, runtime: Runtime[PlannerContext]) -> dict[str, Any]:
+        ctx = PlannerContext.of(runtime)
         step = Step.model_validate(task["step"])
         emit("step_start", step=step.id, tool=step.tool, round=task.get("round"), depends_on=step.depends_on)
         offered = select_registry(registry, ctx.tools)  # an edited plan cannot reach tools the run does not offer

@@ -25,7 +25,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langgraph.runtime import Runtime
-from ...context import Context, coerce_context
+from ...context import PlannerContext
 from ...events import emit
 from ...messages import as_ai_message, message_text, usage_of
 from ...models import invoke_model, load_chat_model, model_options
@@ -197,8 +197,8 @@ def make_plan_node(
     *,
     method: PlanMethod = "tool",
 ) -> Callable:
-    async def plan(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
-        ctx = coerce_context(runtime.context)
+    async def plan(state: dict, runtime: Runtime[PlannerContext]) -> dict[str, Any]:
+        ctx = PlannerContext.of(runtime)
         llm = model or load_chat_model(ctx.model, **model_options(ctx))
         tools = select_registry(registry, ctx.tools)
         task = task_text(state)
@@ -254,7 +254,7 @@ def make_plan_node(
 
 
 def make_plan_failed_node() -> Callable:
-    async def plan_failed(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
+    async def plan_failed(state: dict, runtime: Runtime[PlannerContext]) -> dict[str, Any]:
         answer = planning_failed_text(list(state.get("plan_errors") or []), int(state.get("plan_attempts") or 0))
         emit("final_answer", answer=answer, status="planning_failed")
         return {

@@ -11,7 +11,7 @@ from typing import Any, Callable
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
-from smart_agent.context import Context, coerce_context
+from smart_agent.context import PlannerContext
 from smart_agent.events import emit
 from smart_agent.messages import as_ai_message, message_text, usage_of
 from smart_agent.models import invoke_model, load_chat_model, model_options
@@ -39,8 +39,8 @@ def final_status(state: dict) -> str:
 
 
 def make_synthesize_node(model: BaseChatModel | None = None) -> Callable:
-    async def synthesize(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
-        ctx = coerce_context(runtime.context)
+    async def synthesize(state: dict, runtime: Runtime[PlannerContext]) -> dict[str, Any]:
+        ctx = PlannerContext.of(runtime)
         llm = model or load_chat_model(ctx.model, **model_options(ctx))
         trace = build_trace(state.get("plan"), state.get("step_results") or {}, plan_round=int(state.get("replans") or 0))
         messages = [
@@ -83,7 +83,7 @@ def report_text(state: dict) -> str:
 
 
 def make_report_node() -> Callable:
-    async def report(state: dict, runtime: Runtime[Context]) -> dict[str, Any]:
+    async def report(state: dict, runtime: Runtime[PlannerContext]) -> dict[str, Any]:
         answer = report_text(state)
         status = final_status(state)
         emit("final_answer", answer=answer, status=status)
