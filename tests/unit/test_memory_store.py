@@ -7,17 +7,21 @@ import json
 import os
 import pickle
 import sqlite3
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-from langgraph.store.base import GetOp, InvalidNamespaceError, ListNamespacesOp, MatchCondition, PutOp, SearchOp
+from langgraph.store.base import (
+    GetOp,
+    InvalidNamespaceError,
+    ListNamespacesOp,
+    MatchCondition,
+    PutOp,
+    SearchOp,
+)
 from memory_fakes import TableEmbeddings, local_model, unit  # noqa: F401  (fixture)
-
 from smart_agent.memory.embeddings import LOCAL_DIM, LocalSentenceEmbeddings
 from smart_agent.memory.store import (
     DB_NAME,
@@ -149,50 +153,6 @@ def test_persistence_across_instances_and_files_on_disk(tmp_path):
     b = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())
     assert [r.text for r in b.recall(("memories", "u"), "second fact", k=1)] == ["second fact"]
     assert b.count(("memories",)) == 2
-    b.close()
-
-
-WRITER = """
-import sys
-sys.path.insert(0, {tests!r})
-from smart_agent.memory.store import FaissMemoryStore, user_namespace
-s = FaissMemoryStore({path!r}{emb})
-r = s.remember(user_namespace("alice"), "Alice's favourite colour is teal.", importance=0.9)
-s.remember(user_namespace("bob"), "Bob is allergic to peanuts.")
-print(r.key)
-"""
-
-
-def test_persistence_across_processes_with_the_real_model(tmp_path, local_model):
-    """A subprocess writes with the local model; this process reads it back."""
-    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
-    code = WRITER.format(tests=str(TESTS), path=str(tmp_path), emb="")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=180)
-    assert out.returncode == 0, out.stderr
-    key = out.stdout.strip().splitlines()[-1]
-    s = FaissMemoryStore(tmp_path)  # "local", already loaded in this process
-    hits = s.recall(user_namespace("alice"), "What colour does Alice like?", k=3)
-    assert [h.key for h in hits][:1] == [key]
-    assert hits[0].importance == pytest.approx(0.9) and hits[0].similarity > 0.5
-    assert s.recall(user_namespace("carol"), "colour") == []
-    s.close()
-
-
-def test_a_second_process_sees_writes_of_the_first(tmp_path):
-    """Two stores on one folder (as two processes): the cached index is refreshed."""
-    a = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())
-    b = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())
-    a.remember(("memories", "u"), "fact one")
-    assert [r.text for r in b.recall(("memories", "u"), "fact one")] == ["fact one"]  # b caches its index
-    a.remember(("memories", "u"), "fact two")
-    assert "fact two" in [r.text for r in b.recall(("memories", "u"), "fact two")]
-    b.forget(("memories", "u"), b.recall(("memories", "u"), "fact one", k=1)[0].key)
-    assert [r.text for r in a.recall(("memories", "u"), "fact one", k=5)] == ["fact two"]
-    code = WRITER.format(tests=str(TESTS), path=str(tmp_path), emb=", embeddings=__import__('memory_fakes').TableEmbeddings()")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert a.recall(user_namespace("bob"), "Bob is allergic to peanuts.", k=1)[0].text == "Bob is allergic to peanuts."
-    a.close()
     b.close()
 
 
