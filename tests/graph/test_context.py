@@ -140,6 +140,7 @@ async def test_six_large_files_stay_within_budget_in_process(scripted_server, wo
     assert final["tool_calls_made"] == 6 and final["retrievals_made"] == len(model.pages)
 
 
+@pytest.mark.e2e
 def test_six_large_files_stay_within_budget_cli(scripted_server, workspace):
     files = make_files(workspace)
     model = SixFilesModel(target=0)
@@ -388,6 +389,7 @@ async def test_structured_output_with_a_pydantic_model(scripted_server, workspac
     assert "'population' is a required property" in srv.requests[1]["messages"][-1]["content"]
 
 
+@pytest.mark.e2e
 def test_cli_output_schema_and_failure_exit_code(scripted_server, workspace, tmp_path):
     schema_file = tmp_path / "schema.json"
     schema_file.write_text(json.dumps(SCHEMA))
@@ -403,6 +405,7 @@ def test_cli_output_schema_and_failure_exit_code(scripted_server, workspace, tmp
     assert "structured output failed" in res.stderr and "not valid JSON" in res.stderr and "Traceback" not in res.stderr
 
 
+@pytest.mark.e2e
 def test_cli_todo_flag_and_bad_schema_file(scripted_server, workspace, tmp_path):
     srv = scripted_server([tool_call("manage_todo_list", {"add": ["one"]}), text("planned")])
     env = cli_env(srv, SMART_AGENT_MEMORY="0")
