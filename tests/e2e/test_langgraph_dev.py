@@ -27,6 +27,27 @@ async def test_sdk_runs_the_agent_graph_and_reads_state(dev_server):
     assert state["values"]["tool_calls_made"] == 1
 
 
+async def test_each_graph_shows_only_its_own_context_fields(dev_server):
+    """Studio renders a graph's context schema from /assistants/<id>/schemas: each graph
+    has its own context class, so the agent shows no planner fields and vice versa."""
+    from langgraph_sdk import get_client
+
+    url, _ = dev_server
+    client = get_client(url=url)
+    props = {}
+    for graph_id in ("agent", "planner", "dual", "fleet"):
+        assistants = await client.assistants.search(graph_id=graph_id)
+        assert assistants, f"the {graph_id} graph is registered"
+        schemas = await client.assistants.get_schemas(assistants[0]["assistant_id"])
+        props[graph_id] = set(schemas["context_schema"]["properties"])
+        assert {"model", "max_tool_calls", "workspace", "context_token_limit"} <= props[graph_id], graph_id
+    assert "approve_plan" in props["planner"] and "approve_plan" not in props["agent"]
+    assert "output_schema" in props["agent"] and "output_schema" not in props["planner"]
+    assert {"max_workers", "max_subtasks"} <= props["fleet"] and "max_workers" not in props["agent"] | props["planner"]
+    assert "max_iterations" in props["dual"] and "approve_plan" in props["dual"], "the dual graph runs the planner"
+    assert "max_iterations" not in props["agent"] | props["planner"] | props["fleet"]
+
+
 async def test_server_run_with_many_tool_calls_ends_with_answer(dev_server):
     """More supersteps than LangGraph's default recursion limit of 25: still an answer."""
     from langgraph_sdk import get_client
