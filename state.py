@@ -6,6 +6,7 @@ Large tool outputs never ride in ``messages``: see ``archive`` (context manageme
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 from langchain_core.messages import AnyMessage
@@ -16,6 +17,12 @@ from typing_extensions import TypedDict
 def merge_archived(left: dict[str, dict] | None, right: dict[str, dict] | None) -> dict[str, dict]:
     """Archive index: entries are added (the same execution id twice is the same text)."""
     return {**(left or {}), **(right or {})}
+
+
+def count_of(state: Mapping[str, Any], key: str, default: int = 0) -> int:
+    """Counter or limit ``key`` of a state as an int: ``default`` when it is missing,
+    None or 0 (a state written from outside a run, e.g. update_state, may hold any)."""
+    return int(state.get(key) or default)
 
 
 class InputState(TypedDict, total=False):

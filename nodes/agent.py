@@ -16,6 +16,7 @@ from ..models import ModelReplyError, invoke_model, load_chat_model, model_optio
 from .routes import pending_tool_calls, tool_limit_reached
 from ..prompts import build_system_prompt
 from ..tools.registry import ToolRegistry
+from ..state import count_of
 
 
 def offered_tools(ctx: AgentContext, registry: ToolRegistry, state: dict) -> list[BaseTool]:
@@ -98,7 +99,7 @@ def make_agent_node(registry: ToolRegistry, model: BaseChatModel | None = None, 
             # At the tool limit a second empty reply gets the fixed answer below.
             must_answer = bool(state.get("finalize") or tool_limit_reached(state))
             response = await ask_again_if_empty(llm, request, tools, response, spec=spec, fail=not must_answer)
-        turns = int(state.get("turns") or 0) + 1
+        turns = count_of(state, "turns") + 1
         emit("usage", turn=turns, **usage_of(response))
         update: dict[str, Any] = {"turns": turns}
         if not tools and pending_tool_calls(response):
@@ -112,7 +113,7 @@ def make_agent_node(registry: ToolRegistry, model: BaseChatModel | None = None, 
             if not answer and (state.get("finalize") or tool_limit_reached(state)):
                 answer = "I reached the tool-call limit before I could finish, and the model gave no final text."
             update["answer"] = answer
-            emit("final_answer", answer=answer, turns=turns, tool_calls_made=int(state.get("tool_calls_made") or 0))
+            emit("final_answer", answer=answer, turns=turns, tool_calls_made=count_of(state, "tool_calls_made"))
         update["messages"] = [response]
         return update
 

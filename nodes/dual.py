@@ -28,6 +28,7 @@ from ..messages import as_ai_message, message_text, usage_of
 from ..models import invoke_model, load_chat_model, model_options
 from .planner.common import task_text
 from .structured_reply import reply_payload, submit_tool
+from ..state import count_of
 
 DECIDE = "decide"
 ACTIONS = ("brainstorm", "execute", "final")
@@ -159,8 +160,8 @@ def make_decide_node(model: BaseChatModel | None = None) -> Callable:
         if not state.get("goal"):
             return {"decisions": [{"action": "final", "answer": "Nothing to do: give a goal (the `task` input or a user message)."}]}
         llm = model or await asyncio.to_thread(load_chat_model, ctx.model, **model_options(ctx))
-        iterations = int(state.get("iterations") or 0) + 1
-        last_step = iterations >= int(state.get("max_iterations") or ctx.max_iterations)
+        iterations = count_of(state, "iterations") + 1
+        last_step = iterations >= count_of(state, "max_iterations", ctx.max_iterations)
         try:
             runnable = llm.bind_tools([decide_tool()])
         except (NotImplementedError, AttributeError):
@@ -227,6 +228,6 @@ def make_execute_node(planner: Any) -> Callable:
 
 async def finish(state: dict) -> dict[str, Any]:
     answer = ((last_decision(state) or {}).get("answer") or "").strip()
-    emit("final_answer", answer=answer, iterations=int(state.get("iterations") or 0), assets=len(state.get("assets") or {}))
+    emit("final_answer", answer=answer, iterations=count_of(state, "iterations"), assets=len(state.get("assets") or {}))
     return {"answer": answer, "messages": [AIMessage(content=answer)]}
 

@@ -41,6 +41,7 @@ from ..tools.agents import (
     run_detached,
     tag_events,
 )
+from ..state import count_of
 
 SUBMIT_SUBTASKS = "submit_subtasks"
 DECOMPOSE_ATTEMPTS = 2
@@ -168,11 +169,11 @@ def make_dispatch_node() -> Callable:
     async def dispatch(state: dict) -> dict[str, Any]:
         if state.get("status") != "running":
             return {"ready": []}
-        limit = max(1, int(state.get("max_workers") or 1))
+        limit = max(1, count_of(state, "max_workers", 1))
         ready = pending_subtasks(state)[:limit]
         if not ready:
             return {"ready": [], "status": "aggregating"}
-        return {"ready": ready, "round": int(state.get("round") or 0) + 1}
+        return {"ready": ready, "round": count_of(state, "round") + 1}
 
     return dispatch
 
@@ -180,7 +181,7 @@ def make_dispatch_node() -> Callable:
 def worker_input(state: dict, worker_id: str) -> dict[str, Any]:
     """What ``worker`` receives through ``Send``."""
     task = next(s["task"] for s in state.get("subtasks") or [] if s["id"] == worker_id)
-    return {"id": worker_id, "task": task, "goal": state.get("goal") or "", "round": int(state.get("round") or 0)}
+    return {"id": worker_id, "task": task, "goal": state.get("goal") or "", "round": count_of(state, "round")}
 
 
 def route_after_dispatch(state: dict) -> list[Send] | str:

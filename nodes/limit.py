@@ -6,9 +6,10 @@ from typing import Any
 
 from ..events import emit
 from ..prompts import FINALIZE_NOTICE
+from ..state import count_of
 
 
 async def tool_limit_finalize(state: dict) -> dict[str, Any]:
-    limit = int(state.get("max_tool_calls") or 0)
-    emit("tool_limit", limit=limit, tool_calls_made=int(state.get("tool_calls_made") or 0))
+    limit = count_of(state, "max_tool_calls")
+    emit("tool_limit", limit=limit, tool_calls_made=count_of(state, "tool_calls_made"))
     return {"finalize": True, "notice": FINALIZE_NOTICE.format(limit=limit)}

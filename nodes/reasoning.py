@@ -33,6 +33,7 @@ from .agent import call_model, offered_tools
 from .structured_reply import submit_tool
 from ..prompts import build_system_prompt
 from ..tools.registry import ToolRegistry
+from ..state import count_of
 
 REASONING = "reasoning"
 TWO_PHASE = "two_phase"
@@ -101,7 +102,7 @@ def make_two_phase_node(
         if budget is not None:
             request = budget.fit_request(ctx, request, [])
         response = await call_model(llm, request, [reasoning_tool()], spec=None if model else ctx.model)
-        emit("usage", turn=int(state.get("turns") or 0) + 1, phase=REASONING, **usage_of(response))
+        emit("usage", turn=count_of(state, "turns") + 1, phase=REASONING, **usage_of(response))
         reasoning = read_reasoning(response)
         if reasoning is None:  # no reasoning given: an ordinary turn
             emit("reasoning", phase=REASONING, situation="", plan=[], done=False, tools=names)

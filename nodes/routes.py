@@ -12,6 +12,7 @@ from typing import Any, Literal
 from langchain_core.messages import AIMessage
 
 from ..tokens import usable_tokens
+from ..state import count_of
 
 END = "__end__"
 
@@ -39,7 +40,7 @@ def route_after_agent(state: dict) -> Literal["tools", "structuredOutput", "__en
 
 def tool_limit_reached(state: dict) -> bool:
     limit = state.get("max_tool_calls")
-    return limit is not None and int(state.get("tool_calls_made") or 0) >= int(limit)
+    return limit is not None and count_of(state, "tool_calls_made") >= int(limit)
 
 
 def last_ai_message(messages: list[Any]) -> AIMessage | None:
@@ -80,7 +81,7 @@ def route_before_agent(state: dict) -> Literal["summarize", "agent"]:
     limit = state.get("context_token_limit")
     if not limit:
         return "agent"
-    return "summarize" if int(state.get("request_tokens") or 0) > usable_tokens(int(limit)) else "agent"
+    return "summarize" if count_of(state, "request_tokens") > usable_tokens(int(limit)) else "agent"
 
 
 def route_after_structured_output(state: dict) -> Literal["summarize", "agent", "__end__"]:

@@ -18,6 +18,7 @@ from ..context import AgentContext
 from ..events import emit
 from .summarize import FEEDBACK_KIND, MARK, ContextBudget, text_of
 from ..structured_output import RETRY_MESSAGE, StructuredOutputError, validate_answer
+from ..state import count_of
 
 
 def make_structured_output_node(budget: ContextBudget) -> Callable:
@@ -28,13 +29,13 @@ def make_structured_output_node(budget: ContextBudget) -> Callable:
         answer = text_of(messages[-1]) if messages else ""
         model = budget.output_model if schema == budget.default_schema else None
         value, errors = validate_answer(answer, schema, model)
-        turns = int(state.get("turns") or 0)
-        made = int(state.get("tool_calls_made") or 0)
+        turns = count_of(state, "turns")
+        made = count_of(state, "tool_calls_made")
         if not errors:
             text = json.dumps(value, ensure_ascii=False)
             emit("final_answer", answer=text, structured_response=value, turns=turns, tool_calls_made=made)
             return {"structured_response": value, "answer": text}
-        retries = int(state.get("output_retries") or 0)
+        retries = count_of(state, "output_retries")
         emit("error", kind="structured_output", errors=errors, retry=retries + 1, max_retries=ctx.max_output_retries)
         if retries >= ctx.max_output_retries:
             raise StructuredOutputError(

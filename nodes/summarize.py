@@ -67,6 +67,7 @@ from smart_agent.tokens import (
 )
 from smart_agent.tools.context_tools import GET_TOOL_RESPONSE
 from smart_agent.tools.registry import ToolRegistry
+from ..state import count_of
 
 MARK = "smart_agent"  # additional_kwargs key of messages the framework writes
 SUMMARY_KIND = "summary"
@@ -600,7 +601,7 @@ def make_summarize_node(budget: ContextBudget, model: BaseChatModel | None = Non
                     strategy = "model"
                 except Exception as exc:  # never lose history to a failed (or timed-out) summary call
                     strategy, error = "fallback_digest", f"{type(exc).__name__}: {exc}"[:300]
-            number = int(state.get("compactions") or 0) + 1
+            number = count_of(state, "compactions") + 1
             summary = summary_message(body, compacted, archived_meta, number)
             new_messages = rebuild(messages, kept_from, t, summary)
             update["compactions"] = number

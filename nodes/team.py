@@ -23,6 +23,7 @@ from ..events import emit
 from .routes import HANDOFF_PREFIX, pending_tool_calls
 from ..tools.agents import as_handoff
 from ..tools.registry import ToolMeta, ToolRegistry
+from ..state import count_of
 
 
 @dataclass
@@ -148,7 +149,7 @@ def make_handoff_node(agents: dict[str, AgentSpec], default: str, registries: di
             target = (call.get("name") or "")[len(HANDOFF_PREFIX) :]
             emit("handoff", **{"from": current, "to": target}, call_id=call.get("id"),
                  reason=(call.get("args") or {}).get("reason", ""), ignored=[dict(calls)[p].get("name") for p in errors])
-            update.update(active_agent=target, handoffs=int(state.get("handoffs") or 0) + 1)
+            update.update(active_agent=target, handoffs=count_of(state, "handoffs") + 1)
         return update
 
     return handoff

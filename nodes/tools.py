@@ -34,6 +34,7 @@ from ..tools.context_tools import (
 )
 from ..tools.invoke import ToolOutcome, run_tool, tool_timeout
 from ..tools.registry import ToolRegistry
+from ..state import count_of
 
 
 def plan_calls(calls: list[dict], made: int, limit: int) -> tuple[list[dict], list[dict]]:
@@ -151,9 +152,9 @@ def make_tools_node(registry: ToolRegistry, budget: Any = None) -> Callable:
         cap, max_chars = ctx.max_tool_calls_per_turn, ctx.max_tool_arg_chars
         replacement, calls, dropped = bounded_turn(last, cap, max_chars) if calls else (None, [], 0)
         too_many = calls[cap:]  # the one kept to answer for the dropped ones
-        made = int(state.get("tool_calls_made") or 0)
+        made = count_of(state, "tool_calls_made")
         limit = int(state.get("max_tool_calls", ctx.max_tool_calls))
-        retrievals = int(state.get("retrievals_made") or 0)
+        retrievals = count_of(state, "retrievals_made")
         free, counted = split_free_retrievals(calls[:cap], retrievals, free_retrievals(limit))
         to_run, skipped = plan_calls(counted, made, limit)
         oversized = {id(c): arg_chars(c) for c in [*free, *to_run] if arg_chars(c) > max_chars}

@@ -28,6 +28,7 @@ from .common import remaining_budget, select_registry, task_text
 from .scheduler import OK
 from .validate import validate_plan
 from ...tools.registry import ToolRegistry
+from ...state import count_of
 
 ACTIONS = ("approve", "edit", "reject")
 
@@ -62,7 +63,7 @@ def approval_request(state: dict) -> dict[str, Any]:
         "type": "plan_approval",
         "task": task_text(state),
         "plan": state.get("plan"),
-        "replan": int(state.get("replans") or 0),
+        "replan": count_of(state, "replans"),
         "finished_steps": sorted(sid for sid, r in (state.get("step_results") or {}).items() if r.get("status") == OK),
         "errors": errors,
         "actions": list(ACTIONS),
@@ -91,7 +92,7 @@ def make_approve_node(registry: ToolRegistry) -> Callable:
             )
             if checked.ok:
                 plan = checked.plan.model_dump()
-                emit("plan", valid=True, plan=plan, source="edit", replan=int(state.get("replans") or 0))
+                emit("plan", valid=True, plan=plan, source="edit", replan=count_of(state, "replans"))
                 return {"status": "approved", "plan": plan, "plan_errors": []}
             emit("plan", valid=False, errors=checked.errors, source="edit")
             return {"status": "approval_invalid", "plan_errors": ["edited plan: " + e for e in checked.errors]}

@@ -29,6 +29,7 @@ from .schema import Step
 from .validate import validate_plan
 from ...tools.invoke import run_tool, tool_timeout
 from ...tools.registry import ToolMeta, ToolRegistry
+from ...state import count_of
 
 BACKOFF_BASE_S = 0.5
 BACKOFF_MAX_S = 30.0
@@ -203,10 +204,10 @@ def make_dispatch_node() -> Callable:
     async def dispatch(state: dict, runtime: Runtime[PlannerContext]) -> dict[str, Any]:
         plan = as_plan(state.get("plan"))
         results = state.get("step_results") or {}
-        round_ = int(state.get("round") or 0)
-        replans = int(state.get("replans") or 0)
+        round_ = count_of(state, "round")
+        replans = count_of(state, "replans")
         ctx = PlannerContext.of(runtime)
-        max_parallel = int(state.get("max_parallel") or ctx.max_parallel_tools)
+        max_parallel = count_of(state, "max_parallel", ctx.max_parallel_tools)
         budget = state.get("max_tool_calls")
         budget = int(ctx.max_tool_calls if budget is None else budget)
         used = attempts_used(results)
@@ -253,8 +254,8 @@ def step_task(state: dict, step_id: str) -> dict[str, Any]:
         "step": step.model_dump(),
         "outputs": step_outputs(results, referenced_steps(step.args)),
         "index": index,
-        "round": int(state.get("round") or 0),
-        "plan_round": int(state.get("replans") or 0),
+        "round": count_of(state, "round"),
+        "plan_round": count_of(state, "replans"),
         "max_attempts": (state.get("step_budgets") or {}).get(step_id),
     }
 

@@ -50,6 +50,7 @@ from .schema import (
 )
 from .validate import validate_plan
 from ...tools.registry import ToolRegistry
+from ...state import count_of
 
 PlanMethod = Literal["tool", "structured", "text"]
 SUBMIT_PLAN = "submit_plan"
@@ -204,7 +205,7 @@ def make_plan_node(
         task = task_text(state)
         results = state.get("step_results") or {}
         status = state.get("status")
-        replans = int(state.get("replans") or 0)
+        replans = count_of(state, "replans")
         update: dict[str, Any] = {}
 
         if status == "halted":  # a new round: revise the plan after a failure
@@ -219,7 +220,7 @@ def make_plan_node(
             update["replans"] = replans
         elif status == "plan_invalid":  # the same round: the conversation already holds the feedback
             messages = list(state.get("planner_messages") or [])
-            attempts = int(state.get("plan_attempts") or 0)
+            attempts = count_of(state, "plan_attempts")
         else:
             messages = initial_messages(task, tools)
             attempts = 0
@@ -255,7 +256,7 @@ def make_plan_node(
 
 def make_plan_failed_node() -> Callable:
     async def plan_failed(state: dict, runtime: Runtime[PlannerContext]) -> dict[str, Any]:
-        answer = planning_failed_text(list(state.get("plan_errors") or []), int(state.get("plan_attempts") or 0))
+        answer = planning_failed_text(list(state.get("plan_errors") or []), count_of(state, "plan_attempts"))
         emit("final_answer", answer=answer, status="planning_failed")
         return {
             "status": "planning_failed",

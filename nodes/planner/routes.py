@@ -12,6 +12,7 @@ from typing import Literal
 from langgraph.types import Send
 
 from .execute import step_task
+from ...state import count_of
 
 END = "__end__"
 
@@ -25,10 +26,10 @@ def route_after_plan(state: dict) -> Literal["plan", "approve", "dispatch", "pla
     """Valid plan: approval or execution. Invalid: try again, or give up."""
     if state.get("status") == "planned":
         return "approve" if state.get("approve_plan") else "dispatch"
-    if int(state.get("plan_attempts") or 0) < int(state.get("max_plan_attempts") or 1):
+    if count_of(state, "plan_attempts") < count_of(state, "max_plan_attempts", 1):
         return "plan"
     # Out of attempts: a first plan fails the run; a failed *revision* still reports what ran.
-    return "synthesize" if int(state.get("replans") or 0) > 0 else "plan_failed"
+    return "synthesize" if count_of(state, "replans") > 0 else "plan_failed"
 
 
 def route_after_approve(state: dict) -> Literal["dispatch", "approve", "__end__"]:
@@ -46,8 +47,8 @@ def route_after_dispatch(state: dict) -> list[Send] | Literal["plan", "synthesiz
     if status == "running" and state.get("ready"):
         return [Send("run_step", step_task(state, sid)) for sid in state["ready"]]
     budget = state.get("max_tool_calls")
-    spent = budget is not None and int(state.get("tool_calls_made") or 0) >= int(budget)
-    if status == "halted" and int(state.get("replans") or 0) < int(state.get("max_replans") or 0) and not spent:
+    spent = budget is not None and count_of(state, "tool_calls_made") >= int(budget)
+    if status == "halted" and count_of(state, "replans") < count_of(state, "max_replans") and not spent:
         return "plan"  # (a revised plan needs at least one tool call left)
     return "synthesize"
 

@@ -19,6 +19,7 @@ from smart_agent.nodes.planner.common import task_text
 from smart_agent.nodes.planner.prompts import SYNTHESIZE_SYSTEM, clip, synthesize_prompt
 from smart_agent.nodes.planner.refs import as_text
 from smart_agent.nodes.planner.scheduler import OK, build_trace, counts
+from ...state import count_of
 
 
 def run_notes(state: dict) -> list[str]:
@@ -28,7 +29,7 @@ def run_notes(state: dict) -> list[str]:
     if state.get("status") in ("halted", "plan_invalid") and halt:
         failed = ", ".join(f"{sid} ({err})" for sid, err in (halt.get("errors") or {}).items())
         notes.append(f"Execution halted because a step failed: {failed}. Steps marked not_run never ran.")
-    if state.get("status") == "plan_invalid" and int(state.get("replans") or 0) > 0:
+    if state.get("status") == "plan_invalid" and count_of(state, "replans") > 0:
         notes.append("A revised plan was attempted but was invalid, so the remaining work was not done.")
     return notes
 
@@ -42,7 +43,7 @@ def make_synthesize_node(model: BaseChatModel | None = None) -> Callable:
     async def synthesize(state: dict, runtime: Runtime[PlannerContext]) -> dict[str, Any]:
         ctx = PlannerContext.of(runtime)
         llm = model or load_chat_model(ctx.model, **model_options(ctx))
-        trace = build_trace(state.get("plan"), state.get("step_results") or {}, plan_round=int(state.get("replans") or 0))
+        trace = build_trace(state.get("plan"), state.get("step_results") or {}, plan_round=count_of(state, "replans"))
         messages = [
             SystemMessage(content=SYNTHESIZE_SYSTEM),
             HumanMessage(content=synthesize_prompt(task_text(state), trace, run_notes(state))),
@@ -65,7 +66,7 @@ def make_synthesize_node(model: BaseChatModel | None = None) -> Callable:
 
 def report_text(state: dict) -> str:
     """A deterministic summary of an execution (no model): status line, steps, final output."""
-    trace = build_trace(state.get("plan"), state.get("step_results") or {}, plan_round=int(state.get("replans") or 0))
+    trace = build_trace(state.get("plan"), state.get("step_results") or {}, plan_round=count_of(state, "replans"))
     tally = counts(trace)
     status = final_status(state)
     lines = [f"Execution {status}: {tally['ok']} ok, {tally['failed']} failed, {tally['skipped']} skipped, {tally['not_run']} not run."]
