@@ -3,16 +3,18 @@
 The schema is a JSON Schema dict (``Context.output_schema``: what Studio renders and
 passes) or a pydantic model class (``build_agent_graph(output_schema=Model)``), which
 is turned into its JSON Schema and also validated by the model itself. Validation of
-dict schemas uses ``jsonschema``.
+dict schemas uses ``jsonschema``; the JSON is read out of the answer strictly by
+``replies.parse.parse_json_answer``. The node is ``nodes/structured.py``.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
+
+from .replies.parse import parse_json_answer
 
 MAX_REPORTED_ERRORS = 8
 
@@ -43,37 +45,6 @@ def schema_problem(schema: Any) -> str | None:
     except exceptions.SchemaError as exc:
         return exc.message
     return None
-
-
-_FENCE = re.compile(r"^\s*```(?:json|JSON)?\s*\n?(.*?)\n?\s*```\s*$", re.S)
-
-
-def parse_json_answer(text: str) -> tuple[Any, str | None]:
-    """The JSON value of an answer (code fences and surrounding prose tolerated)."""
-    raw = (text or "").strip()
-    if not raw:
-        return None, "the answer is empty; expected a JSON object"
-    fenced = _FENCE.match(raw)
-    if fenced:
-        raw = fenced.group(1).strip()
-    from .replies import json_depth_problem
-
-    problem = json_depth_problem(raw)  # before the parser can recurse that deep
-    if problem:
-        return None, problem
-    try:
-        return json.loads(raw), None
-    except json.JSONDecodeError as exc:
-        first_error = f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-    except RecursionError:
-        first_error = "not valid JSON: nested too deeply"
-    start, end = raw.find("{"), raw.rfind("}")
-    if 0 <= start < end:
-        try:
-            return json.loads(raw[start : end + 1]), None
-        except (json.JSONDecodeError, RecursionError):
-            pass
-    return None, first_error
 
 
 def _path(parts: Any) -> str:

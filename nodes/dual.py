@@ -27,7 +27,7 @@ from ..events import emit, preview
 from ..messages import as_ai_message, message_text, usage_of
 from ..models import invoke_model, load_chat_model, model_options
 from .planner.common import task_text
-from .structured_reply import reply_payload, submit_tool
+from ..replies.submit import bind_submit, reply_payload, submit_tool
 from ..state import count_of
 
 DECIDE = "decide"
@@ -162,10 +162,7 @@ def make_decide_node(model: BaseChatModel | None = None) -> Callable:
         llm = model or await asyncio.to_thread(load_chat_model, ctx.model, **model_options(ctx))
         iterations = count_of(state, "iterations") + 1
         last_step = iterations >= count_of(state, "max_iterations", ctx.max_iterations)
-        try:
-            runnable = llm.bind_tools([decide_tool()])
-        except (NotImplementedError, AttributeError):
-            runnable = llm
+        runnable = bind_submit(llm, [decide_tool()])
         messages = [SystemMessage(content=DUAL_SYSTEM), HumanMessage(content=decide_prompt(state, last_step))]
         response = as_ai_message(await invoke_model(runnable, messages, spec=None if model else ctx.model))
         emit("usage", node="decide", turn=iterations, **usage_of(response))

@@ -32,7 +32,8 @@ from ..events import emit, preview
 from ..messages import as_ai_message, message_text, usage_of
 from ..models import invoke_model, load_chat_model, model_options
 from .planner.common import task_text
-from .structured_reply import feedback, reply_payload, submit_tool
+from ..replies.feedback import feedback
+from ..replies.submit import bind_submit, reply_payload, submit_tool
 from ..tools.agents import (
     AGENT_KEY,
     DEPTH_KEY,
@@ -107,10 +108,7 @@ def validate_subtasks(payload: Any, max_subtasks: int) -> tuple[list[str], list[
 
 async def decompose_goal(model: BaseChatModel, goal: str, max_subtasks: int, *, spec: str | None = None) -> tuple[list[str], list[str], list[dict]]:
     """Ask the model for subtasks: ``(subtasks, last errors, usages)``; empty subtasks when it never succeeded."""
-    try:
-        runnable = model.bind_tools([subtasks_tool(max_subtasks)])
-    except (NotImplementedError, AttributeError):
-        runnable = model
+    runnable = bind_submit(model, [subtasks_tool(max_subtasks)])
     messages: list[BaseMessage] = [
         SystemMessage(content=DECOMPOSE_SYSTEM.format(max_subtasks=max_subtasks)),
         HumanMessage(content=goal),

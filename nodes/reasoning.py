@@ -30,7 +30,7 @@ from ..events import emit
 from ..messages import usage_of
 from ..models import load_chat_model, model_options
 from .agent import call_model, offered_tools
-from .structured_reply import submit_tool
+from ..replies.submit import submit_tool
 from ..prompts import build_system_prompt
 from ..tools.registry import ToolRegistry
 from ..state import count_of

@@ -17,6 +17,7 @@ from langgraph.runtime import Runtime
 from ..context import AgentContext
 from ..events import emit
 from .summarize import FEEDBACK_KIND, MARK, ContextBudget, text_of
+from ..replies.feedback import error_list
 from ..structured_output import RETRY_MESSAGE, StructuredOutputError, validate_answer
 from ..state import count_of
 
@@ -43,7 +44,7 @@ def make_structured_output_node(budget: ContextBudget) -> Callable:
                 f"attempt(s): {'; '.join(errors)}"
             )
         feedback = HumanMessage(
-            content=RETRY_MESSAGE.format(errors="\n".join(f"- {e}" for e in errors)),
+            content=RETRY_MESSAGE.format(errors=error_list(errors)),
             additional_kwargs={MARK: {"kind": FEEDBACK_KIND}},
         )
         update: dict[str, Any] = {"messages": [feedback], "output_retries": retries + 1}

@@ -1,10 +1,10 @@
 """Plan, then execute: a validated DAG of tool steps run deterministically and in parallel.
 
 One module per concern: ``schema`` (the plan format), ``refs`` (``${step.key}``
-references), ``repair`` (JSON extraction and repair), ``validate``, ``scheduler``
-(pure execution decisions), ``prompts``, and the nodes ``plan``, ``approve``,
-``execute`` (prepare / dispatch / run_step) and ``synthesize``. The graph lives in
-``smart_agent.graphs.planner``.
+references), ``validate``, ``scheduler`` (pure execution decisions), ``prompts``, and
+the nodes ``plan``, ``approve``, ``execute`` (prepare / dispatch / run_step) and
+``synthesize``. Reading JSON out of the model's reply (and repairing it) is
+``smart_agent.replies``. The graph lives in ``smart_agent.graphs.planner``.
 """
 
 from importlib import import_module
@@ -14,9 +14,6 @@ _EXPORTS = {
     "Plan": "schema",
     "Step": "schema",
     "plan_json_schema": "schema",
-    "PlanSyntaxError": "repair",
-    "extract_json": "repair",
-    "repair_json": "repair",
     "ReferenceResolutionError": "refs",
     "find_refs": "refs",
     "resolve": "refs",
@@ -36,16 +33,13 @@ def __getattr__(name: str) -> Any:  # lazy, so `python -m smart_agent.nodes.plan
 
 __all__ = [
     "Plan",
-    "PlanSyntaxError",
     "ReferenceResolutionError",
     "Schedule",
     "Step",
     "ValidationResult",
     "build_trace",
-    "extract_json",
     "find_refs",
     "plan_json_schema",
-    "repair_json",
     "resolve",
     "schedule",
     "validate_plan",

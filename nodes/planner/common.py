@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 from ...messages import message_text
 from ...tools.registry import ToolRegistry
@@ -37,10 +36,3 @@ def select_registry(registry: ToolRegistry, names: list[str] | None) -> ToolRegi
     for tool in registry.tools(names):
         subset.register(tool, registry.meta(tool.name))
     return subset
-
-
-def bind_tools_or_none(model: BaseChatModel, tools: list[Any]) -> Any | None:
-    try:
-        return model.bind_tools(tools)
-    except (NotImplementedError, AttributeError):
-        return None

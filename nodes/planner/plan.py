@@ -22,15 +22,15 @@ from langchain_core.messages import (
     BaseMessage,
     HumanMessage,
     SystemMessage,
-    ToolMessage,
 )
 from langgraph.runtime import Runtime
 from ...context import PlannerContext
 from ...events import emit
 from ...messages import as_ai_message, message_text, usage_of
 from ...models import invoke_model, load_chat_model, model_options
+from ...replies.feedback import feedback
+from ...replies.submit import bind_submit, find_submission
 from .common import (
-    bind_tools_or_none,
     remaining_budget,
     select_registry,
     task_text,
@@ -71,43 +71,25 @@ def initial_messages(task: str, registry: ToolRegistry) -> list[BaseMessage]:
     return [SystemMessage(content=planner_system_prompt(registry)), HumanMessage(content=TASK_PROMPT.format(task=task))]
 
 
+def _plan_args(args: Any) -> bool:
+    return isinstance(args, dict) and ("steps" in args or "plan" in args)
+
+
 def payload_from_message(message: AIMessage) -> tuple[Any, list[str]]:
-    """The plan candidate in a reply: a submit_plan call, parsed structured output, or text."""
-    calls = list(message.tool_calls or [])
-    for call in calls:
-        args = call.get("args") or {}
-        if call.get("name") == SUBMIT_PLAN or (isinstance(args, dict) and ("steps" in args or "plan" in args)):
-            return args, []
-    for bad in message.invalid_tool_calls or []:
-        if bad.get("name") == SUBMIT_PLAN:
-            return str(bad.get("args") or ""), []  # malformed JSON arguments: repaired by validation
-    parsed = (message.additional_kwargs or {}).get("parsed")
-    if parsed:
-        return parsed, []
-    text = message_text(message)
-    if calls and not text.strip():
-        names = ", ".join(sorted({c.get("name", "?") for c in calls}))
-        return None, [
-            f"planning: you called {names} directly; tools are not run while planning. Submit a plan "
+    """The plan candidate in a reply: a submit_plan call (or any call carrying a plan), parsed
+    structured output, or text (a malformed call's arguments and text are read by validation)."""
+    found = find_submission(message, SUBMIT_PLAN, accepts=_plan_args)
+    if found.called:
+        return None, [(
+            f"planning: you called {', '.join(found.called)} directly; tools are not run while planning. Submit a plan "
             f"(a submit_plan call or the JSON object) whose steps use those tools instead."
-        ]
-    return text, []
+        )]
+    return (found.value, []) if found.text is None else (found.text, [])
 
 
 def feedback_messages(response: AIMessage, errors: list[str]) -> list[BaseMessage]:
     """The rejected reply plus the errors, in a shape every provider accepts."""
-    text = feedback_prompt(errors)
-    calls = list(response.tool_calls or [])
-    if calls:
-        # Every tool call needs its tool result before the next model turn.
-        out: list[BaseMessage] = [response]
-        out.extend(
-            ToolMessage(content=text if i == 0 else "See the errors above.", tool_call_id=c["id"], name=c.get("name"), status="error")
-            for i, c in enumerate(calls)
-        )
-        return out
-    clean = AIMessage(content=message_text(response) or "(no plan)")
-    return [clean, HumanMessage(content=text)]
+    return feedback(response, errors, text=feedback_prompt(errors), empty="(no plan)")
 
 
 async def plan_attempt(
@@ -138,16 +120,13 @@ async def plan_attempt(
         else:
             response = as_ai_message(result)
     elif method == "tool":
-        runnable = bind_tools_or_none(model, [submit_plan_tool()]) or model
+        runnable = bind_submit(model, [submit_plan_tool()])
         response = as_ai_message(await invoke_model(runnable, messages, spec=spec))
     else:
         response = as_ai_message(await invoke_model(model, messages, spec=spec))
     emit("usage", node="plan", **usage_of(response))
 
-    if parsed:
-        payload, errors = parsed, []
-    else:
-        payload, errors = payload_from_message(response)
+    payload, errors = (parsed, list[str]()) if parsed else payload_from_message(response)
     if not errors:
         result_ = validate_plan(payload, registry, finished=finished, used_ids=used_ids, max_steps=max_steps)
         if result_.ok:

@@ -6,6 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from ...replies.feedback import error_list
 from .refs import as_text
 from ...tools.registry import ToolRegistry
 
@@ -128,7 +129,7 @@ def planner_system_prompt(registry: ToolRegistry) -> str:
 
 
 def feedback_prompt(errors: list[str]) -> str:
-    return FEEDBACK_PROMPT.format(errors="\n".join(f"- {e}" for e in errors))
+    return FEEDBACK_PROMPT.format(errors=error_list(errors))
 
 
 def clip(text: str, limit: int = OUTPUT_CHARS) -> str:

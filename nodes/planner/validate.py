@@ -13,6 +13,7 @@ lists the steps its arguments reference (a reference implies a dependency).
 from __future__ import annotations
 
 import difflib
+import graphlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +22,7 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ValidationError
 
 from .refs import find_refs, has_ref, malformed_placeholders
-from .repair import PlanSyntaxError, extract_json
+from ...replies.parse import ReplySyntaxError, extract_json
 from .schema import MAX_STEPS, Plan, Step
 from ...tools.registry import ToolRegistry
 
@@ -43,12 +44,19 @@ def _loc(loc: Iterable[Any]) -> str:
     return out or "(value)"
 
 
+def looks_like_plan(value: Any) -> bool:
+    """An object with ``steps`` (or ``plan``), or a non-empty list of objects (the steps)."""
+    if isinstance(value, dict):
+        return "steps" in value or "plan" in value
+    return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
+
+
 def coerce_plan_payload(raw: Any) -> Any:
     """Text, a list of steps or ``{"plan": ...}`` -> the plan object to validate."""
     if isinstance(raw, Plan):
         return raw.model_dump()
     if isinstance(raw, (str, bytes)):
-        raw = extract_json(raw.decode() if isinstance(raw, bytes) else raw)
+        raw = extract_json(raw.decode() if isinstance(raw, bytes) else raw, prefer=looks_like_plan)
     if isinstance(raw, list):
         return {"steps": raw}
     if isinstance(raw, dict) and "steps" not in raw and "plan" in raw:
@@ -149,66 +157,23 @@ def _descendants(edges: Mapping[str, list[str]], start: str) -> set[str]:
 
 
 def find_cycles(order: list[str], edges: Mapping[str, list[str]]) -> list[list[str]]:
-    """Cycles as closed paths ``[a, b, ..., a]`` in ``a depends on b`` direction, one per cyclic group."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    on_stack: set[str] = set()
-    stack: list[str] = []
-    groups: list[list[str]] = []
-    counter = 0
-
-    def strongconnect(v: str) -> None:  # Tarjan, iterative enough for plan sizes
-        nonlocal counter
-        index[v] = low[v] = counter
-        counter += 1
-        stack.append(v)
-        on_stack.add(v)
-        for w in edges.get(v, []):
-            if w not in edges:
-                continue
-            if w not in index:
-                strongconnect(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            group = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                group.append(w)
-                if w == v:
-                    break
-            if len(group) > 1 or v in edges.get(v, []):
-                groups.append(group)
-
-    for v in order:
-        if v not in index:
-            strongconnect(v)
-
-    cycles = []
+    """Cycles as closed paths ``[a, b, ..., a]`` in ``a depends on b`` direction, one per cyclic
+    group (strongly connected steps), each starting at its earliest step in ``order``."""
     rank = {v: i for i, v in enumerate(order)}
-    for group in sorted(groups, key=lambda g: min(rank[v] for v in g)):
-        members = set(group)
-        start = min(group, key=rank.__getitem__)
-        path = [start]
-        seen = {start}
-        current = start
-        while True:  # walk inside the group until we return to a visited step
-            nxt = sorted((w for w in edges.get(current, []) if w in members), key=rank.__getitem__)
-            back = [w for w in nxt if w == start]
-            if back:
-                path.append(start)
-                break
-            fresh = [w for w in nxt if w not in seen]
-            if not fresh:  # close on any visited member
-                path.append(nxt[0])
-                break
-            current = fresh[0]
-            seen.add(current)
-            path.append(current)
-        cycles.append(path)
-    return cycles
+    graph = {v: sorted((d for d in edges.get(v, []) if d in rank), key=rank.__getitem__) for v in order}
+    cycles: list[list[str]] = []
+    while True:
+        try:
+            graphlib.TopologicalSorter(graph).prepare()
+            return sorted(cycles, key=lambda c: rank[c[0]])
+        except graphlib.CycleError as exc:
+            found = list(reversed(exc.args[1][1:]))  # graphlib lists predecessors first: a depends on b
+        start = min(range(len(found)), key=lambda i: rank[found[i]])
+        cycle = found[start:] + found[:start]
+        cycles.append([*cycle, cycle[0]])
+        dependents = {v: [u for u, deps in graph.items() if v in deps] for v in graph}
+        group = _descendants(graph, cycle[0]) & _descendants(dependents, cycle[0])  # its strongly connected steps
+        graph = {v: [d for d in deps if d not in group] for v, deps in graph.items() if v not in group}
 
 
 def validate_plan(
@@ -232,7 +197,7 @@ def validate_plan(
     errors: list[str] = []
     try:
         payload = coerce_plan_payload(raw)
-    except PlanSyntaxError as exc:
+    except ReplySyntaxError as exc:
         return ValidationResult(None, [f"syntax: {exc}. Reply with one JSON object {{\"steps\": [...]}}."])
     if not isinstance(payload, dict):
         return ValidationResult(None, [f"schema: the plan must be a JSON object with a 'steps' list, got {type(payload).__name__}"])

@@ -15,7 +15,8 @@ from smart_agent.nodes.planner.refs import (
     referenced_steps,
     resolve,
 )
-from smart_agent.nodes.planner.repair import PlanSyntaxError, extract_json, repair_json
+from smart_agent.replies.parse import ReplySyntaxError as PlanSyntaxError
+from smart_agent.replies.parse import extract_json, repair_json
 from smart_agent.nodes.planner.schema import Plan, inline_refs, plan_json_schema, submit_plan_tool
 from smart_agent.nodes.planner.validate import find_cycles, validate_plan
 

@@ -1,4 +1,4 @@
-"""Untrusted model replies: the checks every model reply passes before the graphs use it.
+"""The checks every model reply passes before the graphs use it (transport level).
 
 * ``guard_openai_tool_args`` makes ``langchain-openai`` treat tool arguments that are
   valid JSON but not an object (``[1, 2]``, ``"x"``, ``42``) as an invalid tool call (it
@@ -7,8 +7,8 @@
   arguments, so saving or printing the reply cannot fail later;
 * ``reply_problem`` maps what a garbage HTTP body raises inside the client (no
   ``choices``, a null message, HTML, invalid UTF-8...) to one line;
-* ``json_depth_problem`` / ``loads_bounded`` cap the size and nesting of JSON read out
-  of model text, so a 100k-deep plan is a validation error, not a ``RecursionError``.
+
+The size and nesting limits of JSON read out of model text are in ``replies.parse``.
 """
 
 from __future__ import annotations
@@ -18,66 +18,13 @@ import re
 import threading
 from typing import Any
 
-MAX_JSON_DEPTH = 64
-MAX_JSON_CHARS = 2_000_000
+from .parse import JSONLimitError, json_depth_problem
+
 NOT_AN_OBJECT = "arguments must be a JSON object"
 
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _guard_lock = threading.Lock()
 _guarded = False
-
-
-class JSONLimitError(ValueError):
-    """JSON text too large or nested too deeply to be parsed safely."""
-
-
-def json_depth_problem(text: str, max_depth: int = MAX_JSON_DEPTH, max_chars: int = MAX_JSON_CHARS) -> str | None:
-    """Why ``text`` must not be parsed (too long, or brackets nested deeper than ``max_depth``
-    outside double-quoted strings), else None. One linear pass, no recursion. (Callers
-    still catch RecursionError: an unmatched quote in prose can hide brackets.)"""
-    if len(text) > max_chars:
-        return f"the JSON is too long ({len(text)} characters; at most {max_chars})"
-    depth = 0
-    quote: str | None = None
-    escaped = False
-    for ch in text:
-        if quote:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == quote:
-                quote = None
-        elif ch == '"':
-            quote = ch
-        elif ch in "{[":
-            depth += 1
-            if depth > max_depth:
-                return f"the JSON is nested too deeply (more than {max_depth} levels)"
-        elif ch in "}]":
-            depth = max(0, depth - 1)
-    return None
-
-
-def value_depth_problem(value: Any, max_depth: int = MAX_JSON_DEPTH) -> str | None:
-    """The same limit for an already parsed value (e.g. tool-call arguments), iteratively."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, (dict, list)):
-            if depth > max_depth:
-                return f"the JSON is nested too deeply (more than {max_depth} levels)"
-            children = item.values() if isinstance(item, dict) else item
-            stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
-    return None
-
-
-def loads_bounded(text: str) -> Any:
-    """``json.loads`` after the size and depth check (raises JSONLimitError, a ValueError)."""
-    problem = json_depth_problem(text)
-    if problem:
-        raise JSONLimitError(problem)
-    return json.loads(text)
 
 
 def clean_text(text: str) -> str:
