@@ -49,6 +49,7 @@ def dirs(tmp_path: Path) -> tuple[Path, Path]:
     return ws, outside
 
 
+@pytest.mark.e2e  # 2000 rounds against a swapping thread: 10-20 s alone, so only in the full run
 def test_symlink_swapped_during_calls_never_redirects_an_access(dirs: tuple[Path, Path]) -> None:
     ws, outside = dirs
     rt = runtime(ws)

@@ -421,6 +421,7 @@ def test_local_model_is_normalized_384d(local_model):
     assert local_model.active_backend == "numpy"
 
 
+@pytest.mark.e2e  # imports torch + sentence-transformers: 10-30 s alone, so only in the full run
 def test_numpy_backend_matches_sentence_transformers(local_model):
     """The default NumPy forward pass gives sentence-transformers' vectors."""
     texts = [
