@@ -51,7 +51,12 @@ def make_registry(calls: Counter | None = None) -> tuple[ToolRegistry, Counter]:
     async def sleep(seconds: float, label: str = "") -> str:
         """Sleep, then return the label."""
         calls["sleep"] += 1
-        await asyncio.sleep(seconds)
+        calls["sleep_in_flight"] += 1
+        calls["sleep_peak"] = max(calls["sleep_peak"], calls["sleep_in_flight"])
+        try:
+            await asyncio.sleep(seconds)
+        finally:
+            calls["sleep_in_flight"] -= 1
         return label or f"slept {seconds}"
 
     @tool
@@ -93,12 +98,20 @@ def make_registry(calls: Counter | None = None) -> tuple[ToolRegistry, Counter]:
 
 
 class SlowPages:
-    """A stdlib HTTP server on 127.0.0.1 whose pages each take ``delay_s`` to answer."""
+    """A stdlib HTTP server on 127.0.0.1 whose pages each take ``delay_s`` to answer.
+    ``peak`` is the most requests it ever had in flight at once; with ``together=n`` each
+    request also waits (up to ``wait_s``) until n requests are in flight, so a client
+    that fetches them one by one gets a 503 instead of a page."""
 
-    def __init__(self, delay_s: float = 1.0):
+    def __init__(self, delay_s: float = 1.0, *, together: int = 0, wait_s: float = 10.0):
         delay = delay_s
         hits: list[str] = []
         self.hits = hits
+        self.peak = 0
+        in_flight = [0]
+        lock = threading.Lock()
+        barrier = threading.Barrier(together) if together else None
+        pages = self
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args: Any) -> None:
@@ -106,7 +119,20 @@ class SlowPages:
 
             def do_GET(self) -> None:  # noqa: N802
                 hits.append(self.path)
-                time.sleep(delay)
+                with lock:
+                    in_flight[0] += 1
+                    pages.peak = max(pages.peak, in_flight[0])
+                try:
+                    if barrier is not None:
+                        try:
+                            barrier.wait(timeout=wait_s)
+                        except threading.BrokenBarrierError:
+                            self.send_error(503, "the other requests never came in parallel")
+                            return
+                    time.sleep(delay)
+                finally:
+                    with lock:
+                        in_flight[0] -= 1
                 body = f"<html><head><title>Page {self.path}</title></head><body><p>Content of {self.path}</p></body></html>".encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "text/html; charset=utf-8")

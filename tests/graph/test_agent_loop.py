@@ -82,11 +82,8 @@ async def test_parallel_tools_are_bounded(scripted_server, workspace):
     reg.register(slow)
     srv = scripted_server([tool_calls([{"name": "slow", "arguments": {"n": i}} for i in range(6)]), text("ok")])
     graph = build_agent_graph(model=openai_model(srv), registry=reg)
-    t0 = time.perf_counter()
     final = await run(graph, "go", ctx(workspace, max_parallel_tools=3))
-    elapsed = time.perf_counter() - t0
-    assert active["peak"] == 3
-    assert elapsed < 6 * 0.2  # concurrent, not sequential
+    assert active["peak"] == 3  # three calls in flight at once (concurrent, not sequential), never more
     assert [m.content for m in final["messages"] if isinstance(m, ToolMessage)] == [str(i) for i in range(6)]
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import time
+import threading
 
 from conftest import openai_model, run_with_events
 from langgraph.checkpoint.memory import InMemorySaver
@@ -28,8 +28,23 @@ def system_text(req):
     return req["messages"][0]["content"]
 
 
-def fleet_responder(fail_city="Oslo", delay_s=1.0, subtasks=None):
-    """Decompose into one subtask per city; each worker answers after ``delay_s``; one fails."""
+def fleet_responder(fail_city="Oslo", delay_s=1.0, subtasks=None, in_flight=None):
+    """Decompose into one subtask per city; each worker answers after ``delay_s``; one fails.
+    With ``in_flight={"now": 0, "peak": 0, "together": n}`` a worker's request also waits
+    (up to 10 s) until n workers' requests are in flight, and ``peak`` records the most
+    at once: workers run one by one get an error instead of an answer."""
+    lock = threading.Lock()
+    barrier = threading.Barrier(in_flight["together"]) if in_flight else None
+
+    def wait_for_the_others():
+        with lock:
+            in_flight["now"] += 1
+            in_flight["peak"] = max(in_flight["peak"], in_flight["now"])
+        try:
+            barrier.wait(timeout=10)
+        finally:
+            with lock:
+                in_flight["now"] -= 1
 
     def respond(req):
         tools = [t["function"]["name"] for t in req.get("tools") or []]
@@ -39,6 +54,8 @@ def fleet_responder(fail_city="Oslo", delay_s=1.0, subtasks=None):
             return text("Summary: " + req["messages"][-1]["content"].replace("\n", " | "))
         task = req["messages"][-1]["content"]
         city = next(c for c in CITIES if f"Population of {c}" in task)
+        if barrier is not None:
+            wait_for_the_others()
         if city == fail_city:
             return error(500, "worker model exploded", delay_s=delay_s)
         return text(f"{city} has many people.", delay_s=delay_s)
@@ -47,13 +64,12 @@ def fleet_responder(fail_city="Oslo", delay_s=1.0, subtasks=None):
 
 
 async def test_four_workers_run_in_parallel_and_one_failure_is_isolated(scripted_server):
-    srv = scripted_server(responder=fleet_responder())
+    in_flight = {"now": 0, "peak": 0, "together": 4}
+    srv = scripted_server(responder=fleet_responder(delay_s=0.2, in_flight=in_flight))
     graph = build_fleet_graph(model=openai_model(srv), registry=ToolRegistry())
-    start = time.perf_counter()
     final, events = await run(graph, "Compare the populations of four cities", ctx(max_workers=4))
-    elapsed = time.perf_counter() - start
 
-    assert elapsed < 2.5, f"took {elapsed:.2f} s; four sequential workers need 4 s"
+    assert in_flight["peak"] == 4, f"{in_flight['peak']} workers' requests in flight at most; parallel workers have all four"
     results = final["results"]
     assert [s["task"] for s in final["subtasks"]] == [f"Population of {c}" for c in CITIES]
     assert {wid: r["ok"] for wid, r in results.items()} == {"w1": True, "w2": True, "w3": False, "w4": True}
