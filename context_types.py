@@ -17,6 +17,8 @@ import types
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, Union, get_args, get_origin
 
+from .events import clip
+
 __all__ = ["FIELD_BOUNDS", "FIELD_RULES", "env_value", "parse_bool", "shown", "text_problem", "value_problem"]
 
 TRUE_WORDS = frozenset({"true", "1", "yes", "on"})
@@ -63,8 +65,7 @@ FIELD_RULES: dict[str, tuple[Callable[[str], bool], str]] = {
 
 def shown(value: Any, n: int = 60) -> str:
     """A short ``repr`` of an untrusted value for an error message (one line)."""
-    text = repr(value)
-    return text if len(text) <= n else text[: n - 1] + "…"
+    return clip(repr(value), n)
 
 
 def parse_bool(value: Any, what: str) -> bool:

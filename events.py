@@ -38,9 +38,21 @@ EVENT_TYPES = (
 PREVIEW_CHARS = 300
 
 
+def clip(text: str, limit: int, marker: str = "…", *, within: bool = True) -> str:
+    """``text`` shortened to ``limit`` characters, ending with ``marker`` when it was cut: the
+    one text-shortening helper. ``within``: the result, marker included, is at most ``limit``
+    long (blanks before the marker dropped); else ``limit`` characters are kept and the
+    marker, which may name ``{total}`` (the original length) or ``{cut}``, follows them."""
+    if len(text) <= limit:
+        return text
+    if within:
+        return text[: max(0, limit - len(marker))].rstrip() + marker
+    return text[:limit] + marker.format(total=len(text), cut=len(text) - limit)
+
+
 def preview(text: str, n: int = PREVIEW_CHARS) -> str:
     """``text`` cut to ``n`` characters, saying how long it was."""
-    return text if len(text) <= n else text[:n] + f"… [{len(text)} chars]"
+    return clip(text, n, "… [{total} chars]", within=False)
 
 
 def make_event(event: str, **payload: Any) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from .. import settings
 from ..context import context_field
 from ..context_types import parse_bool
+from ..events import clip
 from ..messages import message_text
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -76,8 +77,7 @@ def min_similarity() -> float:
 
 
 def one_line(text: str, limit: int) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    return clip(" ".join(str(text).split()), limit)
 
 
 def format_memory_context(recalled: Sequence["Recalled"], now: float | None = None) -> str:

@@ -15,6 +15,7 @@ from langchain.tools import ToolRuntime
 from langchain_core.tools import tool
 from pydantic import BaseModel, Field
 
+from ..events import clip
 from smart_agent import __version__
 from smart_agent.context import context_field
 from smart_agent.tools.guards import Resolver, ToolError, allow_private_network_of, check_url_allowed
@@ -283,7 +284,7 @@ def _call_with_deadline(fn: Callable[[], T], deadline_s: float, *, name: str = "
 
 def _short(exc: BaseException, limit: int = 160) -> str:
     text = _URL_IN_PARENS.sub("", " ".join(str(exc).split())) or type(exc).__name__
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return clip(text, limit, "...")
 
 
 def search_web(query: str, num_results: int = 5, *, deadline_s: float | None = None) -> list[dict[str, Any]]:

@@ -6,6 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from ...events import clip as shorten
 from ...replies.feedback import error_list
 from .refs import as_text
 from ...tools.registry import ToolRegistry
@@ -133,9 +134,8 @@ def feedback_prompt(errors: list[str]) -> str:
 
 
 def clip(text: str, limit: int = OUTPUT_CHARS) -> str:
-    if len(text) <= limit:
-        return text
-    return text[:limit] + f"... [{len(text) - limit} more characters]"
+    """``events.clip`` with the planner's default length and its marker (pinned by the snapshots)."""
+    return shorten(text, limit, "... [{cut} more characters]", within=False)
 
 
 def format_trace(trace: list[Mapping[str, Any]], *, output_chars: int = OUTPUT_CHARS) -> str:
