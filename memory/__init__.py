@@ -9,7 +9,7 @@
 * ``embeddings.py`` -- the bundled all-MiniLM-L6-v2 (``"local"``) or any ``provider:model``;
 * ``numpy_bert.py`` -- the NumPy forward pass used for the local model;
 * ``service.py`` -- glue for nodes/tools/CLI (which store, which namespace, what text);
-* ``cli.py`` -- ``smart-agent memory list|search|forget|stats``.
+* the commands (``smart-agent memory list|search|forget|stats``) are in ``cli/memory.py``.
 
 Nothing heavy is imported here: FAISS and the model load on first use.
 See docs/memory.md.

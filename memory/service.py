@@ -1,7 +1,7 @@
 """Glue between runs and the memory store: which store, which namespace, what text.
 
 Used by the graph nodes (``nodes/memory.py``), the tools (``tools/memory_tools.py``)
-and the CLI (``memory/cli.py``). Importing this module is cheap: the store
+and the CLI (``cli/memory.py``). Importing this module is cheap: the store
 module, FAISS and the embedding model load on first use.
 """
 

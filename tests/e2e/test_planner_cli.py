@@ -7,7 +7,7 @@ import json
 
 from conftest import cli_env, run_cli
 
-from smart_agent.nodes.planner.cli import format_plan, prompt_for_approval
+from smart_agent.cli.planner import format_plan, prompt_for_approval
 
 PLAN = {
     "steps": [

@@ -306,7 +306,7 @@ def test_run_flags_map_onto_the_context():
 
 
 def test_register_cli_adds_the_memory_command():
-    from smart_agent.memory.cli import register_cli
+    from smart_agent.cli.memory import register_cli
 
     parser = argparse.ArgumentParser()
     register_cli(parser.add_subparsers(dest="command"))

@@ -74,7 +74,7 @@ def _guarded(handler: Any) -> Any:
     """A refused memory file ends the command with its one-line message and exit 2."""
 
     def run(args: argparse.Namespace) -> int:
-        from .integrity import MemoryUnavailable
+        from ..memory.integrity import MemoryUnavailable
 
         try:
             return handler(args)
@@ -87,7 +87,7 @@ def _guarded(handler: Any) -> Any:
 
 def _open(args: argparse.Namespace, embedding_model: str | None = None):
     from .. import settings
-    from .store import FaissMemoryStore, user_namespace
+    from ..memory.store import FaissMemoryStore, user_namespace
 
     user = args.user or settings.field_env("user_id")[1] or "default"
     spec = embedding_model or settings.field_env("embedding_model")[1] or "local"
@@ -95,7 +95,7 @@ def _open(args: argparse.Namespace, embedding_model: str | None = None):
 
 
 def _row(item: Any, now: float) -> dict[str, Any]:
-    from .store import humanize_age
+    from ..memory.store import humanize_age
 
     v = item.value
     return {

@@ -1,4 +1,5 @@
-"""Command-line input checks: every bad argument is one line on stderr and exit code 2.
+"""Command-line options: the flags that map onto context fields, and the input checks
+(every bad argument is one line on stderr and exit code 2).
 
 * :class:`OneLineParser` - argparse errors as one line (no usage dump, no traceback).
 * :func:`field_int` - an integer flag checked with its context field's type and bounds.
@@ -17,10 +18,10 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NoReturn
 
-from smart_agent.context_types import shown, text_problem
+from ..context_types import shown, text_problem
 
 if TYPE_CHECKING:  # pragma: no cover
-    from smart_agent.context import Context
+    from ..context import Context
 
 EXIT_USAGE = 2
 
@@ -35,7 +36,7 @@ class OneLineParser(argparse.ArgumentParser):
 
 def field_int(field_name: str) -> Callable[[str], int]:
     """An argparse ``type`` for an integer context field: its type and bounds."""
-    from smart_agent.context import field_problem
+    from ..context import field_problem
 
     def parse(text: str) -> int:
         try:
@@ -106,8 +107,8 @@ def check_tool_names(ctx: Context) -> Context:
     names = ctx.tools
     if not names:
         return ctx
-    from smart_agent.tools.builtins import default_registry
-    from smart_agent.tools.context_tools import with_context_tools
+    from ..tools.builtins import default_registry
+    from ..tools.context_tools import with_context_tools
 
     known = with_context_tools(default_registry()).names()
     unknown = [n for n in names if n not in known]

@@ -1,13 +1,5 @@
-"""The ``smart-agent`` command line.
-
-    smart-agent run TASK [--graph agent|planner|...] [--thread ID] [--json] ...
-    smart-agent chat [--thread ID] ...          (Assistant mode: one stdin line per turn)
-    smart-agent demo                            (offline, against a bundled scripted model)
-    smart-agent tools | smart-agent graph [NAME]
-
-Events stream live to stderr (to stdout in human mode); with ``--json`` stdout
-holds exactly one JSON object.
-"""
+"""The commands that run graphs (``run``, ``chat``, ``demo``) and list what there is
+(``tools``, ``graph``), with the ``run``/``chat`` flags that build the run's ``Context``."""
 
 from __future__ import annotations
 
@@ -17,97 +9,28 @@ import json
 import os
 import sys
 import uuid
+from collections.abc import Callable
 from dataclasses import fields
-from typing import Any, Callable, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from smart_agent.cli_args import (
-    OneLineParser, add_context_budget_args, add_reasoning_args, chat_line, check_tool_names, context_budget_values,
-    existing_dir, field_int, reasoning_values, tool_list, utf8_text,
+from .options import (
+    add_context_budget_args,
+    add_reasoning_args,
+    chat_line,
+    check_tool_names,
+    context_budget_values,
+    existing_dir,
+    field_int,
+    reasoning_values,
+    tool_list,
 )
+from .render import RunSummary, format_event, short
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..context import Context
 
 EXIT_USAGE = 2
 EXIT_FAILURE = 1
-
-
-# --------------------------------------------------------------------------- rendering
-def _short(value: Any, n: int = 120) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    text = text.replace("\n", " ")
-    return text if len(text) <= n else text[: n - 1] + "…"
-
-
-def format_event(ev: dict) -> str | None:
-    kind = ev.get("event")
-    if kind == "tool_call":
-        args = ev.get("args") or {}
-        shown = ", ".join(f"{k}={_short(v, 60)}" for k, v in args.items()) if isinstance(args, dict) else _short(args)
-        return f"  → {ev.get('name')}({shown})"
-    if kind == "tool_result":
-        status = "ok" if ev.get("ok") else f"error[{ev.get('error')}]"
-        ms = float(ev.get("duration_s") or 0) * 1000
-        return f"  ← {ev.get('name')} {status} {ms:.0f} ms: {_short(ev.get('preview', ''))}"
-    if kind == "usage":
-        return f"  · model turn {ev.get('turn', '?')}: {ev.get('input_tokens', 0)} tokens in, {ev.get('output_tokens', 0)} out"
-    if kind == "tool_limit":
-        return f"  ! tool-call limit reached ({ev.get('limit')}): the next turn must answer"
-    if kind == "final_answer":
-        return None  # printed once at the end
-    if kind == "summarization":
-        if ev.get("action") == "archive":
-            return f"  ⇣ archived {ev.get('tool')} output ({ev.get('chars')} chars) as {ev.get('execution_id')}"
-        return (
-            f"  ⇣ context {ev.get('action')}: {ev.get('tokens_before')} → {ev.get('tokens_after')} tokens"
-            + (f" ({ev.get('strategy')}, {ev.get('compacted_messages')} messages)" if ev.get("strategy") else "")
-        )
-    if kind == "plan" and "subtasks" in ev:  # fleet
-        return "  ☰ fleet: " + "; ".join(f"{t.get('id')}: {_short(t.get('task', ''), 60)}" for t in ev.get("subtasks") or [])
-    if kind == "plan":
-        todos = ev.get("todos") or []
-        done = sum(1 for t in todos if t.get("status") == "done")
-        return f"  ☰ plan: {done}/{len(todos)} done (+{len(ev.get('added') or [])} ~{len(ev.get('updated') or [])} -{len(ev.get('removed') or [])})"
-    if kind == "step_start":  # planner steps, fleet workers, dual executions
-        what = ev.get("tool") or ev.get("task") or ev.get("objective") or ""
-        return f"  ▶ {ev.get('step')} {_short(what, 80)}"
-    if kind == "step_result":
-        detail = ev.get("preview") if ev.get("ok") else ev.get("error")
-        tries = f" after {ev['attempts']} attempts" if (ev.get("attempts") or 0) > 1 else ""
-        ms = float(ev.get("duration_s") or 0) * 1000
-        status = ev.get("status") or ("ok" if ev.get("ok") else "failed")
-        return f"  {'✓' if ev.get('ok') else '✗'} {ev.get('step')} {status}{tries} {ms:.0f} ms: {_short(detail or '', 120)}"
-    if kind in ("memory_recall", "memory_write") and ev.get("memory") == "off":
-        return f"  ◇ memory off: {ev.get('error')}"  # the memory file was refused (one line naming it)
-    if kind == "memory_recall" and "error" not in ev:
-        warning = f" ⚠ {ev['warning']}" if ev.get("warning") else ""  # damaged rows skipped
-        return f"  ◇ memory: recalled {ev.get('count', 0)} ({ev.get('took_ms', 0):.0f} ms){warning}"
-    if kind == "memory_write" and "error" not in ev and "skipped" not in ev:
-        return f"  ◇ memory: {ev.get('action', 'stored')} {ev.get('key', '')} ({ev.get('took_ms', 0):.0f} ms)"
-    payload = {k: v for k, v in ev.items() if k not in {"event", "ts"}}
-    return f"  [{kind}] {_short(payload, 200)}"
-
-
-class RunSummary:
-    """Collects what a run did, from its event stream."""
-
-    def __init__(self) -> None:
-        self.tool_calls: list[dict] = []
-        self.usage = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0, "model_calls": 0}
-        self.events: list[dict] = []
-        self._by_id: dict[str, dict] = {}
-
-    def add(self, ev: dict) -> None:
-        self.events.append(ev)
-        kind = ev.get("event")
-        if kind == "tool_call":
-            rec = {"id": ev.get("id"), "name": ev.get("name"), "args": ev.get("args"), "ok": None}
-            self.tool_calls.append(rec)
-            if ev.get("id"):
-                self._by_id[ev["id"]] = rec
-        elif kind == "tool_result" and ev.get("id") in self._by_id:
-            self._by_id[ev["id"]].update(ok=ev.get("ok"), error=ev.get("error"))
-        elif kind == "usage":
-            self.usage["model_calls"] += 1
-            for k in ("input_tokens", "output_tokens", "total_tokens"):
-                self.usage[k] += int(ev.get(k) or 0)
 
 
 # --------------------------------------------------------------------------- context
@@ -142,11 +65,10 @@ def add_context_args(p: argparse.ArgumentParser) -> None:
         add_args(p)
 
 
-
 def _feature_context_hooks() -> list[tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace, dict], None]]]:
     """Each feature's (add its flags, map them onto Context fields) pair."""
-    from smart_agent.memory.cli import add_memory_context_args, memory_context_values
-    from smart_agent.nodes.planner.cli import add_planner_context_args, planner_context_values
+    from .memory import add_memory_context_args, memory_context_values
+    from .planner import add_planner_context_args, planner_context_values
 
     return [
         (add_context_budget_args, context_budget_values),
@@ -156,9 +78,8 @@ def _feature_context_hooks() -> list[tuple[Callable[[argparse.ArgumentParser], N
     ]
 
 
-
-def context_from_args(args: argparse.Namespace):
-    from smart_agent.context import Context
+def context_from_args(args: argparse.Namespace) -> Context:
+    from ..context import Context
 
     names = {f.name for f in fields(Context)}
     values: dict[str, Any] = {}
@@ -197,7 +118,7 @@ async def run_once(
             return final
         from langgraph.types import Command
 
-        from smart_agent.nodes.planner.cli import prompt_for_approval
+        from .planner import prompt_for_approval
 
         graph_input = Command(resume=prompt_for_approval(pending[0]))
 
@@ -215,7 +136,7 @@ def _printer(stream: TextIO, quiet: bool, summary: RunSummary) -> Callable[[dict
 
 
 def _build(graph_name: str, checkpointer: Any, model: Any = None) -> Any:
-    from smart_agent.graphs import get_builder
+    from ..graphs import get_builder
 
     builder = get_builder(graph_name)
     kwargs: dict[str, Any] = {"checkpointer": checkpointer}
@@ -241,15 +162,15 @@ def result_json(final: dict, thread_id: str, summary: RunSummary) -> dict:
 async def _run_input(args: argparse.Namespace, graph: Any, thread_id: str) -> Any:
     """``{"task": ...}``; a planner thread with unfinished work resumes instead (None)."""
     if args.graph == "planner" and args.thread:
-        from smart_agent.nodes.planner.cli import planner_run_input
+        from .planner import planner_run_input
 
         return await planner_run_input(graph, thread_id, args.task)
     return {"task": args.task}
 
 
-async def _run_command(args: argparse.Namespace) -> int:
-    from smart_agent.sessions import open_checkpointer
-    from smart_agent.thread_lock import thread_lock
+async def run_command(args: argparse.Namespace) -> int:
+    from ..sessions import open_checkpointer
+    from ..thread_lock import thread_lock
 
     ctx = context_from_args(args)
     thread_id = args.thread or str(uuid.uuid4())
@@ -273,9 +194,9 @@ async def _run_command(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _chat_command(args: argparse.Namespace) -> int:
-    from smart_agent.sessions import open_checkpointer
-    from smart_agent.thread_lock import thread_lock
+async def chat_command(args: argparse.Namespace) -> int:
+    from ..sessions import open_checkpointer
+    from ..thread_lock import thread_lock
 
     ctx = context_from_args(args)
     thread_id = args.thread or str(uuid.uuid4())
@@ -311,12 +232,12 @@ async def _chat_command(args: argparse.Namespace) -> int:
     return EXIT_USAGE if refused else 0
 
 
-async def _demo_command(args: argparse.Namespace) -> int:
-    from smart_agent.context import Context
-    from smart_agent.sessions import data_home, open_checkpointer
-    from smart_agent.thread_lock import thread_lock
-    from smart_agent.testing.demo import DEMO_FILE, DEMO_TASK, demo_responder
-    from smart_agent.testing.scripted_server import ScriptedOpenAIServer
+async def demo_command(args: argparse.Namespace) -> int:
+    from ..context import Context
+    from ..sessions import data_home, open_checkpointer
+    from ..testing.demo import DEMO_FILE, DEMO_TASK, demo_responder
+    from ..testing.scripted_server import ScriptedOpenAIServer
+    from ..thread_lock import thread_lock
 
     workspace = os.path.abspath(args.workspace or data_home() / "demo-workspace")
     os.makedirs(workspace, exist_ok=True)
@@ -349,8 +270,8 @@ def _demo_overrides() -> dict:
     return {}
 
 
-def _tools_command(args: argparse.Namespace) -> int:
-    from smart_agent.tools.builtins import default_registry
+def tools_command(args: argparse.Namespace) -> int:
+    from ..tools.builtins import default_registry
 
     reg = default_registry()
     rows = reg.describe()
@@ -360,86 +281,11 @@ def _tools_command(args: argparse.Namespace) -> int:
     for r in rows:
         meta = r["meta"]
         flags = ", ".join(x for x in ["side effects" if meta.side_effects else "", meta.source] if x)
-        print(f"{r['name']:<18} {_short(r['description'], 90)}  ({flags})")
+        print(f"{r['name']:<18} {short(r['description'], 90)}  ({flags})")
     return 0
 
 
-def _graph_command(args: argparse.Namespace) -> int:
+def graph_command(args: argparse.Namespace) -> int:
     graph = _build(args.name, None)
     print(graph.get_graph().draw_mermaid())
     return 0
-
-
-# --------------------------------------------------------------------------- entry point
-def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="smart-agent", description="Autonomous agents on LangGraph.")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    p = sub.add_parser("run", help="run one task (Runner mode)")
-    p.add_argument("task", type=utf8_text("task"), help="the task, in plain language")
-    add_context_args(p)
-    p.set_defaults(handler=_run_command)
-
-    p = sub.add_parser("chat", help="a conversation (Assistant mode): one stdin line per user turn")
-    add_context_args(p)
-    p.set_defaults(handler=_chat_command)
-
-    p = sub.add_parser("demo", help="run the agent offline against a bundled scripted model")
-    p.add_argument("--workspace", help="folder for the demo's files (default: $SMART_AGENT_HOME/demo-workspace)")
-    p.add_argument("--thread", help="thread id for the demo session")
-    p.set_defaults(handler=_demo_command)
-
-    p = sub.add_parser("tools", help="list the registered tools (built-ins and plugins)")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(handler=_tools_command)
-
-    p = sub.add_parser("graph", help="print a graph as Mermaid")
-    p.add_argument("name", nargs="?", default="agent")
-    p.set_defaults(handler=_graph_command)
-
-    for register in _feature_cli_hooks():
-        register(sub)
-    return parser
-
-
-def _feature_cli_hooks() -> list[Callable]:
-    """Sub-commands contributed by features (memory, planner...)."""
-    from smart_agent.memory.cli import register_cli as register_memory_cli
-    from smart_agent.nodes.planner.cli import register_cli as register_planner_cli
-
-    return [register_memory_cli, register_planner_cli]
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    from smart_agent.models import ModelConfigError
-    from smart_agent.nodes.resolver import InputError
-    from smart_agent.structured_output import StructuredOutputError
-
-    handler = args.handler
-    try:
-        result = handler(args)
-        if asyncio.iscoroutine(result):
-            result = asyncio.run(result)
-        return int(result or 0)
-    except ModelConfigError as exc:
-        print(f"smart-agent: model not available.\n{exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except StructuredOutputError as exc:
-        print(f"smart-agent: structured output failed: {exc}", file=sys.stderr)
-        return EXIT_FAILURE
-    except (InputError, ValueError) as exc:  # bad input: one line (a message may quote text with newlines)
-        print("smart-agent: " + " ".join(str(exc).split()), file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        return 130
-    except Exception as exc:  # a clean message; the traceback on demand
-        if os.environ.get("SMART_AGENT_DEBUG"):
-            raise
-        print(f"smart-agent: {type(exc).__name__}: {exc} (set SMART_AGENT_DEBUG=1 for the traceback)", file=sys.stderr)
-        return EXIT_FAILURE
-
-
-if __name__ == "__main__":
-    sys.exit(main())

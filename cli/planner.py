@@ -19,9 +19,10 @@ import argparse
 import json
 import os
 import sys
-from typing import Any, Callable, TextIO
+from collections.abc import Callable
+from typing import Any, TextIO
 
-from ...cli_args import check_tool_names, existing_dir, field_int, tool_list, utf8_text
+from .options import check_tool_names, existing_dir, field_int, tool_list, utf8_text
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -147,16 +148,16 @@ def prompt_for_approval(
 
 # -- handlers --------------------------------------------------------------------------------
 def _registry():
-    from ...tools.builtins import default_registry
+    from ..tools.builtins import default_registry
 
     return default_registry()
 
 
 async def plan_command(args: argparse.Namespace) -> int:
-    from ...context import Context
-    from ...models import load_chat_model, model_options
-    from .common import select_registry
-    from .plan import make_plan
+    from ..context import Context
+    from ..models import load_chat_model, model_options
+    from ..nodes.planner.common import select_registry
+    from ..nodes.planner.plan import make_plan
 
     values: dict[str, Any] = {}
     if args.model:
@@ -165,7 +166,7 @@ async def plan_command(args: argparse.Namespace) -> int:
         values["tools"] = args.tools
     if args.max_plan_attempts is not None:
         values["max_plan_attempts"] = args.max_plan_attempts
-    ctx = check_tool_names(Context(**values))  # unknown --tools: one line, exit 2 (cli_args)
+    ctx = check_tool_names(Context(**values))  # unknown --tools: one line, exit 2 (cli/options.py)
     registry = select_registry(_registry(), ctx.tools)
     model = load_chat_model(ctx.model, **model_options(ctx))
     result = await make_plan(args.task, model=model, registry=registry, max_attempts=ctx.max_plan_attempts, method=args.method)
@@ -205,7 +206,7 @@ def _read_plan(path: str) -> Any:
 
 
 def _step_printer(stream: TextIO) -> Callable[[dict], None]:
-    from ...cli import format_event
+    from .render import format_event
 
     def on_event(ev: dict) -> None:
         if ev.get("event") in ("step_start", "step_result"):
@@ -216,15 +217,15 @@ def _step_printer(stream: TextIO) -> Callable[[dict], None]:
 
 def execution_json(final: dict) -> dict[str, Any]:
     """The deterministic result of an execution (no timings, no timestamps)."""
-    from .scheduler import build_trace
+    from ..nodes.planner.scheduler import build_trace
 
     trace = build_trace(final.get("plan"), final.get("step_results") or {})
     return {"status": final.get("status"), "answer": final.get("answer", ""), "errors": final.get("plan_errors") or [], "trace": trace}
 
 
 async def execute_command(args: argparse.Namespace) -> int:
-    from ...context import Context
-    from ...graphs.planner import build_executor_graph
+    from ..context import Context
+    from ..graphs.planner import build_executor_graph
 
     plan = _read_plan(args.plan_file)
     values: dict[str, Any] = {}
@@ -257,8 +258,8 @@ async def execute_command(args: argparse.Namespace) -> int:
 
     config = {"configurable": {"thread_id": args.thread or "execute"}, "recursion_limit": 10_000}
     if args.thread:
-        from ...sessions import open_checkpointer
-        from ...thread_lock import thread_lock
+        from ..sessions import open_checkpointer
+        from ..thread_lock import thread_lock
 
         async with thread_lock(args.thread), open_checkpointer() as saver:  # one run at a time on a thread
             final = await run(build_executor_graph(registry=registry, checkpointer=saver), config)

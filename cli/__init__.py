@@ -1,0 +1,117 @@
+"""The ``smart-agent`` command line: every piece of CLI code lives in this package, and
+nothing outside it imports it.
+
+    smart-agent run TASK [--graph agent|planner|...] [--thread ID] [--json] ...
+    smart-agent chat [--thread ID] ...          (Assistant mode: one stdin line per turn)
+    smart-agent demo                            (offline, against a bundled scripted model)
+    smart-agent tools | smart-agent graph [NAME]
+    smart-agent plan | execute                  (cli/planner.py)
+    smart-agent memory list|search|forget|stats (cli/memory.py)
+
+Events stream live to stderr (to stdout in human mode); with ``--json`` stdout
+holds exactly one JSON object.
+
+* ``options.py`` - argument types and checks (one line, exit 2), feature flags;
+* ``render.py`` - one line per event, the run summary;
+* ``run.py`` - run, chat, demo, tools, graph and the flags that build the ``Context``;
+* ``planner.py``, ``memory.py`` - the features' commands and flags.
+
+Importing the package is cheap (argparse only); graphs, tools and models load in the
+handlers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Callable
+
+from . import run
+from .options import OneLineParser, utf8_text
+from .render import RunSummary, format_event
+from .run import (
+    EXIT_FAILURE,
+    EXIT_USAGE,
+    add_context_args,
+    context_from_args,
+    result_json,
+    run_once,
+)
+
+__all__ = [
+    "EXIT_FAILURE", "EXIT_USAGE", "RunSummary", "add_context_args", "build_parser", "context_from_args",
+    "format_event", "main", "result_json", "run_once",
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(prog="smart-agent", description="Autonomous agents on LangGraph.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("run", help="run one task (Runner mode)")
+    p.add_argument("task", type=utf8_text("task"), help="the task, in plain language")
+    run.add_context_args(p)
+    p.set_defaults(handler=run.run_command)
+
+    p = sub.add_parser("chat", help="a conversation (Assistant mode): one stdin line per user turn")
+    run.add_context_args(p)
+    p.set_defaults(handler=run.chat_command)
+
+    p = sub.add_parser("demo", help="run the agent offline against a bundled scripted model")
+    p.add_argument("--workspace", help="folder for the demo's files (default: $SMART_AGENT_HOME/demo-workspace)")
+    p.add_argument("--thread", help="thread id for the demo session")
+    p.set_defaults(handler=run.demo_command)
+
+    p = sub.add_parser("tools", help="list the registered tools (built-ins and plugins)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=run.tools_command)
+
+    p = sub.add_parser("graph", help="print a graph as Mermaid")
+    p.add_argument("name", nargs="?", default="agent")
+    p.set_defaults(handler=run.graph_command)
+
+    for register in _feature_cli_hooks():
+        register(sub)
+    return parser
+
+
+def _feature_cli_hooks() -> list[Callable]:
+    """Sub-commands contributed by features (memory, planner...)."""
+    from .memory import register_cli as register_memory_cli
+    from .planner import register_cli as register_planner_cli
+
+    return [register_memory_cli, register_planner_cli]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from ..models import ModelConfigError
+    from ..nodes.resolver import InputError
+    from ..structured_output import StructuredOutputError
+
+    handler = args.handler
+    try:
+        result = handler(args)
+        if asyncio.iscoroutine(result):
+            result = asyncio.run(result)
+        return int(result or 0)
+    except ModelConfigError as exc:
+        print(f"smart-agent: model not available.\n{exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except StructuredOutputError as exc:
+        print(f"smart-agent: structured output failed: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    except (InputError, ValueError) as exc:  # bad input: one line (a message may quote text with newlines)
+        print("smart-agent: " + " ".join(str(exc).split()), file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # a clean message; the traceback on demand
+        if os.environ.get("SMART_AGENT_DEBUG"):
+            raise
+        print(f"smart-agent: {type(exc).__name__}: {exc} (set SMART_AGENT_DEBUG=1 for the traceback)", file=sys.stderr)
+        return EXIT_FAILURE
+
