@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.messages import AIMessage
 
@@ -32,3 +32,10 @@ def usage_of(message: Any) -> dict[str, int]:
     """Input, output and total tokens of a model response (0 when unreported)."""
     usage = getattr(message, "usage_metadata", None) or {}
     return {k: int(usage.get(k) or 0) for k in ("input_tokens", "output_tokens", "total_tokens")}
+
+
+def pending_tool_calls(message: Any) -> list[dict]:
+    """Tool calls of an AI message that need a tool result (valid and malformed)."""
+    if not isinstance(message, AIMessage):
+        return []
+    return cast(list[dict], [*(message.tool_calls or []), *(message.invalid_tool_calls or [])])

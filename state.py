@@ -61,11 +61,12 @@ class AgentState(InputState, total=False):
     memory_context: str
     # The recalled memories as dicts (key, text, score, similarity, age...).
     recalled_memories: list[dict]
-    # --- context management: nodes/summarize.py, archive.py, tools/context_tools.py
+    # --- context management: history/, nodes/summarize.py, archive.py, tools/context_tools.py
     # The run's context_token_limit, copied from the context by the resolver.
     context_token_limit: int
-    # Predicted size (tokens) of the next model request: system prompt + messages + tool
-    # schemas. Written by every node that changes them; read by route_before_agent.
+    # A caller's prediction (tokens) of the next model request, for a state written from
+    # outside a run (update_state). No node writes it: during a run the budget routes
+    # (nodes/routes.py) measure the request themselves (history/budget.py).
     request_tokens: int
     # Archived tool outputs: execution id -> metadata (tool, chars...). The text itself
     # lives in the archive ($SMART_AGENT_HOME/archive or runtime.store), never in state.

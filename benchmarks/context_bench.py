@@ -50,7 +50,7 @@ def make_workspace(folder: Path, calls: int, chars: int) -> None:
 
 
 def make_model(calls: int):
-    from smart_agent.nodes.summarize import SUMMARY_SYSTEM_PROMPT
+    from smart_agent.history.transcript import SUMMARY_SYSTEM_PROMPT
     from smart_agent.testing.scripted_server import text, tool_call
 
     state = {"reads": 0, "summaries": 0}

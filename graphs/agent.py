@@ -20,12 +20,14 @@ from langchain_core.tools import BaseTool
 from langgraph.graph import END, START, StateGraph
 
 from ..context import AgentContext
-from ..nodes.agent import make_agent_node
+from ..history.budget import ContextBudget
+from ..nodes.agent import make_agent_node, offered_tools
 from ..nodes.reasoning import make_two_phase_node
 from ..nodes.limit import tool_limit_finalize
 from ..nodes.memory import memory_recall, memory_write
 from ..nodes.resolver import make_resolver
 from ..nodes.routes import (
+    measured,
     route_after_agent,
     route_after_handoff,
     route_after_structured_output,
@@ -33,7 +35,7 @@ from ..nodes.routes import (
     route_before_agent,
 )
 from ..nodes.structured import make_structured_output_node
-from ..nodes.summarize import ContextBudget, make_summarize_node
+from ..nodes.summarize import make_summarize_node
 from ..nodes.tools import make_tools_node
 from ..state import AgentState, InputState
 from ..tools.registry import ToolMeta, ToolRegistry
@@ -100,14 +102,15 @@ def build_agent_graph(
         if default_agent not in agents:
             raise ValueError(f"default agent {default_agent!r} is not one of {', '.join(agents)}")
         registries = team_registries(agents)
-        budget = ContextBudget(union_registry(registries), token_counter, output_schema)
+        everyone = union_registry(registries)  # the budget's worst case: every member's tools
+        budget = ContextBudget(lambda ctx, state: offered_tools(ctx, everyone, state), token_counter, output_schema)
         hooks.append(make_team_start_hook(agents, default_agent))
         turns = {n: make_two_phase_node(make_agent_node(r, model, budget), r, model, budget) for n, r in registries.items()}
         agent_node = make_team_node(agents, default_agent, turns)
         tools_node = make_team_node(agents, default_agent, {n: make_tools_node(r, budget) for n, r in registries.items()})
     else:
         registry = resolve_registry(registry, tools)
-        budget = ContextBudget(registry, token_counter, output_schema)
+        budget = ContextBudget(lambda ctx, state: offered_tools(ctx, registry, state), token_counter, output_schema)
         # reasoning="two_phase" (nodes/reasoning.py) wraps the turn; "direct" is the plain node.
         agent_node = make_two_phase_node(make_agent_node(registry, model, budget), registry, model, budget)
         tools_node = make_tools_node(registry, budget)
@@ -123,21 +126,22 @@ def build_agent_graph(
     builder.add_node("memory_write", memory_write)
     builder.add_edge(START, "resolver")
     builder.add_edge("resolver", "memory_recall")
-    builder.add_conditional_edges("memory_recall", route_before_agent, ["summarize", "agent"])
+    # The budget routes measure the next request where they decide (state + the run's context).
+    builder.add_conditional_edges("memory_recall", measured(route_before_agent, budget), ["summarize", "agent"])
     builder.add_edge("summarize", "agent")
     builder.add_conditional_edges(
         "agent", route_after_agent, {"tools": "tools", "structuredOutput": "structuredOutput", END: "memory_write"}
     )
     builder.add_conditional_edges(
-        "structuredOutput", route_after_structured_output, {"summarize": "summarize", "agent": "agent", END: "memory_write"}
+        "structuredOutput", measured(route_after_structured_output, budget), {"summarize": "summarize", "agent": "agent", END: "memory_write"}
     )
     builder.add_edge("memory_write", END)
     if agents:
         builder.add_node("handoff", make_handoff_node(agents, default_agent, registries))
-        builder.add_conditional_edges("handoff", route_after_handoff, ["toolLimitFinalize", "summarize", "agent"])
+        builder.add_conditional_edges("handoff", measured(route_after_handoff, budget), ["toolLimitFinalize", "summarize", "agent"])
     after_tools = ["toolLimitFinalize", "summarize", "agent"] + (["handoff"] if agents else [])
-    builder.add_conditional_edges("tools", route_after_tools, after_tools)
-    builder.add_conditional_edges("toolLimitFinalize", route_before_agent, ["summarize", "agent"])
+    builder.add_conditional_edges("tools", measured(route_after_tools, budget), after_tools)
+    builder.add_conditional_edges("toolLimitFinalize", measured(route_before_agent, budget), ["summarize", "agent"])
     compiled = builder.compile(checkpointer=checkpointer, store=store, name=name)
     return compiled.with_config(recursion_limit=DEFAULT_RECURSION_LIMIT)
 

@@ -11,6 +11,7 @@ from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 from ..context import AgentContext
 from ..events import emit
+from ..history.budget import ContextBudget
 from ..messages import as_ai_message, message_text, usage_of
 from ..models import ModelReplyError, invoke_model, load_chat_model, model_options
 from .routes import pending_tool_calls, tool_limit_reached
@@ -82,8 +83,8 @@ async def ask_again_if_empty(
     return again
 
 
-def make_agent_node(registry: ToolRegistry, model: BaseChatModel | None = None, budget: Any = None) -> Callable:
-    """``budget`` (nodes/summarize.py ContextBudget) guards the size of every request."""
+def make_agent_node(registry: ToolRegistry, model: BaseChatModel | None = None, budget: ContextBudget | None = None) -> Callable:
+    """``budget`` (history/budget.py ContextBudget) guards the size of every request."""
 
     async def agent(state: dict, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         ctx = AgentContext.of(runtime)

@@ -27,6 +27,7 @@ from langchain_core.messages import SystemMessage
 from langgraph.runtime import Runtime
 from ..context import AgentContext
 from ..events import emit
+from ..history.budget import ContextBudget
 from ..messages import usage_of
 from ..models import load_chat_model, model_options
 from .agent import call_model, offered_tools
@@ -84,7 +85,7 @@ def make_two_phase_node(
     agent_node: Callable,
     registry: ToolRegistry,
     model: BaseChatModel | None = None,
-    budget: Any = None,
+    budget: ContextBudget | None = None,
 ) -> Callable:
     """Wrap the agent node: two-phase turns when the run's ``reasoning`` says so."""
 

@@ -1,33 +1,38 @@
 """Routing decisions of the agent loop: small pure functions over the state.
 
 Each returns the name of the next node; the graph file only wires them. The
-limits they compare against are copied into the state by the resolver, so a
-decision never depends on anything but its argument.
+limits they compare against are copied into the state by the resolver. The context
+budget's decision measures the next request itself, from the state and the run's
+context (``meter``, the graph's ``ContextBudget``): no node has to keep a prediction
+of it up to date. :func:`measured` binds a route to the meter for the graph.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final, Literal, TypeVar
 
 from langchain_core.messages import AIMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph._internal._constants import (  # where langgraph.runtime finds it
+    CONF,
+    CONFIG_KEY_RUNTIME,
+)
 
+from ..context import AgentContext
+from ..history.budget import BudgetSettings, RequestMeter
+from ..history.markers import is_feedback
+from ..messages import pending_tool_calls
 from ..tokens import usable_tokens
 from ..state import count_of
 
-END = "__end__"
+END: Final = "__end__"
 
 # Tools named transfer_to_<agent> hand the thread to another agent (tools/agents.py as_handoff).
 HANDOFF_PREFIX = "transfer_to_"
 
 
-def pending_tool_calls(message: Any) -> list[dict]:
-    """Tool calls of an AI message that need a tool result (valid and malformed)."""
-    if not isinstance(message, AIMessage):
-        return []
-    return [*(message.tool_calls or []), *(message.invalid_tool_calls or [])]
-
-
-def route_after_agent(state: dict) -> Literal["tools", "structuredOutput", "__end__"]:
+def route_after_agent(state: Mapping[str, Any]) -> Literal["tools", "structuredOutput", "__end__"]:
     """Run tools when the model asked for them; otherwise the loop is over (after the
     answer is validated, when the run has an output schema)."""
     messages = state.get("messages") or []
@@ -38,19 +43,19 @@ def route_after_agent(state: dict) -> Literal["tools", "structuredOutput", "__en
     return END
 
 
-def tool_limit_reached(state: dict) -> bool:
+def tool_limit_reached(state: Mapping[str, Any]) -> bool:
     limit = state.get("max_tool_calls")
     return limit is not None and count_of(state, "tool_calls_made") >= int(limit)
 
 
-def last_ai_message(messages: list[Any]) -> AIMessage | None:
+def last_ai_message(messages: Sequence[Any]) -> AIMessage | None:
     for message in reversed(messages or []):
         if isinstance(message, AIMessage):
             return message
     return None
 
 
-def handoff_requested(state: dict) -> bool:
+def handoff_requested(state: Mapping[str, Any]) -> bool:
     """The last model turn asked to transfer the thread (only in a team: ``active_agent`` is set)."""
     if not state.get("active_agent"):
         return False
@@ -58,38 +63,75 @@ def handoff_requested(state: dict) -> bool:
     return any((c.get("name") or "").startswith(HANDOFF_PREFIX) for c in pending_tool_calls(ai))
 
 
-def route_after_tools(state: dict) -> Literal["handoff", "toolLimitFinalize", "summarize", "agent"]:
+def route_after_tools(
+    state: Mapping[str, Any], ctx: BudgetSettings | None = None, meter: RequestMeter | None = None
+) -> Literal["handoff", "toolLimitFinalize", "summarize", "agent"]:
     """Transfers first; once the tool-call budget is spent, finalize; otherwise give the
     model the results."""
     if handoff_requested(state):
         return "handoff"
-    return "toolLimitFinalize" if tool_limit_reached(state) else route_before_agent(state)
+    return "toolLimitFinalize" if tool_limit_reached(state) else route_before_agent(state, ctx, meter)
 
 
-def route_after_handoff(state: dict) -> Literal["toolLimitFinalize", "summarize", "agent"]:
+def route_after_handoff(
+    state: Mapping[str, Any], ctx: BudgetSettings | None = None, meter: RequestMeter | None = None
+) -> Literal["toolLimitFinalize", "summarize", "agent"]:
     """The new agent takes the next turn (unless the tool budget is spent)."""
-    return "toolLimitFinalize" if tool_limit_reached(state) else route_before_agent(state)
+    return "toolLimitFinalize" if tool_limit_reached(state) else route_before_agent(state, ctx, meter)
 
 
-def route_before_agent(state: dict) -> Literal["summarize", "agent"]:
-    """Compact the history first when the predicted next request is over the budget.
+def request_over_budget(state: Mapping[str, Any], ctx: BudgetSettings | None = None, meter: RequestMeter | None = None) -> bool:
+    """Whether the next request exceeds ``usable_tokens(context_token_limit)`` (copied
+    into the state by the resolver; none: no budget, e.g. another graph).
 
-    ``request_tokens`` (system prompt + messages + tool schemas, as the agent will send
-    them) is written by every node that changes them; ``context_token_limit`` is copied
-    from the context by the resolver.
+    With a ``meter`` the request (system prompt + messages + tool schemas, as the agent
+    will send them) is measured now, from ``state`` and ``ctx``. Without one — a route
+    called on a hand-built state — ``state["request_tokens"]`` is the caller's prediction.
     """
     limit = state.get("context_token_limit")
     if not limit:
-        return "agent"
-    return "summarize" if count_of(state, "request_tokens") > usable_tokens(int(limit)) else "agent"
+        return False
+    if meter is not None:
+        tokens = meter.request_tokens(ctx if ctx is not None else AgentContext(), state)
+    else:
+        tokens = count_of(state, "request_tokens")
+    return tokens > usable_tokens(int(limit))
 
 
-def route_after_structured_output(state: dict) -> Literal["summarize", "agent", "__end__"]:
+def route_before_agent(
+    state: Mapping[str, Any], ctx: BudgetSettings | None = None, meter: RequestMeter | None = None
+) -> Literal["summarize", "agent"]:
+    """Compact the history first when the next request would be over the budget."""
+    return "summarize" if request_over_budget(state, ctx, meter) else "agent"
+
+
+def route_after_structured_output(
+    state: Mapping[str, Any], ctx: BudgetSettings | None = None, meter: RequestMeter | None = None
+) -> Literal["summarize", "agent", "__end__"]:
     """A validated answer ends the run; an invalid one (answered by a feedback message
     carrying the validation errors) goes back to the model."""
     messages = state.get("messages") or []
-    last = messages[-1] if messages else None
-    mark = (getattr(last, "additional_kwargs", None) or {}).get("smart_agent") or {}
-    if isinstance(mark, dict) and mark.get("kind") == "output_feedback":
-        return route_before_agent(state)
+    if messages and is_feedback(messages[-1]):
+        return route_before_agent(state, ctx, meter)
     return END
+
+
+Route = TypeVar("Route", bound=str)
+
+
+def measured(
+    route: Callable[[Mapping[str, Any], BudgetSettings | None, RequestMeter | None], Route], meter: RequestMeter
+) -> Callable[[dict[str, Any], RunnableConfig], Route]:
+    """``route`` as a graph edge that measures the next request with ``meter`` from the
+    state and the run's context. A state written from outside a run (``update_state``:
+    no runtime, no context) is judged by the caller's ``request_tokens``, if any."""
+
+    def edge(state: dict[str, Any], config: RunnableConfig) -> Route:
+        runtime = (config.get(CONF) or {}).get(CONFIG_KEY_RUNTIME)
+        if runtime is None:
+            return route(state, None, None)
+        return route(state, AgentContext.of(runtime), meter)
+
+    edge.__name__ = route.__name__
+    edge.__doc__ = route.__doc__
+    return edge

@@ -16,7 +16,9 @@ from langgraph.runtime import Runtime
 
 from ..context import AgentContext
 from ..events import emit
-from .summarize import FEEDBACK_KIND, MARK, ContextBudget, text_of
+from ..history.budget import ContextBudget
+from ..history.markers import FEEDBACK_KIND, marker
+from ..messages import message_text as text_of
 from ..replies.feedback import error_list
 from ..structured_output import RETRY_MESSAGE, StructuredOutputError, validate_answer
 from ..state import count_of
@@ -45,10 +47,8 @@ def make_structured_output_node(budget: ContextBudget) -> Callable:
             )
         feedback = HumanMessage(
             content=RETRY_MESSAGE.format(errors=error_list(errors)),
-            additional_kwargs={MARK: {"kind": FEEDBACK_KIND}},
+            additional_kwargs=marker(FEEDBACK_KIND),
         )
-        update: dict[str, Any] = {"messages": [feedback], "output_retries": retries + 1}
-        update["request_tokens"] = budget.measure(ctx, state, update)
-        return update
+        return {"messages": [feedback], "output_retries": retries + 1}
 
     return structured_output

@@ -23,6 +23,7 @@ from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from ..context import AgentContext
 from ..events import emit, preview
+from ..history.budget import ContextBudget
 from .routes import pending_tool_calls
 from ..prompts import SKIPPED_RESULT
 from ..replies import MAX_JSON_CHARS
@@ -140,9 +141,8 @@ def _updates_state(registry: ToolRegistry, call: dict) -> bool:
     return call.get("type") != "invalid_tool_call" and name in registry and STATE_TAG in registry.meta(name).tags
 
 
-def make_tools_node(registry: ToolRegistry, budget: Any = None) -> Callable:
-    """``budget`` (nodes/summarize.py ContextBudget) archives large outputs and predicts
-    the next request's size."""
+def make_tools_node(registry: ToolRegistry, budget: ContextBudget | None = None) -> Callable:
+    """``budget`` (history/budget.py ContextBudget) archives large outputs."""
 
     async def tools(state: dict, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         ctx = AgentContext.of(runtime)

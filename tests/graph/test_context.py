@@ -18,7 +18,8 @@ from pydantic import BaseModel, field_validator
 
 from smart_agent.context import Context
 from smart_agent.graphs.agent import build_agent_graph
-from smart_agent.nodes.summarize import SUMMARY_SYSTEM_PROMPT, is_summary
+from smart_agent.history.markers import is_summary
+from smart_agent.history.transcript import SUMMARY_SYSTEM_PROMPT
 from smart_agent.structured_output import StructuredOutputError
 from smart_agent.testing.scripted_server import error, text, tool_call, tool_calls
 from smart_agent.tools.registry import ToolRegistry
@@ -418,3 +419,40 @@ def test_cli_todo_flag_and_bad_schema_file(scripted_server, workspace, tmp_path)
     bad.write_text('{"type": "no-such-type"}')
     res = run_cli(["run", "x", "--output-schema", str(bad)], env=env)
     assert res.returncode == 2 and "output_schema is not a valid JSON Schema" in res.stderr
+
+
+# --------------------------------------------------------------------------- recalled memories
+async def test_recalled_memories_count_in_the_first_budget_decision(scripted_server, workspace, tmp_path):
+    """memory_recall adds the recalled memories to the system prompt; the budget decision
+    right after it measures them. (The prediction used to be made by the resolver, before
+    the recall: the over-budget request went on to the agent guard, which cut it.)"""
+    from memory_fakes import TableEmbeddings, unit
+
+    from smart_agent.memory.store import FaissMemoryStore, user_namespace
+    from smart_agent.tokens import usable_tokens
+
+    store = FaissMemoryStore(tmp_path / "mem", embeddings=TableEmbeddings())
+    table = store.embeddings.table
+    table["What did we find?"] = unit(1, 0)
+    for i in range(10):  # ten distinct memories of ~480 characters, all close to the task
+        note = f"Finding {i}: " + " ".join(f"w{i}x{k}" for k in range(70))
+        table[note] = unit(1, *([0] * i), 0.6 + 0.02 * i)
+        store.remember(user_namespace("default"), note)
+    srv = scripted_server(responder=lambda req: text("Summary of the first run.") if is_summary_request(req) else text("answer " * 400))
+    graph = build_agent_graph(model=openai_model(srv), registry=ToolRegistry(), checkpointer=InMemorySaver(), store=store)
+    limit = 3000
+    await run(graph, "Read this report: " + "data " * 800, ctx(workspace, context_token_limit=limit), thread="m")
+    assert len(srv.requests) == 1  # the first run fits without its memories
+    events: list[dict] = []
+    final = await run(graph, "What did we find?", ctx(workspace, context_token_limit=limit, memory=True, memory_k=10), thread="m", events=events)
+    recall = next(e for e in events if e["event"] == "memory_recall")
+    assert recall["count"] == 10
+    summ = [e for e in events if e["event"] == "summarization" and e["action"] == "summarize"]
+    assert len(summ) == 1 and summ[0]["tokens_before"] > usable_tokens(limit)  # the memories were counted
+    assert not [e for e in events if e["event"] == "summarization" and e["action"] == "truncate"]
+    assert_every_request_bounded(srv, limit)
+    request = srv.requests[-1]["messages"]
+    assert "Finding 9:" in request[0]["content"]  # the memories reached the model, with the task and the summary
+    assert request[1]["content"] == "What did we find?" and request[2]["content"].startswith("[Context summary #1")
+    assert final["answer"].startswith("answer")
+    store.close()

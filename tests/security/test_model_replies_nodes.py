@@ -19,7 +19,8 @@ from smart_agent.context import Context
 from smart_agent.graphs.agent import build_agent_graph
 from smart_agent.graphs.planner import build_planner_graph
 from smart_agent.models import ModelReplyError
-from smart_agent.nodes.summarize import SUMMARY_SYSTEM_PROMPT, is_summary
+from smart_agent.history.markers import is_summary
+from smart_agent.history.transcript import SUMMARY_SYSTEM_PROMPT
 from smart_agent.testing.scripted_server import text, tool_call, tool_calls
 from smart_agent.tools.registry import ToolRegistry
 

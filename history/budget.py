@@ -1,0 +1,154 @@
+"""The context budget: the size of the next request, measured as the agent will send
+it, and the hooks that keep requests within ``usable_tokens(context_token_limit)``.
+
+* :meth:`ContextBudget.request_tokens` — system prompt + messages + the tools on
+  offer, counted with the graph's token counter. The loop's routes call it where the
+  decision is made (``nodes/routes.py``), so no node has to keep a prediction up to date.
+* :meth:`ContextBudget.after_tools` — tool outputs over the archive threshold become
+  a view plus an execution id.
+* :meth:`ContextBudget.fit_request` — the agent node's guard: a request still over
+  budget is cut deterministically (never splitting a tool call from its results).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+from langchain_core.messages import BaseMessage, SystemMessage
+from langchain_core.tools import BaseTool
+from langgraph.graph.message import add_messages
+
+from ..events import emit
+from ..prompts import build_system_prompt
+from ..structured_output import schema_of
+from ..tokens import (
+    TokenCounter,
+    archive_threshold,
+    count_messages,
+    count_request,
+    page_chars,
+    resolve_counter,
+    usable_tokens,
+)
+from .groups import drop_old_units, drop_orphan_results
+from .shrink import archive_tool_outputs, shrink_texts
+
+# The tools the agent node offers on a turn: (the run's context, state) -> tools
+# (nodes/agent.py offered_tools).
+OfferedTools = Callable[[Any, dict[str, Any]], Sequence[BaseTool]]
+
+
+class BudgetSettings(Protocol):
+    """The context fields the budget reads (every graph context that runs the agent loop has them)."""
+
+    @property
+    def context_token_limit(self) -> int: ...
+    @property
+    def summary_token_limit(self) -> int: ...
+    @property
+    def archive_threshold_chars(self) -> int: ...
+    @property
+    def output_schema(self) -> dict[str, Any] | None: ...
+
+
+class ContextBudgetError(ValueError):
+    """Even the fixed part of a request (system prompt, tool schemas) exceeds the budget."""
+
+
+class RequestMeter(Protocol):
+    """Measures the next model request of a state (what the loop's routes need)."""
+
+    def request_tokens(self, ctx: BudgetSettings, state: Mapping[str, Any]) -> int: ...
+
+
+def apply_update(state: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
+    """The state after ``update`` (messages through ``add_messages``)."""
+    after = {**state, **{k: v for k, v in update.items() if k not in ("messages", "archived")}}
+    if "messages" in update:
+        after["messages"] = add_messages(list(state.get("messages") or []), list(update["messages"]))
+    if "archived" in update:
+        after["archived"] = {**(state.get("archived") or {}), **(update["archived"] or {})}
+    return after
+
+
+class ContextBudget:
+    """Counts requests as the agent node will send them, and keeps them in budget.
+
+    ``offered`` gives the tools a turn offers (the agent node's own function), so the
+    measured request is the one the agent sends; ``token_counter`` is resolved by
+    :func:`tokens.resolve_counter`; ``output_schema`` is the graph's default schema
+    of the final answer."""
+
+    def __init__(self, offered: OfferedTools, token_counter: Any = None, output_schema: Any = None) -> None:
+        self.offered = offered
+        self.counter: TokenCounter = resolve_counter(token_counter)
+        self.output_model = output_schema if isinstance(output_schema, type) else None
+        self.default_schema = schema_of(output_schema)
+
+    # -- the request ------------------------------------------------------
+    def assemble(self, ctx: BudgetSettings, state: Mapping[str, Any]) -> tuple[str, list[BaseTool]]:
+        """The system prompt and the tools of the next turn."""
+        state = dict(state)
+        return build_system_prompt(ctx, state), list(self.offered(ctx, state))
+
+    def fixed_tokens(self, ctx: BudgetSettings, state: Mapping[str, Any]) -> int:
+        """Tokens of the request without its messages (system prompt, tool schemas, envelope)."""
+        system, tools = self.assemble(ctx, state)
+        return count_request(self.counter, [SystemMessage(content=system)], tools)
+
+    def request_tokens(self, ctx: BudgetSettings, state: Mapping[str, Any]) -> int:
+        """Tokens of the next request: system prompt + messages + tool schemas."""
+        system, tools = self.assemble(ctx, state)
+        return count_request(self.counter, [SystemMessage(content=system), *(state.get("messages") or [])], tools)
+
+    # -- hooks of the loop's nodes -----------------------------------------
+    def on_run_start(self, state: Mapping[str, Any], update: Mapping[str, Any], ctx: BudgetSettings) -> dict[str, Any]:
+        """Resolver hook: copy the budget into the state and reset per-run keys."""
+        return {
+            "context_token_limit": ctx.context_token_limit,
+            "retrievals_made": 0,
+            "output_retries": 0,
+            "structured_response": None,
+            "output_schema": ctx.output_schema if ctx.output_schema is not None else self.default_schema,
+        }
+
+    async def after_tools(self, ctx: BudgetSettings, state: Mapping[str, Any], update: dict[str, Any], store: Any = None) -> dict[str, Any]:
+        """Tools hook: archive large outputs (view + execution id)."""
+        threshold = archive_threshold(ctx.context_token_limit, ctx.archive_threshold_chars)
+        if not threshold:
+            return update
+        last = (state.get("messages") or [None])[-1]
+        out, archived = await archive_tool_outputs(
+            update.get("messages") or [], last, threshold, page_chars(ctx.context_token_limit), store
+        )
+        update = {**update, "messages": out}
+        if archived:
+            update["archived"] = archived
+        return update
+
+    # -- the agent node's guard ---------------------------------------------
+    def fit_request(self, ctx: BudgetSettings, request: list[BaseMessage], tools: Sequence[BaseTool]) -> list[BaseMessage]:
+        """The request, cut deterministically if it is over budget (pairs never split)."""
+        usable = usable_tokens(ctx.context_token_limit)
+        request = [request[0], *drop_orphan_results(request[1:])]
+        before = count_request(self.counter, request, tools)
+        if before <= usable:
+            return request
+        fixed = count_request(self.counter, request[:1], tools)
+        if fixed > usable:
+            raise ContextBudgetError(
+                f"The system prompt and {len(tools)} tool schemas alone take about {fixed} tokens, more than "
+                f"the {usable} a request may use (context_token_limit={ctx.context_token_limit}). Raise "
+                "--context-tokens (context_token_limit) or offer fewer tools (--tools)."
+            )
+        messages = shrink_texts(request[1:], fixed, usable, self.counter)
+        messages = drop_old_units(messages, fixed, usable, self.counter)
+        after = fixed + count_messages(self.counter, messages)
+        emit("summarization", action="truncate", tokens_before=before, tokens_after=after, messages=len(messages))
+        if after > usable:
+            raise ContextBudgetError(
+                f"The request cannot be cut to the context budget ({after} > {usable} tokens). "
+                "Raise --context-tokens (context_token_limit)."
+            )
+        return [request[0], *messages]
