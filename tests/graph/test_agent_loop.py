@@ -167,10 +167,33 @@ async def test_interrupted_run_is_repaired_on_next_turn(scripted_server, workspa
     assert final["answer"] == "fine"
 
 
+AGENT_EDGES = {  # (source, target, conditional): what Studio and the README draw
+    ("__start__", "resolver", False),
+    ("resolver", "memory_recall", False),
+    ("memory_recall", "agent", True),
+    ("memory_recall", "summarize", True),
+    ("summarize", "agent", False),
+    ("agent", "tools", True),
+    ("agent", "structuredOutput", True),
+    ("agent", "memory_write", True),
+    ("tools", "agent", True),
+    ("tools", "summarize", True),
+    ("tools", "toolLimitFinalize", True),
+    ("toolLimitFinalize", "agent", True),
+    ("toolLimitFinalize", "summarize", True),
+    ("structuredOutput", "agent", True),
+    ("structuredOutput", "summarize", True),
+    ("structuredOutput", "memory_write", True),
+    ("memory_write", "__end__", False),
+}
+
+
 def test_graph_draws_the_loop():
-    mermaid = build_agent_graph(registry=ToolRegistry()).get_graph().draw_mermaid()
+    drawing = build_agent_graph(registry=ToolRegistry()).get_graph()
+    mermaid = drawing.draw_mermaid()
     for node in ("resolver", "agent", "tools", "toolLimitFinalize"):
         assert node in mermaid
+    assert {(e.source, e.target, e.conditional) for e in drawing.edges} == AGENT_EDGES
 
 
 def test_memory_tools_are_offered_only_while_memory_is_on(workspace):

@@ -296,9 +296,11 @@ def _check_snapshot(name: str, text: str) -> None:
     import os
 
     path = SNAPSHOTS / name
-    if os.environ.get("UPDATE_SNAPSHOTS") or not path.exists():
+    if os.environ.get("UPDATE_SNAPSHOTS"):
         path.parent.mkdir(exist_ok=True)
         path.write_text(text, encoding="utf-8")
+    # A missing snapshot fails: a run that creates its own reference proves nothing.
+    assert path.exists(), f"no snapshot {path}; create it with UPDATE_SNAPSHOTS=1, review it and commit it"
     assert text == path.read_text(encoding="utf-8"), f"prompt changed; review and rerun with UPDATE_SNAPSHOTS=1 ({path})"
 
 
@@ -320,3 +322,14 @@ def test_replan_and_synthesis_prompt_snapshot():
     text = replan_prompt("the task", plan, trace, {"steps": ["s2"], "errors": {"s2": "boom"}}, ["s1", "s2", "s3"])
     text += "\n\n-----\n\n" + synthesize_prompt("the task", trace, ["Execution halted."])
     _check_snapshot("planner_replan_synthesis_prompts.txt", text)
+
+
+def test_a_missing_snapshot_fails_and_is_not_written(tmp_path, monkeypatch):
+    monkeypatch.setitem(globals(), "SNAPSHOTS", tmp_path)  # what _check_snapshot reads
+    monkeypatch.delenv("UPDATE_SNAPSHOTS", raising=False)
+    with pytest.raises(AssertionError, match="UPDATE_SNAPSHOTS=1"):
+        _check_snapshot("new.txt", "text")
+    assert not (tmp_path / "new.txt").exists()
+    monkeypatch.setenv("UPDATE_SNAPSHOTS", "1")
+    _check_snapshot("new.txt", "text")  # written on request, then compared
+    assert (tmp_path / "new.txt").read_text() == "text"
