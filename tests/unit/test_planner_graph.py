@@ -379,6 +379,27 @@ async def test_a_second_run_on_the_same_thread_starts_fresh(tools):
     assert [m.type for m in final["messages"]] == ["human", "ai", "human", "ai"]
 
 
+PLANNER_EDGES = {  # (source, target, conditional), as Studio draws them
+    ("__start__", "prepare", False),
+    ("prepare", "plan", True),
+    ("prepare", "__end__", True),
+    ("plan", "plan", True),
+    ("plan", "approve", True),
+    ("plan", "dispatch", True),
+    ("plan", "plan_failed", True),
+    ("plan", "synthesize", True),
+    ("approve", "approve", True),
+    ("approve", "dispatch", True),
+    ("approve", "__end__", True),
+    ("dispatch", "run_step", True),
+    ("dispatch", "plan", True),
+    ("dispatch", "synthesize", True),
+    ("run_step", "dispatch", False),
+    ("plan_failed", "__end__", False),
+    ("synthesize", "__end__", False),
+}
+
+
 def test_graph_module_exports_a_graph_without_checkpointer():
     from smart_agent.graphs import planner
 
@@ -386,6 +407,7 @@ def test_graph_module_exports_a_graph_without_checkpointer():
     mermaid = planner.graph.get_graph().draw_mermaid()
     for node in ("plan", "approve", "dispatch", "run_step", "synthesize", "plan_failed"):
         assert node in mermaid
+    assert {(e.source, e.target, e.conditional) for e in planner.graph.get_graph().edges} == PLANNER_EDGES
     json.dumps(planner.graph.get_input_jsonschema())
 
 
