@@ -1,4 +1,4 @@
-"""Test tools and helpers for the planner tests (imported by tests/test_planner*.py)."""
+"""Test tools and helpers for the planner tests (imported by the planner tests in tests/unit and tests/graph)."""
 
 from __future__ import annotations
 
