@@ -23,8 +23,8 @@ from ..context import AgentContext
 from ..history.budget import BudgetSettings, RequestMeter
 from ..history.markers import is_feedback
 from ..messages import pending_tool_calls
-from ..tokens import usable_tokens
 from ..state import count_of
+from ..tokens import usable_tokens
 
 END: Final = "__end__"
 

@@ -40,6 +40,7 @@ from ..history.shrink import archive_oversized
 from ..history.transcript import model_summary
 from ..messages import message_text as text_of
 from ..models import load_chat_model, model_options
+from ..state import count_of
 from ..tokens import (
     CHARS_PER_TOKEN,
     compaction_target,
@@ -48,7 +49,6 @@ from ..tokens import (
     summary_tokens,
     usable_tokens,
 )
-from ..state import count_of
 
 SummarizeNode = Callable[[dict[str, Any], Runtime[AgentContext]], Awaitable[dict[str, Any]]]
 
