@@ -17,6 +17,8 @@ import pytest
 from conftest import cli_env
 from smart_agent.testing.scripted_server import text
 
+pytestmark = pytest.mark.e2e  # the chat CLI in a separate process
+
 
 def chat(srv, workspace, data: bytes, **env) -> subprocess.CompletedProcess:
     exe = Path(sys.executable).with_name("smart-agent")

@@ -24,6 +24,8 @@ from smart_agent.history.transcript import SUMMARY_SYSTEM_PROMPT
 from smart_agent.testing.scripted_server import text, tool_call, tool_calls
 from smart_agent.tools.registry import ToolRegistry
 
+pytestmark = pytest.mark.graph
+
 
 def is_summary_request(req) -> bool:
     first = (req.get("messages") or [{}])[0]

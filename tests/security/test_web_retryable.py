@@ -70,6 +70,7 @@ def failure(url: str, **kw) -> ToolError:
     return info.value
 
 
+@pytest.mark.unit
 def test_a_dropped_connection_is_retryable():
     with ClosingServer() as srv:
         exc = failure(f"{srv.url}/page")
@@ -77,11 +78,13 @@ def test_a_dropped_connection_is_retryable():
     assert str(exc).startswith(f"Could not fetch {srv.url}/page")
 
 
+@pytest.mark.unit
 def test_a_refused_connection_is_retryable():
     exc = failure(f"http://127.0.0.1:{unused_port()}/page")
     assert is_retryable(exc), exc
 
 
+@pytest.mark.unit
 def test_a_timeout_is_retryable():
     with SilentServer() as srv:
         exc = failure(f"{srv.url}/page", total_timeout_s=0.5)
@@ -89,6 +92,7 @@ def test_a_timeout_is_retryable():
     assert "Timed out fetching" in str(exc)
 
 
+@pytest.mark.unit
 def test_refusals_bad_urls_and_http_errors_are_not_retryable():
     with ClosingServer() as srv:  # a loopback address: refused without allow_private_network
         refused = failure(f"{srv.url}/page", allow_private_network=False)
@@ -102,6 +106,7 @@ def test_refusals_bad_urls_and_http_errors_are_not_retryable():
     assert str(not_found).startswith("HTTP 404") and not is_retryable(not_found)
 
 
+@pytest.mark.graph
 async def test_the_planner_retries_a_browse_url_step_whose_connection_drops(scripted_server):
     with ClosingServer() as pages:
         plan = {"steps": [{"id": "page", "tool": "browse_url", "args": {"url": f"{pages.url}/x"}, "retries": 2, "on_fail": "continue"}]}

@@ -18,7 +18,6 @@ from smart_agent.context import Context
 from smart_agent.tools.files import read_file, write_file
 from smart_agent.tools.guards import ToolError
 
-pytestmark = pytest.mark.unit
 
 OUTSIDE_SECRET = "OUTSIDE SECRET"
 ROUNDS = 2000
@@ -108,6 +107,7 @@ def test_symlink_swapped_during_calls_never_redirects_an_access(dirs: tuple[Path
     assert swaps[0] > 0 and outcomes["ok"] > 0 and outcomes["refused"] > 0, (swaps, outcomes)
 
 
+@pytest.mark.unit
 def test_symlinks_inside_the_workspace_are_refused(dirs: tuple[Path, Path]) -> None:
     ws, _ = dirs
     rt = runtime(ws)
@@ -123,6 +123,7 @@ def test_symlinks_inside_the_workspace_are_refused(dirs: tuple[Path, Path]) -> N
     assert (ws / "sub" / "a.txt").read_text() == "a"
 
 
+@pytest.mark.unit
 def test_hard_link_to_an_outside_file_is_not_written(dirs: tuple[Path, Path]) -> None:
     ws, outside = dirs
     os.link(outside / "secret.txt", ws / "notes.txt")
@@ -145,6 +146,7 @@ def _in_thread(fn: Any) -> tuple[threading.Thread, dict[str, Any]]:
     return thread, box
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("tool", ["read_file", "write_file"])
 def test_fifo_is_refused_without_blocking(dirs: tuple[Path, Path], tool: str) -> None:
     ws, _ = dirs
@@ -163,6 +165,7 @@ def test_fifo_is_refused_without_blocking(dirs: tuple[Path, Path], tool: str) ->
             os.close(os.open(fifo, other | os.O_NONBLOCK))
 
 
+@pytest.mark.unit
 def test_write_cap_refuses_before_anything_is_written(dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     ws, _ = dirs
     rt = runtime(ws, max_write_bytes=100)
