@@ -24,6 +24,14 @@ PLANNING_RULES = (
 )
 
 
+def render_todos(todos: list[dict]) -> str:
+    """The todo list as the system prompt and ``manage_todo_list`` show it."""
+    if not todos:
+        return "(the todo list is empty)"
+    mark = {"pending": "[ ]", "in_progress": "[~]", "done": "[x]"}
+    return "\n".join(f"{mark.get(t['status'], '[ ]')} {t['id']}. {t['content']} ({t['status']})" for t in todos)
+
+
 def build_system_prompt(ctx: Any, state: dict) -> str:
     """The run's system prompt: the configured prompt plus the state's sections."""
     parts = [ctx.system_prompt.strip()]
@@ -31,8 +39,6 @@ def build_system_prompt(ctx: Any, state: dict) -> str:
     if memory:
         parts.append(memory)
     if getattr(ctx, "use_todo_list", False):
-        from .tools.context_tools import render_todos
-
         parts.append(PLANNING_RULES + "\n\nCurrent todo list:\n" + render_todos(state.get("todos") or []))
     schema = state.get("output_schema")
     if schema:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from langchain_core.tools import BaseTool
+
 from .calculator import calculator
 from .files import list_files, read_file, write_file
 from .memory_tools import MEMORY_TOOLS
@@ -12,7 +14,7 @@ from .registry import ToolMeta, ToolRegistry
 from .safe_fs import plugins_folder
 from .web import browse_url, web_search
 
-__all__ = ["BUILTIN_TOOLS", "default_plugins_folder", "default_registry"]
+__all__ = ["BUILTIN_TOOLS", "default_plugins_folder", "default_registry", "plugin_tools"]
 
 BUILTIN_TOOLS: list[tuple[BaseTool, ToolMeta]] = [
     (calculator, ToolMeta(tags=("math",))),
@@ -36,15 +38,45 @@ def default_registry(*, plugins_folder: str | Path | None = None, entry_points: 
     """A new registry with the built-in tools, entry-point plugins and folder plugins.
 
     Plugins load after the built-ins, so a plugin tool with a built-in's name
-    replaces it. ``plugins_folder`` defaults to ``$SMART_AGENT_PLUGINS``; without it no
-    folder plugins load (the file tools refuse that folder).
+    replaces it. ``plugins_folder`` defaults to ``$SMART_AGENT_PLUGINS`` (read now);
+    without it no folder plugins load (the file tools refuse that folder).
+
+    Plugins load on first use: the registry holds them as a pending step that runs the
+    first time its tools are read, so building (or importing) a graph runs no plugin code.
+    Each plugin source loads once per process (:func:`plugin_tools`), however many
+    registries - graphs, the CLI's ``--tools`` check - ask for it.
     """
     registry = ToolRegistry()
     for tool, meta in BUILTIN_TOOLS:
         registry.register(tool, meta)
-    if entry_points:
-        registry.load_entry_points()
     folder = plugins_folder if plugins_folder is not None else default_plugins_folder()
-    if folder is not None:
-        registry.load_folder(folder)
+    if entry_points or folder is not None:
+        key = str(Path(folder).resolve()) if folder is not None else None
+        registry.defer(lambda r: _add_plugins(r, key, entry_points))
     return registry
+
+
+_PLUGINS: dict[str | None, list[tuple[BaseTool, ToolMeta]]] = {}
+_PLUGINS_LOCK = threading.RLock()  # a plugin may itself ask for a registry
+
+
+def plugin_tools(folder: str | None = None) -> list[tuple[BaseTool, ToolMeta]]:
+    """The tools of one plugin source with their metadata, in load order: the ``*.py``
+    files of ``folder``, or the installed entry points when ``folder`` is None. Loaded
+    the first time, then cached for the life of the process."""
+    with _PLUGINS_LOCK:
+        if folder not in _PLUGINS:
+            loaded = ToolRegistry()
+            if folder is None:
+                loaded.load_entry_points()
+            else:
+                loaded.load_folder(folder)
+            _PLUGINS[folder] = [(loaded.get(name), loaded.meta(name)) for name in loaded.names()]
+        return _PLUGINS[folder]
+
+
+def _add_plugins(registry: ToolRegistry, folder: str | None, entry_points: bool) -> None:
+    sources = ([plugin_tools(None)] if entry_points else []) + ([plugin_tools(folder)] if folder is not None else [])
+    for tools in sources:
+        for tool, meta in tools:
+            registry.register(tool, meta, replace=True)

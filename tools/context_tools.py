@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 
 from ..archive import ToolArchive
 from ..events import emit
+from ..prompts import render_todos
 from ..tokens import DEFAULT_CONTEXT_TOKENS, page_chars
 from .guards import ToolError, context_value
 from .registry import ToolMeta, ToolRegistry
@@ -158,13 +159,6 @@ def apply_todo_changes(
     return items, diff
 
 
-def render_todos(todos: list[dict]) -> str:
-    if not todos:
-        return "(the todo list is empty)"
-    mark = {"pending": "[ ]", "in_progress": "[~]", "done": "[x]"}
-    return "\n".join(f"{mark.get(t['status'], '[ ]')} {t['id']}. {t['content']} ({t['status']})" for t in todos)
-
-
 @tool(MANAGE_TODO_LIST, args_schema=ManageTodoListArgs)
 def manage_todo_list(
     add: list[str] | None = None,
@@ -193,14 +187,24 @@ CONTEXT_TOOL_NAMES = frozenset(t.name for t, _ in CONTEXT_TOOLS)
 
 
 def with_context_tools(registry: ToolRegistry) -> ToolRegistry:
-    """The registry with the context tools added (a copy when any is missing)."""
-    missing = [(t, m) for t, m in CONTEXT_TOOLS if t.name not in registry]
-    if not missing:
+    """The registry with the context tools added (a copy when any is missing, or when
+    plugins are still pending: they are added once those have loaded, so a plugin's
+    tool of the same name still wins)."""
+    if registry.pending:
+        registry = registry.copy()
+        registry.then(_add_missing_context_tools)
+        return registry
+    if all(t.name in registry for t, _ in CONTEXT_TOOLS):
         return registry
     registry = registry.copy()
-    for t, m in missing:
-        registry.register(t, m)
+    _add_missing_context_tools(registry)
     return registry
+
+
+def _add_missing_context_tools(registry: ToolRegistry) -> None:
+    for t, m in CONTEXT_TOOLS:
+        if t.name not in registry:
+            registry.register(t, m)
 
 
 def context_tools_for(ctx: Any, registry: ToolRegistry, state: dict) -> list[BaseTool]:

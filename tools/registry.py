@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from langchain_core.tools import BaseTool
 
@@ -44,34 +45,76 @@ class ToolMeta:
     source: str = "builtin"  # builtin | entry_point:<name> | plugin:<file> | user
 
 
+RegistryStep = Callable[["ToolRegistry"], None]
+"""A change to a registry that may wait until its pending steps (plugin loading) have run."""
+
+
 @dataclass
 class ToolRegistry:
+    """Tools by name plus their metadata.
+
+    Some of the content may be *pending*: steps (loading plugins, in ``default_registry``)
+    that run the first time the tools are read - listed, looked up, counted, described -
+    so building a graph loads no plugin. Changes made meanwhile (``register(...,
+    replace=True)``, ``unregister``, ``then``) queue behind them, so the result is the same
+    as if every step had run at once; ``copy`` carries the pending steps along.
+    """
+
     _tools: dict[str, BaseTool] = field(default_factory=dict)
     _meta: dict[str, ToolMeta] = field(default_factory=dict)
+    _pending: list[RegistryStep] = field(default_factory=list, compare=False, repr=False)
+
+    @property
+    def pending(self) -> bool:
+        """True while some content (plugins) has not been loaded yet."""
+        return bool(self._pending)
+
+    def defer(self, step: RegistryStep) -> None:
+        """Run ``step`` the first time the tools are read (after steps deferred before it)."""
+        self._pending.append(step)
+
+    def then(self, step: RegistryStep) -> None:
+        """Apply ``step`` to this registry now, or after its pending steps when there are."""
+        if self._pending:
+            self._pending.append(step)
+        else:
+            step(self)
+
+    def _load(self) -> None:
+        while self._pending:
+            steps, self._pending = self._pending, []
+            for step in steps:
+                step(self)
 
     def register(self, tool: BaseTool, meta: ToolMeta | None = None, *, replace: bool = False) -> BaseTool:
         if not isinstance(tool, BaseTool):
             raise TypeError(f"register() takes a LangChain BaseTool, got {type(tool).__name__}")
+        if self._pending and replace:  # the outcome does not depend on what is pending: queue it
+            self._pending.append(lambda r: _set(r, tool, meta))
+            return tool
+        self._load()  # a name clash can only be known once everything is loaded
         if tool.name in self._tools and not replace:
             raise ValueError(f"A tool named {tool.name!r} is already registered (pass replace=True to override)")
-        self._tools[tool.name] = tool
-        self._meta[tool.name] = meta or ToolMeta(source="user")
+        _set(self, tool, meta)
         return tool
 
     def unregister(self, name: str) -> None:
-        self._tools.pop(name, None)
-        self._meta.pop(name, None)
+        self.then(lambda r: _drop(r, name))
 
     def __contains__(self, name: object) -> bool:
+        self._load()
         return name in self._tools
 
     def __len__(self) -> int:
+        self._load()
         return len(self._tools)
 
     def names(self) -> list[str]:
+        self._load()
         return list(self._tools)
 
     def get(self, name: str) -> BaseTool:
+        self._load()
         try:
             return self._tools[name]
         except KeyError:
@@ -83,6 +126,7 @@ class ToolRegistry:
 
     def tools(self, names: Iterable[str] | None = None) -> list[BaseTool]:
         """The tools with these names (all when ``names`` is None or empty), in registry order."""
+        self._load()
         if not names:
             return list(self._tools.values())
         wanted = list(dict.fromkeys(names))
@@ -91,11 +135,13 @@ class ToolRegistry:
             raise KeyError(f"Unknown tool(s): {', '.join(missing)}. Known tools: {', '.join(self._tools)}")
         return [self._tools[n] for n in wanted]
 
-    def copy(self) -> "ToolRegistry":
-        return ToolRegistry(dict(self._tools), dict(self._meta))
+    def copy(self) -> ToolRegistry:
+        """An independent registry with the same tools (pending steps still pending)."""
+        return ToolRegistry(dict(self._tools), dict(self._meta), list(self._pending))
 
     def describe(self) -> list[dict[str, Any]]:
         """Names, descriptions and JSON argument schemas (what a planner prompt needs)."""
+        self._load()
         out = []
         for name, tool in self._tools.items():
             schema = tool.tool_call_schema
@@ -145,6 +191,16 @@ class ToolRegistry:
             except Exception as exc:
                 log.warning("smart-agent: plugin %s failed to load: %s", path, exc)
         return n
+
+
+def _set(registry: ToolRegistry, tool: BaseTool, meta: ToolMeta | None) -> None:
+    registry._tools[tool.name] = tool
+    registry._meta[tool.name] = meta or ToolMeta(source="user")
+
+
+def _drop(registry: ToolRegistry, name: str) -> None:
+    registry._tools.pop(name, None)
+    registry._meta.pop(name, None)
 
 
 def _is_pair(obj: Any) -> bool:

@@ -1,0 +1,29 @@
+"""`langgraph dev` serving every graph loads a folder plugin once: not while it imports
+and builds the graphs, once when a run first lists the tools, never again after."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from plugin_support import counting_plugin, loads  # noqa: F401  (fixture)
+
+from smart_agent.testing.scripted_server import text
+
+
+async def test_served_graphs_load_a_plugin_once(counting_plugin: Path, dev_server) -> None:
+    """``counting_plugin`` comes first: the server starts with SMART_AGENT_PLUGINS set."""
+    from langgraph_sdk import get_client
+
+    url, srv = dev_server
+    client = get_client(url=url)
+    graphs = {a["graph_id"] for a in await client.assistants.search(limit=50)}
+    assert {"agent", "planner", "dual", "fleet"} <= graphs
+    assert loads(counting_plugin) == 0, "serving (importing and building) the graphs ran the plugin"
+
+    srv.reset([text("first"), text("second")])
+    for task in ("one", "two"):
+        thread = await client.threads.create()
+        result = await client.runs.wait(thread["thread_id"], "agent", input={"task": task}, context={"model": "openai:scripted-model"})
+        assert result.get("answer") in ("first", "second"), result
+    assert "counted" in srv.offered_tools(0) and "counted" in srv.offered_tools(1)
+    assert loads(counting_plugin) == 1
