@@ -12,6 +12,8 @@ import sys
 import time
 from typing import Any
 
+from ..events import clip
+
 EXIT_NOT_FOUND = 1
 EXIT_REFUSED = 2  # the memory file is not a smart-agent memory database
 
@@ -111,8 +113,7 @@ def _row(item: Any, now: float) -> dict[str, Any]:
 
 
 def _one_line(text: str, n: int = 100) -> str:
-    text = " ".join(str(text).replace("\n", " | ").split())
-    return text if len(text) <= n else text[: n - 1] + "…"
+    return clip(" ".join(str(text).replace("\n", " | ").split()), n)
 
 
 def _list(args: argparse.Namespace) -> int:

@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..events import clip
 
 def short(value: Any, n: int = 120) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     text = text.replace("\n", " ")
-    return text if len(text) <= n else text[: n - 1] + "…"
+    return clip(text, n)
 
 
 def format_event(ev: dict) -> str | None:
