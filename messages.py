@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, cast
 
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, HumanMessage
 
 
 def message_text(message: Any) -> str:
@@ -39,3 +40,14 @@ def pending_tool_calls(message: Any) -> list[dict]:
     if not isinstance(message, AIMessage):
         return []
     return cast(list[dict], [*(message.tool_calls or []), *(message.invalid_tool_calls or [])])
+
+
+def task_text(state: Mapping[str, Any]) -> str:
+    """The task of a run: ``task`` if given, else the last human message."""
+    task = (state.get("task") or "").strip()
+    if task:
+        return task
+    for message in reversed(state.get("messages") or []):
+        if isinstance(message, HumanMessage):
+            return message_text(message).strip()
+    return ""

@@ -19,6 +19,10 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from . import settings
 
+# First key of the two-key Postgres advisory locks (the checkpointer's setup here, the
+# thread locks in thread_lock.py): keeps these locks apart from other users' locks.
+PG_LOCK_NAMESPACE = 0x5A_17_7E_AD & 0x7FFFFFFF
+
 
 def data_home() -> Path:
     """The data folder: ``$SMART_AGENT_HOME`` or ``./.smart-agent`` (sessions, memory,
@@ -40,8 +44,6 @@ async def _setup_postgres(saver: BaseCheckpointSaver, wait_s: float = 120.0) -> 
     blocking ``pg_advisory_lock`` statement in another process is one (a deadlock)."""
     import asyncio
     import time
-
-    from .thread_lock import PG_LOCK_NAMESPACE
 
     deadline = time.monotonic() + wait_s
     while True:

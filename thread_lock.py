@@ -28,11 +28,10 @@ from pathlib import Path
 from typing import AsyncIterator
 
 from . import settings
+from .sessions import PG_LOCK_NAMESPACE
 
 DEFAULT_TIMEOUT_S = 300.0
 TIMEOUT_ENV = settings.THREAD_LOCK_TIMEOUT_ENV
-# First key of the two-key advisory lock: keeps these locks apart from other users' locks.
-PG_LOCK_NAMESPACE = 0x5A_17_7E_AD & 0x7FFFFFFF
 _POLL_MIN_S, _POLL_MAX_S = 0.02, 0.25
 
 

@@ -38,27 +38,14 @@ from ..nodes.structured import make_structured_output_node
 from ..nodes.summarize import make_summarize_node
 from ..nodes.tools import make_tools_node
 from ..state import AgentState, InputState
-from ..tools.registry import ToolMeta, ToolRegistry
+from ..tools.assembly import resolve_registry
+from ..tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from ..nodes.team import AgentSpec
 
 # Enough supersteps for any bounded run: the loop itself ends through the tool limit.
 DEFAULT_RECURSION_LIMIT = 1000
-
-
-def resolve_registry(registry: ToolRegistry | None, tools: Iterable[BaseTool] | None) -> ToolRegistry:
-    if registry is None:
-        from ..tools.builtins import default_registry
-
-        registry = default_registry()
-    if tools:
-        registry = registry.copy()
-        for t in tools:
-            registry.register(t, ToolMeta(source="user"), replace=True)
-    from ..tools.context_tools import with_context_tools
-
-    return with_context_tools(registry)  # get_tool_response, manage_todo_list (offered when they apply)
 
 
 def build_agent_graph(

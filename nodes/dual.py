@@ -24,9 +24,8 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
 from ..context import DualContext
 from ..events import emit, preview
-from ..messages import as_ai_message, message_text, usage_of
+from ..messages import as_ai_message, message_text, task_text, usage_of
 from ..models import invoke_model, load_chat_model, model_options
-from .planner.common import task_text
 from ..replies.submit import bind_submit, reply_payload, submit_tool
 from ..state import count_of
 

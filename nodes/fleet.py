@@ -29,9 +29,8 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 from ..context import FleetContext
 from ..events import emit, preview
-from ..messages import as_ai_message, message_text, usage_of
+from ..messages import as_ai_message, message_text, task_text, usage_of
 from ..models import invoke_model, load_chat_model, model_options
-from .planner.common import task_text
 from ..replies.feedback import feedback
 from ..replies.submit import bind_submit, reply_payload, submit_tool
 from ..tools.agents import (

@@ -25,11 +25,11 @@ from ..history.markers import is_feedback
 from ..messages import pending_tool_calls
 from ..state import count_of
 from ..tokens import usable_tokens
+from ..tools.agents import (
+    HANDOFF_PREFIX,  # transfer_to_<agent> hands the thread over (as_handoff)
+)
 
 END: Final = "__end__"
-
-# Tools named transfer_to_<agent> hand the thread to another agent (tools/agents.py as_handoff).
-HANDOFF_PREFIX = "transfer_to_"
 
 
 def route_after_agent(state: Mapping[str, Any]) -> Literal["tools", "structuredOutput", "__end__"]:

@@ -23,9 +23,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .scripted_server import message_text, text, tool_call, tool_call_names, tool_messages
+from .script import message_text, text, tool_call, tool_call_names, tool_messages
 
-__all__ = ["DEMO_TASK", "DEMO_FILE", "demo_responder", "demo_script_server"]
+__all__ = ["DEMO_TASK", "DEMO_FILE", "demo_responder"]
 
 DEMO_TASK = "What is 37*43? Save the result to answer.txt, then tell me."
 DEMO_FILE = "answer.txt"
@@ -72,10 +72,3 @@ def demo_responder(request: dict[str, Any]) -> dict[str, Any]:
     return text(
         f"I got a result from an unexpected tool ({last_name or 'unknown'}): {last_content[:200]}"
     )
-
-
-def demo_script_server(**kwargs: Any) -> Any:
-    """A not-yet-started ``ScriptedOpenAIServer`` answering with ``demo_responder``."""
-    from .scripted_server import ScriptedOpenAIServer
-
-    return ScriptedOpenAIServer(responder=demo_responder, **kwargs)

@@ -4,20 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.messages import HumanMessage
-from ...messages import message_text
+from ...messages import task_text  # noqa: F401  (the planner nodes import it from here)
 from ...tools.registry import ToolRegistry
-
-
-def task_text(state: dict[str, Any]) -> str:
-    """The task of a run: ``task`` if given, else the last human message."""
-    task = (state.get("task") or "").strip()
-    if task:
-        return task
-    for message in reversed(state.get("messages") or []):
-        if isinstance(message, HumanMessage):
-            return message_text(message).strip()
-    return ""
 
 
 def remaining_budget(state: dict[str, Any], ctx: Any) -> int:

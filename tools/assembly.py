@@ -1,0 +1,27 @@
+"""Tool assembly: the registry a graph offers, built from the defaults, the caller's
+tools and the context tools. Graph files only wire; they ask this module for tools."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from langchain_core.tools import BaseTool
+
+from .builtins import default_registry
+from .context_tools import with_context_tools
+from .registry import ToolMeta, ToolRegistry
+
+__all__ = ["resolve_registry"]
+
+
+def resolve_registry(registry: ToolRegistry | None, tools: Iterable[BaseTool] | None) -> ToolRegistry:
+    """The agent loop's registry: ``registry`` (default: the built-in tools and plugins,
+    loaded on first use) plus ``tools`` (replacing same-named ones), plus the context tools
+    (get_tool_response, manage_todo_list: offered when they apply)."""
+    if registry is None:
+        registry = default_registry()
+    if tools:
+        registry = registry.copy()
+        for t in tools:
+            registry.register(t, ToolMeta(source="user"), replace=True)
+    return with_context_tools(registry)
