@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 FINALIZE_NOTICE = (
@@ -32,7 +33,7 @@ def render_todos(todos: list[dict]) -> str:
     return "\n".join(f"{mark.get(t['status'], '[ ]')} {t['id']}. {t['content']} ({t['status']})" for t in todos)
 
 
-def build_system_prompt(ctx: Any, state: dict) -> str:
+def build_system_prompt(ctx: Any, state: Mapping[str, Any]) -> str:
     """The run's system prompt: the configured prompt plus the state's sections."""
     parts = [ctx.system_prompt.strip()]
     memory = (state.get("memory_context") or "").strip()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 import asyncio
 from typing import Any, Callable
 
@@ -17,10 +18,10 @@ from ..models import ModelReplyError, invoke_model, load_chat_model, model_optio
 from .routes import pending_tool_calls, tool_limit_reached
 from ..prompts import build_system_prompt
 from ..tools.registry import ToolRegistry
-from ..state import count_of
+from ..state import AgentState, count_of
 
 
-def offered_tools(ctx: AgentContext, registry: ToolRegistry, state: dict) -> list[BaseTool]:
+def offered_tools(ctx: AgentContext, registry: ToolRegistry, state: Mapping[str, Any]) -> list[BaseTool]:
     """The tools this turn may call: none once the run must finalize."""
     if state.get("finalize") or tool_limit_reached(state):
         return []
@@ -86,12 +87,12 @@ async def ask_again_if_empty(
 def make_agent_node(registry: ToolRegistry, model: BaseChatModel | None = None, budget: ContextBudget | None = None) -> Callable:
     """``budget`` (history/budget.py ContextBudget) guards the size of every request."""
 
-    async def agent(state: dict, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+    async def agent(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         ctx = AgentContext.of(runtime)
         # Building a client reads certificates from disk: keep it off the event loop.
         llm = model or await asyncio.to_thread(load_chat_model, ctx.model, **model_options(ctx))
         tools = offered_tools(ctx, registry, state)
-        request = [SystemMessage(content=build_system_prompt(ctx, state)), *state.get("messages", [])]
+        request: list[BaseMessage] = [SystemMessage(content=build_system_prompt(ctx, state)), *state.get("messages", [])]
         if budget is not None:
             request = budget.fit_request(ctx, request, tools)
         spec = None if model else ctx.model

@@ -15,6 +15,7 @@ not the raw history. After ``max_iterations`` decisions the next one must be fin
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 import asyncio
 from typing import Any, Callable, Literal
 
@@ -27,7 +28,7 @@ from ..events import emit, preview
 from ..messages import as_ai_message, message_text, task_text, usage_of
 from ..models import invoke_model, load_chat_model, model_options
 from ..replies.submit import bind_submit, reply_payload, submit_tool
-from ..state import count_of
+from ..state import DualState, count_of
 
 DECIDE = "decide"
 ACTIONS = ("brainstorm", "execute", "final")
@@ -93,7 +94,7 @@ def parse_decision(payload: Any) -> tuple[dict[str, str] | None, str | None]:
 HISTORY_MESSAGES = 10
 
 
-def conversation_so_far(state: dict) -> str:
+def conversation_so_far(state: Mapping[str, Any]) -> str:
     """Earlier turns of the thread (Assistant mode), without the current goal."""
     messages = list(state.get("messages") or [])
     if messages and isinstance(messages[-1], HumanMessage):
@@ -106,7 +107,7 @@ def conversation_so_far(state: dict) -> str:
     return "\n".join(lines)
 
 
-def decide_prompt(state: dict, last_step: bool) -> str:
+def decide_prompt(state: Mapping[str, Any], last_step: bool) -> str:
     parts = [f"Goal:\n{state.get('goal') or ''}"]
     history = conversation_so_far(state)
     if history:
@@ -127,7 +128,7 @@ def decide_prompt(state: dict, last_step: bool) -> str:
 
 
 def make_prepare_node() -> Callable:
-    async def prepare(state: dict, runtime: Runtime[DualContext]) -> dict[str, Any]:
+    async def prepare(state: DualState, runtime: Runtime[DualContext]) -> dict[str, Any]:
         ctx = DualContext.of(runtime)
         goal = task_text(state)
         update: dict[str, Any] = {
@@ -144,7 +145,7 @@ def make_prepare_node() -> Callable:
     return prepare
 
 
-def forced_final(state: dict, decision: dict | None) -> dict[str, str]:
+def forced_final(state: Mapping[str, Any], decision: dict | None) -> dict[str, str]:
     """The final decision at the iteration limit when the model gave another one."""
     assets = [a for a in (state.get("assets") or {}).values() if a.get("status") == "ok"]
     text = (decision or {}).get("answer") or (assets[-1]["answer"] if assets else "") or (
@@ -154,7 +155,7 @@ def forced_final(state: dict, decision: dict | None) -> dict[str, str]:
 
 
 def make_decide_node(model: BaseChatModel | None = None) -> Callable:
-    async def decide(state: dict, runtime: Runtime[DualContext]) -> dict[str, Any]:
+    async def decide(state: DualState, runtime: Runtime[DualContext]) -> dict[str, Any]:
         ctx = DualContext.of(runtime)
         if not state.get("goal"):
             return {"decisions": [{"action": "final", "answer": "Nothing to do: give a goal (the `task` input or a user message)."}]}
@@ -182,19 +183,19 @@ def make_decide_node(model: BaseChatModel | None = None) -> Callable:
     return decide
 
 
-def last_decision(state: dict) -> dict | None:
+def last_decision(state: Mapping[str, Any]) -> dict | None:
     decisions = state.get("decisions") or []
     return decisions[-1] if decisions and not state.get("decision_error") else None
 
 
-def route_after_decide(state: dict) -> Literal["decide", "brainstorm", "execute", "finish"]:
+def route_after_decide(state: DualState) -> Literal["decide", "brainstorm", "execute", "finish"]:
     decision = last_decision(state)
     if decision is None:
         return "decide"  # invalid reply: ask again (the iteration counted)
     return {"brainstorm": "brainstorm", "execute": "execute", "final": "finish"}[decision["action"]]
 
 
-async def brainstorm(state: dict) -> dict[str, Any]:
+async def brainstorm(state: DualState) -> dict[str, Any]:
     decision = last_decision(state) or {}
     return {"thoughts": [*(state.get("thoughts") or []), decision.get("thought", "")]}
 
@@ -202,7 +203,7 @@ async def brainstorm(state: dict) -> dict[str, Any]:
 def make_execute_node(planner: Any) -> Callable:
     """Run ``planner`` (a compiled planner graph) on the objective as a subgraph."""
 
-    async def execute(state: dict, runtime: Runtime[DualContext]) -> dict[str, Any]:
+    async def execute(state: DualState, runtime: Runtime[DualContext]) -> dict[str, Any]:
         objective = (last_decision(state) or {}).get("objective", "")
         asset_id = f"a{len(state.get('assets') or {}) + 1}"
         emit("step_start", step=asset_id, objective=objective)
@@ -222,7 +223,7 @@ def make_execute_node(planner: Any) -> Callable:
     return execute
 
 
-async def finish(state: dict) -> dict[str, Any]:
+async def finish(state: DualState) -> dict[str, Any]:
     answer = ((last_decision(state) or {}).get("answer") or "").strip()
     emit("final_answer", answer=answer, iterations=count_of(state, "iterations"), assets=len(state.get("assets") or {}))
     return {"answer": answer, "messages": [AIMessage(content=answer)]}

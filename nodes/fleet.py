@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 import asyncio
 import dataclasses
 import time
@@ -41,7 +42,7 @@ from ..tools.agents import (
     run_detached,
     tag_events,
 )
-from ..state import count_of
+from ..state import FleetState, count_of
 
 SUBMIT_SUBTASKS = "submit_subtasks"
 DECOMPOSE_ATTEMPTS = 2
@@ -126,7 +127,7 @@ async def decompose_goal(model: BaseChatModel, goal: str, max_subtasks: int, *, 
 
 
 def make_decompose_node(model: BaseChatModel | None = None) -> Callable:
-    async def decompose(state: dict, runtime: Runtime[FleetContext]) -> dict[str, Any]:
+    async def decompose(state: FleetState, runtime: Runtime[FleetContext]) -> dict[str, Any]:
         ctx = FleetContext.of(runtime)
         goal = task_text(state)
         update: dict[str, Any] = {}
@@ -157,13 +158,13 @@ def make_decompose_node(model: BaseChatModel | None = None) -> Callable:
     return decompose
 
 
-def pending_subtasks(state: dict) -> list[str]:
+def pending_subtasks(state: Mapping[str, Any]) -> list[str]:
     done = state.get("results") or {}
     return [s["id"] for s in state.get("subtasks") or [] if s["id"] not in done]
 
 
 def make_dispatch_node() -> Callable:
-    async def dispatch(state: dict) -> dict[str, Any]:
+    async def dispatch(state: FleetState) -> dict[str, Any]:
         if state.get("status") != "running":
             return {"ready": []}
         limit = max(1, count_of(state, "max_workers", 1))
@@ -175,13 +176,13 @@ def make_dispatch_node() -> Callable:
     return dispatch
 
 
-def worker_input(state: dict, worker_id: str) -> dict[str, Any]:
+def worker_input(state: Mapping[str, Any], worker_id: str) -> dict[str, Any]:
     """What ``worker`` receives through ``Send``."""
     task = next(s["task"] for s in state.get("subtasks") or [] if s["id"] == worker_id)
     return {"id": worker_id, "task": task, "goal": state.get("goal") or "", "round": count_of(state, "round")}
 
 
-def route_after_dispatch(state: dict) -> list[Send] | str:
+def route_after_dispatch(state: FleetState) -> list[Send] | str:
     """One ``Send`` per ready subtask; once none is left, aggregate (or end when there was nothing to do)."""
     if state.get("status") == "running" and state.get("ready"):
         return [Send("worker", worker_input(state, wid)) for wid in state["ready"]]
@@ -250,7 +251,7 @@ def aggregate_prompt(goal: str, subtasks: list[dict], results: dict[str, Any]) -
 
 
 def make_aggregate_node(model: BaseChatModel | None = None) -> Callable:
-    async def aggregate(state: dict, runtime: Runtime[FleetContext]) -> dict[str, Any]:
+    async def aggregate(state: FleetState, runtime: Runtime[FleetContext]) -> dict[str, Any]:
         ctx = FleetContext.of(runtime)
         llm = model or await asyncio.to_thread(load_chat_model, ctx.model, **model_options(ctx))
         subtasks = state.get("subtasks") or []

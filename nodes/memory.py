@@ -18,6 +18,7 @@ Store work runs in a thread so the event loop keeps streaming.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 import asyncio
 import logging
 import time
@@ -36,6 +37,7 @@ from ..memory.service import (
     run_task_and_facts,
     store_for,
 )
+from ..state import AgentState
 
 log = logging.getLogger(__name__)
 
@@ -70,14 +72,14 @@ def _damage(store: Any, ns: tuple[str, ...], *, repair: bool = False) -> dict[st
     return fields
 
 
-def _cleared(state: dict) -> dict[str, Any]:
+def _cleared(state: Mapping[str, Any]) -> dict[str, Any]:
     """Disabled: change nothing, except a stale block left by an earlier run."""
     if state.get("memory_context") or state.get("recalled_memories"):
         return {"memory_context": "", "recalled_memories": []}
     return {}
 
 
-async def memory_recall(state: dict, runtime: Runtime) -> dict[str, Any]:
+async def memory_recall(state: AgentState, runtime: Runtime) -> dict[str, Any]:
     """Recall the top ``memory_k`` memories for this run's task into ``memory_context``."""
     ctx, runtime_store = _runtime_parts(runtime)
     k = int(context_field(ctx, "memory_k", 5))
@@ -111,7 +113,7 @@ async def memory_recall(state: dict, runtime: Runtime) -> dict[str, Any]:
     return {"memory_context": format_memory_context(recalled, now), "recalled_memories": memories}
 
 
-async def memory_write(state: dict, runtime: Runtime) -> dict[str, Any]:
+async def memory_write(state: AgentState, runtime: Runtime) -> dict[str, Any]:
     """Write an observation of the finished task (task, answer, tool facts)."""
     ctx, runtime_store = _runtime_parts(runtime)
     if not memory_enabled(ctx):

@@ -23,7 +23,7 @@ import re
 from typing import Any, Callable
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import SystemMessage
+from langchain_core.messages import BaseMessage, SystemMessage
 from langgraph.runtime import Runtime
 from ..context import AgentContext
 from ..events import emit
@@ -34,7 +34,7 @@ from .agent import call_model, offered_tools
 from ..replies.submit import submit_tool
 from ..prompts import build_system_prompt
 from ..tools.registry import ToolRegistry
-from ..state import count_of
+from ..state import AgentState, count_of
 
 REASONING = "reasoning"
 TWO_PHASE = "two_phase"
@@ -89,7 +89,7 @@ def make_two_phase_node(
 ) -> Callable:
     """Wrap the agent node: two-phase turns when the run's ``reasoning`` says so."""
 
-    async def agent(state: dict, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+    async def agent(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         ctx = AgentContext.of(runtime)
         if getattr(ctx, "reasoning", "direct") != TWO_PHASE:
             return await agent_node(state, runtime)
@@ -99,7 +99,7 @@ def make_two_phase_node(
         llm = model or await asyncio.to_thread(load_chat_model, ctx.model, **model_options(ctx))
         names = [t.name for t in tools]
         system = build_system_prompt(ctx, state) + "\n\n" + REASONING_INSTRUCTIONS.format(tools=", ".join(names))
-        request = [SystemMessage(content=system), *state.get("messages", [])]
+        request: list[BaseMessage] = [SystemMessage(content=system), *state.get("messages", [])]
         if budget is not None:
             request = budget.fit_request(ctx, request, [])
         response = await call_model(llm, request, [reasoning_tool()], spec=None if model else ctx.model)

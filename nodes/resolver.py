@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Callable
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage, ToolMessage
@@ -9,6 +10,7 @@ from langgraph.runtime import Runtime
 
 from ..context import AgentContext, validate_context
 from .routes import pending_tool_calls
+from ..state import AgentState
 
 
 class InputError(ValueError):
@@ -40,7 +42,7 @@ def unanswered_tool_calls(messages: list[AnyMessage], upto: int) -> tuple[AIMess
     return None, []
 
 
-def resolve_input(state: dict, ctx: AgentContext) -> dict[str, Any]:
+def resolve_input(state: Mapping[str, Any], ctx: AgentContext) -> dict[str, Any]:
     errors = validate_context(ctx)
     if errors:
         raise InputError("Invalid configuration: " + "; ".join(errors))
@@ -93,14 +95,14 @@ def resolve_input(state: dict, ctx: AgentContext) -> dict[str, Any]:
     return update
 
 
-RunStartHook = Callable[[dict, dict, AgentContext], dict]
+RunStartHook = Callable[[Mapping[str, Any], dict, AgentContext], dict]
 
 
 def make_resolver(*hooks: RunStartHook) -> Callable:
     """The resolver node; each hook ``(state, update, ctx) -> dict`` adds per-run keys
     (e.g. the context budget's limits and the predicted request size)."""
 
-    async def resolver(state: dict, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+    async def resolver(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         ctx = AgentContext.of(runtime)
         update = resolve_input(state, ctx)
         for hook in hooks:

@@ -126,7 +126,7 @@ def measured(
     state and the run's context. A state written from outside a run (``update_state``:
     no runtime, no context) is judged by the caller's ``request_tokens``, if any."""
 
-    def edge(state: dict[str, Any], config: RunnableConfig) -> Route:
+    def edge(state: Mapping[str, Any], config: RunnableConfig) -> Route:
         runtime = (config.get(CONF) or {}).get(CONFIG_KEY_RUNTIME)
         if runtime is None:
             return route(state, None, None)

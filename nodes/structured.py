@@ -21,11 +21,11 @@ from ..history.markers import FEEDBACK_KIND, marker
 from ..messages import message_text as text_of
 from ..replies.feedback import error_list
 from ..structured_output import RETRY_MESSAGE, StructuredOutputError, validate_answer
-from ..state import count_of
+from ..state import AgentState, count_of
 
 
 def make_structured_output_node(budget: ContextBudget) -> Callable:
-    async def structured_output(state: dict, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+    async def structured_output(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         ctx = AgentContext.of(runtime)
         schema = state.get("output_schema") or {}
         messages = state.get("messages") or []

@@ -40,7 +40,7 @@ from ..history.shrink import archive_oversized
 from ..history.transcript import model_summary
 from ..messages import message_text as text_of
 from ..models import load_chat_model, model_options
-from ..state import count_of
+from ..state import AgentState, count_of
 from ..tokens import (
     CHARS_PER_TOKEN,
     compaction_target,
@@ -50,7 +50,7 @@ from ..tokens import (
     usable_tokens,
 )
 
-SummarizeNode = Callable[[dict[str, Any], Runtime[AgentContext]], Awaitable[dict[str, Any]]]
+SummarizeNode = Callable[[AgentState, Runtime[AgentContext]], Awaitable[dict[str, Any]]]
 
 
 async def write_summary(
@@ -74,7 +74,7 @@ async def write_summary(
 
 
 def make_summarize_node(budget: ContextBudget, model: BaseChatModel | None = None) -> SummarizeNode:
-    async def summarize(state: dict[str, Any], runtime: Runtime[AgentContext]) -> dict[str, Any]:
+    async def summarize(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         ctx = AgentContext.of(runtime)
         counter = budget.counter
         messages: list[BaseMessage] = list(state.get("messages") or [])

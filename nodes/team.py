@@ -10,6 +10,7 @@ by position, never by tool-call id, so ids that collide cannot mix them up.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -23,7 +24,7 @@ from ..events import emit
 from .routes import HANDOFF_PREFIX, pending_tool_calls
 from ..tools.agents import as_handoff
 from ..tools.registry import ToolMeta, ToolRegistry
-from ..state import count_of
+from ..state import AgentState, count_of
 
 
 @dataclass
@@ -69,13 +70,13 @@ def union_registry(registries: dict[str, ToolRegistry]) -> ToolRegistry:
 def make_team_start_hook(agents: dict[str, AgentSpec], default: str) -> Callable:
     """Resolver hook: who holds the thread at the start of a run; no handoffs yet."""
 
-    def on_run_start(state: dict, update: dict, ctx: AgentContext) -> dict[str, Any]:
+    def on_run_start(state: Mapping[str, Any], update: dict, ctx: AgentContext) -> dict[str, Any]:
         return {"active_agent": active_agent(state, agents, default), "handoffs": 0}
 
     return on_run_start
 
 
-def active_agent(state: dict, agents: dict[str, Any], default: str) -> str:
+def active_agent(state: Mapping[str, Any], agents: dict[str, Any], default: str) -> str:
     name = state.get("active_agent")
     return name if name in agents else default
 
@@ -89,7 +90,7 @@ def member_runtime(runtime: Runtime[AgentContext], spec: AgentSpec) -> Runtime[A
 def make_team_node(agents: dict[str, AgentSpec], default: str, inner: dict[str, Callable]) -> Callable:
     """A node that runs ``inner[active agent]`` (an agent or tools node) as that member."""
 
-    async def node(state: dict, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+    async def node(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         name = active_agent(state, agents, default)
         update = await inner[name](state, member_runtime(runtime, agents[name]))
         if state.get("active_agent") != name:
@@ -132,7 +133,7 @@ def resolve_handoffs(calls: list[tuple[int, dict]], current: str, allowed: set[s
 
 
 def make_handoff_node(agents: dict[str, AgentSpec], default: str, registries: dict[str, ToolRegistry]) -> Callable:
-    async def handoff(state: dict) -> dict[str, Any]:
+    async def handoff(state: AgentState) -> dict[str, Any]:
         current = active_agent(state, agents, default)
         ai, results = last_turn(state.get("messages") or [])
         calls = handoff_calls(ai)

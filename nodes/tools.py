@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 import asyncio
 import json
 from typing import Any, Callable
@@ -35,7 +36,7 @@ from ..tools.context_tools import (
 )
 from ..tools.invoke import ToolOutcome, run_tool, tool_timeout
 from ..tools.registry import ToolRegistry
-from ..state import count_of
+from ..state import AgentState, count_of
 
 
 def plan_calls(calls: list[dict], made: int, limit: int) -> tuple[list[dict], list[dict]]:
@@ -49,7 +50,7 @@ async def execute_call(
     registry: ToolRegistry,
     ctx: AgentContext,
     *,
-    state: dict,
+    state: Mapping[str, Any],
     store: Any,
     config: dict | None,
     stream_writer: Any,
@@ -144,7 +145,7 @@ def _updates_state(registry: ToolRegistry, call: dict) -> bool:
 def make_tools_node(registry: ToolRegistry, budget: ContextBudget | None = None) -> Callable:
     """``budget`` (history/budget.py ContextBudget) archives large outputs."""
 
-    async def tools(state: dict, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+    async def tools(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         ctx = AgentContext.of(runtime)
         messages = state.get("messages") or []
         last = messages[-1] if messages else None
@@ -165,7 +166,7 @@ def make_tools_node(registry: ToolRegistry, budget: ContextBudget | None = None)
         except Exception:
             config = None
 
-        async def one(call: dict, call_state: dict) -> ToolOutcome:
+        async def one(call: dict, call_state: Mapping[str, Any]) -> ToolOutcome:
             async with sem:
                 if id(call) in oversized:  # refused before it runs; the event shows no arguments
                     emit("tool_call", id=call.get("id"), name=call.get("name"), args={"_truncated": f"{oversized[id(call)]} chars"})

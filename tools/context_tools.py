@@ -8,6 +8,7 @@ anything is archived in the thread, ``manage_todo_list`` when ``use_todo_list`` 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 import json
 from typing import Any, Literal
 
@@ -207,7 +208,7 @@ def _add_missing_context_tools(registry: ToolRegistry) -> None:
             registry.register(t, m)
 
 
-def context_tools_for(ctx: Any, registry: ToolRegistry, state: dict) -> list[BaseTool]:
+def context_tools_for(ctx: Any, registry: ToolRegistry, state: Mapping[str, Any]) -> list[BaseTool]:
     """The context tools this turn offers."""
     out: list[BaseTool] = []
     if state.get("archived") and GET_TOOL_RESPONSE in registry:

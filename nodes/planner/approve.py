@@ -16,6 +16,7 @@ Resume with ``Command(resume=...)`` where the value is one of::
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Callable
 
 from langchain_core.messages import AIMessage
@@ -28,7 +29,7 @@ from .common import remaining_budget, select_registry, task_text
 from .scheduler import OK
 from .validate import validate_plan
 from ...tools.registry import ToolRegistry
-from ...state import count_of
+from ...state import PlannerState, count_of
 
 ACTIONS = ("approve", "edit", "reject")
 
@@ -57,7 +58,7 @@ def parse_decision(value: Any) -> tuple[str | None, dict[str, Any]]:
     return None, {}
 
 
-def approval_request(state: dict) -> dict[str, Any]:
+def approval_request(state: Mapping[str, Any]) -> dict[str, Any]:
     errors = list(state.get("plan_errors") or []) if state.get("status") == "approval_invalid" else []
     return {
         "type": "plan_approval",
@@ -72,7 +73,7 @@ def approval_request(state: dict) -> dict[str, Any]:
 
 
 def make_approve_node(registry: ToolRegistry) -> Callable:
-    async def approve(state: dict, runtime: Runtime[PlannerContext]) -> dict[str, Any]:
+    async def approve(state: PlannerState, runtime: Runtime[PlannerContext]) -> dict[str, Any]:
         ctx = PlannerContext.of(runtime)
         decision = interrupt(approval_request(state))
         action, body = parse_decision(decision)

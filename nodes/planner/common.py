@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ...messages import task_text  # noqa: F401  (the planner nodes import it from here)
 from ...tools.registry import ToolRegistry
 
 
-def remaining_budget(state: dict[str, Any], ctx: Any) -> int:
+def remaining_budget(state: Mapping[str, Any], ctx: Any) -> int:
     """Tool calls the run may still make: its ``max_tool_calls`` minus every step attempt so far."""
     budget = state.get("max_tool_calls")
     budget = int(ctx.max_tool_calls if budget is None else budget)

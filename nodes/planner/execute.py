@@ -11,6 +11,7 @@ finished. The executor never calls a model.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 import asyncio
 import json
 import time
@@ -29,7 +30,7 @@ from .schema import Step
 from .validate import validate_plan
 from ...tools.invoke import run_tool, tool_timeout
 from ...tools.registry import ToolMeta, ToolRegistry
-from ...state import count_of
+from ...state import PlannerState, count_of
 
 BACKOFF_BASE_S = 0.5
 BACKOFF_MAX_S = 30.0
@@ -157,7 +158,7 @@ def make_prepare_node(*, execute_only: bool = False, registry: ToolRegistry | No
     validated against ``registry`` instead of asking a model for one.
     """
 
-    async def prepare(state: dict, runtime: Runtime[PlannerContext]) -> dict[str, Any]:
+    async def prepare(state: PlannerState, runtime: Runtime[PlannerContext]) -> dict[str, Any]:
         ctx = PlannerContext.of(runtime)
         old = state.get("step_results") or {}
         update: dict[str, Any] = {
@@ -201,7 +202,7 @@ def make_prepare_node(*, execute_only: bool = False, registry: ToolRegistry | No
 
 
 def make_dispatch_node() -> Callable:
-    async def dispatch(state: dict, runtime: Runtime[PlannerContext]) -> dict[str, Any]:
+    async def dispatch(state: PlannerState, runtime: Runtime[PlannerContext]) -> dict[str, Any]:
         plan = as_plan(state.get("plan"))
         results = state.get("step_results") or {}
         round_ = count_of(state, "round")
@@ -244,7 +245,7 @@ def make_dispatch_node() -> Callable:
     return dispatch
 
 
-def step_task(state: dict, step_id: str) -> dict[str, Any]:
+def step_task(state: Mapping[str, Any], step_id: str) -> dict[str, Any]:
     """What ``run_step`` receives through ``Send``: the step and the outputs it references."""
     plan = as_plan(state.get("plan"))
     index = plan.ids().index(step_id)

@@ -50,7 +50,7 @@ from .schema import (
 )
 from .validate import validate_plan
 from ...tools.registry import ToolRegistry
-from ...state import count_of
+from ...state import PlannerState, count_of
 
 PlanMethod = Literal["tool", "structured", "text"]
 SUBMIT_PLAN = "submit_plan"
@@ -177,7 +177,7 @@ def make_plan_node(
     *,
     method: PlanMethod = "tool",
 ) -> Callable:
-    async def plan(state: dict, runtime: Runtime[PlannerContext]) -> dict[str, Any]:
+    async def plan(state: PlannerState, runtime: Runtime[PlannerContext]) -> dict[str, Any]:
         ctx = PlannerContext.of(runtime)
         llm = model or load_chat_model(ctx.model, **model_options(ctx))
         tools = select_registry(registry, ctx.tools)
@@ -234,7 +234,7 @@ def make_plan_node(
 
 
 def make_plan_failed_node() -> Callable:
-    async def plan_failed(state: dict, runtime: Runtime[PlannerContext]) -> dict[str, Any]:
+    async def plan_failed(state: PlannerState, runtime: Runtime[PlannerContext]) -> dict[str, Any]:
         answer = planning_failed_text(list(state.get("plan_errors") or []), count_of(state, "plan_attempts"))
         emit("final_answer", answer=answer, status="planning_failed")
         return {

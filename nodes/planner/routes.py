@@ -12,17 +12,17 @@ from typing import Literal
 from langgraph.types import Send
 
 from .execute import step_task
-from ...state import count_of
+from ...state import PlannerState, count_of
 
 END = "__end__"
 
 
-def route_after_prepare(state: dict) -> Literal["plan", "__end__"]:
+def route_after_prepare(state: PlannerState) -> Literal["plan", "__end__"]:
     """Plan unless there is nothing to plan."""
     return END if state.get("status") == "planning_failed" else "plan"
 
 
-def route_after_plan(state: dict) -> Literal["plan", "approve", "dispatch", "plan_failed", "synthesize"]:
+def route_after_plan(state: PlannerState) -> Literal["plan", "approve", "dispatch", "plan_failed", "synthesize"]:
     """Valid plan: approval or execution. Invalid: try again, or give up."""
     if state.get("status") == "planned":
         return "approve" if state.get("approve_plan") else "dispatch"
@@ -32,7 +32,7 @@ def route_after_plan(state: dict) -> Literal["plan", "approve", "dispatch", "pla
     return "synthesize" if count_of(state, "replans") > 0 else "plan_failed"
 
 
-def route_after_approve(state: dict) -> Literal["dispatch", "approve", "__end__"]:
+def route_after_approve(state: PlannerState) -> Literal["dispatch", "approve", "__end__"]:
     status = state.get("status")
     if status == "approved":
         return "dispatch"
@@ -41,7 +41,7 @@ def route_after_approve(state: dict) -> Literal["dispatch", "approve", "__end__"
     return END
 
 
-def route_after_dispatch(state: dict) -> list[Send] | Literal["plan", "synthesize"]:
+def route_after_dispatch(state: PlannerState) -> list[Send] | Literal["plan", "synthesize"]:
     """Fan the ready steps out to ``run_step``; after a halt replan (while allowed) or report."""
     status = state.get("status")
     if status == "running" and state.get("ready"):
@@ -53,6 +53,6 @@ def route_after_dispatch(state: dict) -> list[Send] | Literal["plan", "synthesiz
     return "synthesize"
 
 
-def route_after_load(state: dict) -> Literal["dispatch", "__end__"]:
+def route_after_load(state: PlannerState) -> Literal["dispatch", "__end__"]:
     """``smart-agent execute``: run a valid plan, stop on an invalid one."""
     return "dispatch" if state.get("status") == "planned" else END

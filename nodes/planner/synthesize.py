@@ -6,6 +6,7 @@ deterministic text rendering of the same trace.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Callable
 
 from langchain_core.language_models import BaseChatModel
@@ -19,10 +20,10 @@ from smart_agent.nodes.planner.common import task_text
 from smart_agent.nodes.planner.prompts import SYNTHESIZE_SYSTEM, clip, synthesize_prompt
 from smart_agent.nodes.planner.refs import as_text
 from smart_agent.nodes.planner.scheduler import OK, build_trace, counts
-from ...state import count_of
+from ...state import PlannerState, count_of
 
 
-def run_notes(state: dict) -> list[str]:
+def run_notes(state: Mapping[str, Any]) -> list[str]:
     """What the synthesizer must know beyond the trace (a halt, a failed replan)."""
     notes = []
     halt = state.get("halt")
@@ -34,13 +35,13 @@ def run_notes(state: dict) -> list[str]:
     return notes
 
 
-def final_status(state: dict) -> str:
+def final_status(state: Mapping[str, Any]) -> str:
     status = state.get("status")
     return "halted" if status in ("halted", "plan_invalid") else "done"
 
 
 def make_synthesize_node(model: BaseChatModel | None = None) -> Callable:
-    async def synthesize(state: dict, runtime: Runtime[PlannerContext]) -> dict[str, Any]:
+    async def synthesize(state: PlannerState, runtime: Runtime[PlannerContext]) -> dict[str, Any]:
         ctx = PlannerContext.of(runtime)
         llm = model or load_chat_model(ctx.model, **model_options(ctx))
         trace = build_trace(state.get("plan"), state.get("step_results") or {}, plan_round=count_of(state, "replans"))
@@ -64,7 +65,7 @@ def make_synthesize_node(model: BaseChatModel | None = None) -> Callable:
     return synthesize
 
 
-def report_text(state: dict) -> str:
+def report_text(state: Mapping[str, Any]) -> str:
     """A deterministic summary of an execution (no model): status line, steps, final output."""
     trace = build_trace(state.get("plan"), state.get("step_results") or {}, plan_round=count_of(state, "replans"))
     tally = counts(trace)
@@ -84,7 +85,7 @@ def report_text(state: dict) -> str:
 
 
 def make_report_node() -> Callable:
-    async def report(state: dict, runtime: Runtime[PlannerContext]) -> dict[str, Any]:
+    async def report(state: PlannerState, runtime: Runtime[PlannerContext]) -> dict[str, Any]:
         answer = report_text(state)
         status = final_status(state)
         emit("final_answer", answer=answer, status=status)
