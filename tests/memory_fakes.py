@@ -47,3 +47,13 @@ def local_model():
     emb = load_embeddings("local")
     emb.embed_query("warm up")
     return emb
+
+
+@pytest.fixture
+def fake_memory(tmp_path):
+    """A FaissMemoryStore in the test's folder with table embeddings (exact cosines, no model)."""
+    from smart_agent.memory.store import FaissMemoryStore
+
+    store = FaissMemoryStore(tmp_path / "mem", embeddings=TableEmbeddings())
+    yield store
+    store.close()
