@@ -26,11 +26,12 @@ TESTS = Path(__file__).resolve().parent
 KINDS = ("unit", "graph", "e2e")
 
 
-def pytest_collection_modifyitems(config, items):
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if any(item.get_closest_marker(kind) for kind in KINDS):
             continue
-        parts = Path(str(item.path)).resolve().relative_to(TESTS).parts
+        path = Path(str(item.path)).resolve()
+        parts = path.relative_to(TESTS).parts if path.is_relative_to(TESTS) else ()
         kind = parts[0] if len(parts) > 1 and parts[0] in KINDS else "e2e"
         item.add_marker(getattr(pytest.mark, kind))
 

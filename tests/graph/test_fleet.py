@@ -36,7 +36,7 @@ def fleet_responder(fail_city="Oslo", delay_s=1.0, subtasks=None, in_flight=None
     lock = threading.Lock()
     barrier = threading.Barrier(in_flight["together"]) if in_flight else None
 
-    def wait_for_the_others():
+    def wait_for_the_others() -> None:
         with lock:
             in_flight["now"] += 1
             in_flight["peak"] = max(in_flight["peak"], in_flight["now"])
