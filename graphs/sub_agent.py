@@ -88,7 +88,7 @@ class SubAgents:
         return per_loop.setdefault((depth, limit), asyncio.Semaphore(limit))
 
     async def _run(self, task: str, runtime: ToolRuntime = None) -> str:  # type: ignore[assignment]
-        ctx = coerce_context(getattr(runtime, "context", None))
+        ctx: Context = coerce_context(getattr(runtime, "context", None))
         max_depth, concurrent = self.limits(ctx)
         depth = agent_depth(getattr(runtime, "config", None)) + 1
         if depth > max_depth:

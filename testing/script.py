@@ -97,7 +97,7 @@ def message_text(content: Any) -> str:
     return str(content)
 
 
-def tool_messages(request: Mapping[str, Any]) -> list[dict[str, Any]]:
+def tool_messages(request: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """All ``role == "tool"`` messages of a chat-completions request, in order."""
     return [m for m in request.get("messages") or [] if isinstance(m, Mapping) and m.get("role") == "tool"]
 

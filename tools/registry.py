@@ -144,8 +144,7 @@ class ToolRegistry:
         self._load()
         out = []
         for name, tool in self._tools.items():
-            schema = tool.tool_call_schema
-            params = schema.model_json_schema() if hasattr(schema, "model_json_schema") else dict(schema)
+            params = _json_schema(tool.tool_call_schema)
             out.append({"name": name, "description": tool.description, "parameters": params, "meta": self._meta[name]})
         return out
 
@@ -180,8 +179,9 @@ class ToolRegistry:
         for path in sorted(folder.glob("*.py")):
             try:
                 spec = importlib.util.spec_from_file_location(f"smart_agent_plugin_{path.stem}", path)
+                if spec is None or spec.loader is None:
+                    raise ImportError(f"no module loader for {path.name}")
                 module = importlib.util.module_from_spec(spec)
-                assert spec.loader is not None
                 spec.loader.exec_module(module)
                 tools = getattr(module, "TOOLS", None)
                 if tools is None:
@@ -191,6 +191,11 @@ class ToolRegistry:
             except Exception as exc:
                 log.warning("smart-agent: plugin %s failed to load: %s", path, exc)
         return n
+
+
+def _json_schema(schema: Any) -> dict[str, Any]:
+    """A tool's argument schema as JSON Schema (a pydantic model class or a dict)."""
+    return dict(schema) if isinstance(schema, dict) else schema.model_json_schema()
 
 
 def _set(registry: ToolRegistry, tool: BaseTool, meta: ToolMeta | None) -> None:
