@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 
+import pytest
 from conftest import cli_env, run_cli
 
 from smart_agent.cli.planner import format_plan, prompt_for_approval
@@ -117,6 +118,7 @@ def test_run_graph_planner_with_approval_prompt(scripted_server, tmp_path):
     assert json.loads(proc.stdout)["answer"] == "approved and done"
 
 
+@pytest.mark.unit  # in-process (the approval prompt alone): in the fast run too
 def test_prompt_for_approval(tmp_path):
     request = {"type": "plan_approval", "task": "t", "plan": PLAN, "errors": ["edited plan: bad"], "replan": 1}
     edited = tmp_path / "edited.json"
