@@ -9,6 +9,7 @@ imports are resolved by file, so this holds whatever the entry point.
 from __future__ import annotations
 
 import ast
+import tomllib
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
@@ -121,3 +122,11 @@ def test_only_cli_imports_cli() -> None:
     graph = import_graph()
     outside = sorted(m for m, targets in graph.items() if not m.startswith("smart_agent.cli") and any(t.startswith("smart_agent.cli") for t in targets))
     assert not outside, f"CLI code imported outside cli/: {outside}"
+
+
+def test_every_package_folder_is_installed() -> None:
+    """setuptools' package list is explicit: a package folder missing from it works in the
+    editable install and is absent from a wheel."""
+    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    folders = {name for name, path in package_modules().items() if path.name == "__init__.py"}
+    assert folders <= listed, f"add to [tool.setuptools] packages: {sorted(folders - listed)}"
