@@ -3,6 +3,7 @@
 import asyncio
 import time
 
+import pytest
 from conftest import openai_model, run_graph
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
@@ -188,6 +189,7 @@ AGENT_EDGES = {  # (source, target, conditional): what Studio and the README dra
 }
 
 
+@pytest.mark.unit  # no server: a function of the graph's nodes
 def test_graph_draws_the_loop():
     drawing = build_agent_graph(registry=ToolRegistry()).get_graph()
     mermaid = drawing.draw_mermaid()
@@ -196,6 +198,7 @@ def test_graph_draws_the_loop():
     assert {(e.source, e.target, e.conditional) for e in drawing.edges} == AGENT_EDGES
 
 
+@pytest.mark.unit  # no server: a function of the graph's nodes
 def test_memory_tools_are_offered_only_while_memory_is_on(workspace):
     from smart_agent.nodes.agent import offered_tools
 

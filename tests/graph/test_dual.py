@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from conftest import offered, openai_model, run_with_events
 from langgraph.checkpoint.memory import InMemorySaver
 
@@ -61,6 +62,7 @@ async def test_iteration_limit_forces_a_final_answer(scripted_server):
     assert final["thoughts"] == ["more thinking", "more thinking"]
 
 
+@pytest.mark.unit  # no server: a function of the graph's nodes
 def test_parse_decision_is_lenient_about_shape():
     assert parse_decision({"action": "Brainstorm", "thought": " x "}) == ({"action": "brainstorm", "thought": "x"}, None)
     assert parse_decision({"objective": "do it"}) == ({"action": "execute", "objective": "do it"}, None)
@@ -71,6 +73,7 @@ def test_parse_decision_is_lenient_about_shape():
     assert parse_decision("text")[0] is None
 
 
+@pytest.mark.unit  # no server: a function of the graph's nodes
 def test_route_after_decide():
     assert route_after_decide({"decisions": [{"action": "execute", "objective": "x"}]}) == "execute"
     assert route_after_decide({"decisions": [{"action": "final", "answer": "x"}]}) == "finish"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+import pytest
 from conftest import openai_model, run_with_events
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Send
@@ -119,6 +120,7 @@ async def test_invalid_subtasks_are_sent_back_then_fall_back_to_the_goal(scripte
     assert any(e["event"] == "error" and e["node"] == "decompose" for e in events)
 
 
+@pytest.mark.unit  # no server: a function of the graph's nodes
 def test_validate_subtasks():
     assert validate_subtasks(["a", " b ", "a"], 5) == (["a", "b"], [])
     assert validate_subtasks({"subtasks": [{"task": "x"}, "y"]}, 5) == (["x", "y"], [])
@@ -128,6 +130,7 @@ def test_validate_subtasks():
     assert validate_subtasks("a", 5)[0] == [] and validate_subtasks({"x": 1}, 5)[0] == []
 
 
+@pytest.mark.unit  # no server: a function of the graph's nodes
 def test_route_after_dispatch():
     state = {"status": "running", "ready": ["w2"], "goal": "g", "round": 1,
              "subtasks": [{"id": "w1", "task": "a"}, {"id": "w2", "task": "b"}]}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from conftest import offered, openai_model, run_with_events
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
@@ -57,6 +58,7 @@ async def test_direct_mode_is_one_call_per_turn(scripted_server):
     assert final["answer"] == "hi" and len(srv.requests) == 1 and offered(srv.requests[0]) == ["lookup"]
 
 
+@pytest.mark.unit  # no server: a function of the graph's nodes
 def test_tools_named_and_read_reasoning():
     r = {"situation": "Use the Calculator, then lookup.", "plan": ["recalculate"], "done": False}
     assert tools_named(r, ["calculator", "lookup", "calc", "read_file"]) == ["calculator", "lookup"]

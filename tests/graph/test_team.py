@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from conftest import openai_model
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
@@ -85,6 +86,7 @@ async def test_handoff_switches_agent_mid_thread_and_first_transfer_wins(scripte
     assert final2["answer"] == "Anything else about billing?" and final2["active_agent"] == "billing"
 
 
+@pytest.mark.unit  # no server: a function of the graph's nodes
 def test_resolve_handoffs_first_valid_in_call_order_wins():
     calls = [
         (0, {"name": "transfer_to_nobody", "args": {}}),
@@ -97,6 +99,7 @@ def test_resolve_handoffs_first_valid_in_call_order_wins():
     assert resolve_handoffs([(0, {"name": "transfer_to_a", "args": {}})], "a", {"b"}) == (None, {})
 
 
+@pytest.mark.unit  # no server: a function of the graph's nodes
 def test_route_after_tools_in_a_team():
     handoff = AIMessage("", tool_calls=[{"name": "transfer_to_b", "args": {}, "id": "1"}])
     plain = AIMessage("", tool_calls=[{"name": "calculator", "args": {}, "id": "1"}])
