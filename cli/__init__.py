@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 from collections.abc import Callable
 
+from .. import settings
 from . import run
 from .options import OneLineParser, utf8_text
 from .render import RunSummary, format_event
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # a clean message; the traceback on demand
-        if os.environ.get("SMART_AGENT_DEBUG"):
+        if settings.debug():
             raise
         print(f"smart-agent: {type(exc).__name__}: {exc} (set SMART_AGENT_DEBUG=1 for the traceback)", file=sys.stderr)
         return EXIT_FAILURE

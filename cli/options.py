@@ -16,12 +16,14 @@ import argparse
 import json
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 from ..context_types import shown, text_problem
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..context import Context
+    from ..context import BaseContext
+
+C = TypeVar("C", bound="BaseContext")
 
 EXIT_USAGE = 2
 
@@ -101,7 +103,7 @@ def chat_line(raw: bytes | str) -> tuple[str, str | None]:
     return text, text_problem(text)
 
 
-def check_tool_names(ctx: Context) -> Context:
+def check_tool_names(ctx: C) -> C:
     """``ctx``; a ``ValueError`` listing the known tools when one of ``ctx.tools`` is not
     a registered tool (built-ins, context tools and plugins: what a CLI run's graph offers)."""
     names = ctx.tools

@@ -27,7 +27,7 @@ from .options import (
 from .render import RunSummary, format_event, short
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..context import Context
+    from ..context import BaseContext
 
 EXIT_USAGE = 2
 EXIT_FAILURE = 1
@@ -78,10 +78,13 @@ def _feature_context_hooks() -> list[tuple[Callable[[argparse.ArgumentParser], N
     ]
 
 
-def context_from_args(args: argparse.Namespace) -> Context:
-    from ..context import Context
+def context_from_args(args: argparse.Namespace) -> BaseContext:
+    """The run's context, of the class of the graph it runs (``--graph``, default agent):
+    flags that graph has no field for are ignored, as they always were by its nodes."""
+    from ..context import GRAPH_CONTEXTS, Context
 
-    names = {f.name for f in fields(Context)}
+    schema: type[BaseContext] = GRAPH_CONTEXTS.get(getattr(args, "graph", None) or "agent", Context)
+    names = {f.name for f in fields(schema)}
     values: dict[str, Any] = {}
     for flag, field_name in CONTEXT_FLAGS.items():
         v = getattr(args, flag, None)
@@ -91,7 +94,7 @@ def context_from_args(args: argparse.Namespace) -> Context:
         values["workspace"] = os.path.abspath(values["workspace"])
     for _add_args, to_values in _feature_context_hooks():
         to_values(args, values)
-    return check_tool_names(Context(**values))
+    return check_tool_names(schema(**{k: v for k, v in values.items() if k in names}))
 
 
 # --------------------------------------------------------------------------- running
