@@ -13,16 +13,18 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LANGSMITH_TRACING", "false")
 
-# The `dev_server` fixture (`langgraph dev` against a scripted model) for every folder.
-pytest_plugins = ["langgraph_dev_support"]
+# The `dev_server` fixture (`langgraph dev` against a scripted model) and the
+# `counting_plugin` fixture (a folder plugin that counts its loads) for every folder.
+pytest_plugins = ["langgraph_dev_support", "plugin_support"]
 
 REPO = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
 
-# The kind of a test is its folder (tests/unit, tests/graph, tests/e2e); a test in
-# another folder (tests/security) carries an explicit ``@pytest.mark.unit/graph/e2e``
-# (or a module ``pytestmark``). An unmarked one there counts as e2e, so the fast run
-# (``pytest -m "not e2e"``) never picks up a slow test by omission.
+# The kind of a test is its folder (tests/unit, tests/graph, tests/e2e), unless it carries
+# an explicit ``@pytest.mark.unit/graph/e2e`` (or a module ``pytestmark``), which wins: a
+# pure-function test kept beside its graph tests, a slow in-process test. tests/security
+# marks every test explicitly; an unmarked test outside the three folders counts as e2e,
+# so the fast run (``pytest -m "not e2e"``) never picks up a slow test by omission.
 KINDS = ("unit", "graph", "e2e")
 
 
