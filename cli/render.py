@@ -8,6 +8,7 @@ from typing import Any
 
 from ..events import clip
 
+
 def short(value: Any, n: int = 120) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     text = text.replace("\n", " ")

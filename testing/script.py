@@ -27,7 +27,7 @@ def tool_call(
     name: str,
     arguments: Mapping[str, Any] | str | None = None,
     *,
-    id: str | None = None,  # noqa: A002 - mirrors the OpenAI field name
+    id: str | None = None,
     content: str = "",
     **kw: Any,
 ) -> dict[str, Any]:
@@ -64,7 +64,7 @@ def error(
     status: int,
     message: str,
     *,
-    type: str | None = None,  # noqa: A002 - mirrors the OpenAI field name
+    type: str | None = None,
     code: str | None = None,
     **kw: Any,
 ) -> dict[str, Any]:

@@ -1,5 +1,6 @@
 """A folder plugin that counts its loads: each execution of its module appends a line to
-the file named by $COUNTER (the plugins-load-once tests, unit and e2e)."""
+the file named by $COUNTER (the plugins-load-once tests, unit and e2e). A pytest plugin
+(tests/conftest.py): the ``counting_plugin`` fixture is available everywhere."""
 
 from __future__ import annotations
 

@@ -8,8 +8,8 @@ anything is archived in the thread, ``manage_todo_list`` when ``use_todo_list`` 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 import json
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from langchain.tools import ToolRuntime

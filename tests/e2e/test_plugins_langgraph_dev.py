@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from plugin_support import counting_plugin, loads  # noqa: F401  (fixture)
+from plugin_support import loads
 
 from smart_agent.testing.scripted_server import text
 

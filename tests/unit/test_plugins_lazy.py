@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from plugin_support import counting_plugin, loads  # noqa: F401  (fixture)
+from plugin_support import loads
 
 
 def python(code: str) -> str:
