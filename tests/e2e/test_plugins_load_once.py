@@ -1,10 +1,12 @@
-"""`langgraph dev` serving every graph loads a folder plugin once: not while it imports
-and builds the graphs, once when a run first lists the tools, never again after."""
+"""A folder plugin loads once per process: `langgraph dev` serving every graph loads it
+not while it imports and builds the graphs, once when a run first lists the tools, never
+again after; a CLI run loads it once for its --tools check and its graph together."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from conftest import cli_env, run_cli
 from plugin_support import loads
 
 from smart_agent.testing.scripted_server import text
@@ -26,4 +28,12 @@ async def test_served_graphs_load_a_plugin_once(counting_plugin: Path, dev_serve
         result = await client.runs.wait(thread["thread_id"], "agent", input={"task": task}, context={"model": "openai:scripted-model"})
         assert result.get("answer") in ("first", "second"), result
     assert "counted" in srv.offered_tools(0) and "counted" in srv.offered_tools(1)
+    assert loads(counting_plugin) == 1
+
+
+def test_a_cli_run_loads_a_plugin_once(counting_plugin: Path, scripted_server) -> None:
+    srv = scripted_server([text("done")])
+    res = run_cli(["run", "--tools", "counted,calculator", "hi"], env=cli_env(srv))
+    assert res.returncode == 0, res.stderr
+    assert srv.offered_tools(0) == ["counted", "calculator"]
     assert loads(counting_plugin) == 1
