@@ -34,12 +34,14 @@ __all__ = [
     "debug",
     "embedding_backend",
     "field_env",
+    "hub_offline",
     "memory_max_items",
     "memory_min_similarity",
     "openai_api_key",
     "openai_base_url",
     "plugins_folder",
     "thread_lock_timeout",
+    "use_openai_server",
 ]
 
 PREFIX = "SMART_AGENT_"
@@ -111,3 +113,18 @@ def openai_base_url() -> str | None:
 
 def openai_api_key() -> str | None:
     return _get("OPENAI_API_KEY")
+
+
+# --- the only writes: what this process tells libraries it starts
+
+
+def use_openai_server(base_url: str, api_key: str) -> None:
+    """Point ``openai:`` models of this process at ``base_url`` (the offline demo)."""
+    os.environ["OPENAI_BASE_URL"] = base_url
+    os.environ["OPENAI_API_KEY"] = api_key
+
+
+def hub_offline() -> None:
+    """Tell Hugging Face libraries never to reach the hub (unless the user said otherwise)."""
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HUB_DISABLE_TELEMETRY"):
+        os.environ.setdefault(name, "1")

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any, TextIO
 
+from .. import settings
 from .options import (
     add_context_budget_args,
     add_reasoning_args,
@@ -246,8 +247,7 @@ async def demo_command(args: argparse.Namespace) -> int:
     os.makedirs(workspace, exist_ok=True)
     with ScriptedOpenAIServer(responder=demo_responder, model="scripted-demo") as server:
         # Only this process talks to the scripted server: the real OpenAI client over HTTP.
-        os.environ["OPENAI_BASE_URL"] = server.base_url
-        os.environ["OPENAI_API_KEY"] = "scripted-demo-key"
+        settings.use_openai_server(server.base_url, "scripted-demo-key")
         print("smart-agent demo — SCRIPTED MODEL: a rule-based OpenAI-compatible server bundled with", flush=True)
         print(f"smart-agent, running offline at {server.base_url}. Real client, real tools, real checkpointer.", flush=True)
         print(f"workspace: {workspace}\n\ntask: {DEMO_TASK}\n", flush=True)

@@ -17,7 +17,6 @@ the store's inner product is a cosine similarity.
 
 from __future__ import annotations
 
-import os
 import threading
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -107,9 +106,7 @@ class LocalSentenceEmbeddings(Embeddings):
         with self._lock:
             if self._model is None:
                 # Never reach the Hugging Face hub: the files are on disk.
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-                os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+                settings.hub_offline()
                 path = self.model_path or local_model_path()
                 if self._choose_backend(path) == "numpy":
                     from .numpy_bert import NumpyBertEncoder
