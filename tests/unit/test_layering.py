@@ -9,6 +9,7 @@ imports are resolved by file, so this holds whatever the entry point.
 from __future__ import annotations
 
 import ast
+import functools
 import tomllib
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
@@ -75,6 +76,7 @@ def imported_modules(name: str, path: Path, modules: dict[str, Path]) -> set[str
     return found
 
 
+@functools.cache
 def import_graph() -> dict[str, set[str]]:
     modules = package_modules()
     return {name: imported_modules(name, path, modules) for name, path in modules.items()}
