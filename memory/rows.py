@@ -27,7 +27,7 @@ from langgraph.store.base import (
 from . import integrity
 from .matching import _ns_json, _ns_matches, _ns_path, _validate_labels, match_filter
 from .ranking import Recalled, _importance
-from .vectors import _NsIndex, _vec_bytes
+from .vectors import _NoTxn, _NsIndex, _Txn, _VectorIndexes, _vec_bytes
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -38,7 +38,7 @@ def _dt(ts: float) -> datetime:
 
 
 
-class _Rows:
+class _Rows(_VectorIndexes):
     """Reads, writes and ``batch`` of a ``FaissMemoryStore``."""
 
     # -- low-level writes (lock held, inside a transaction) -----------------------
@@ -49,21 +49,6 @@ class _Rows:
         entry = self._index_for(ns_json)
         assert entry is not None
         return entry
-
-    def _bump(self, ns_json: str, entry: _NsIndex) -> None:
-        self._conn.execute("UPDATE namespaces SET version = version + 1 WHERE ns=?", (ns_json,))
-        entry.version = self._conn.execute("SELECT version FROM namespaces WHERE ns=?", (ns_json,)).fetchone()[0]
-        self._dirty.add(ns_json)
-
-    def _check_dim(self, vec: "np.ndarray") -> None:
-        dim = self._dim()
-        if dim is None:
-            self._conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('dim', ?)", (str(int(vec.shape[0])),))
-        elif dim != vec.shape[0]:
-            raise ValueError(
-                f"Embedding dimension {vec.shape[0]} does not match the store's {dim} ({self.path}); "
-                "use the same embedding model or another memory folder."
-            )
 
     def _put_row(
         self,
@@ -126,19 +111,14 @@ class _Rows:
             self._bump(ns_json, entry)
         return deleted
 
-    def _write_txn(self) -> "_Txn":
-        return _Txn(self)
-
     # -- reads (lock held) --------------------------------------------------------
-    def _row_to_item(self, row: Sequence[Any], score: float | None = None, cls: type = SearchItem) -> Item | None:
+    def _row_to_item(self, row: Sequence[Any], score: float | None = None) -> SearchItem | None:
         """The row as an item; None (recorded as damaged) when its value is not JSON."""
         ns_json, key, value, created, updated = row[:5]
         ns = tuple(json.loads(ns_json))
         if (val := integrity.decode_value(value)) is None:
             integrity.record_bad_value(self._conn, ns_json, key)
             return None
-        if cls is Item:
-            return Item(value=val, key=key, namespace=ns, created_at=_dt(created), updated_at=_dt(updated))
         return SearchItem(namespace=ns, key=key, value=val, created_at=_dt(created), updated_at=_dt(updated), score=score)
 
     def _get(self, op: GetOp) -> Item | None:
@@ -146,7 +126,13 @@ class _Rows:
             "SELECT ns, key, value, created_at, updated_at FROM items WHERE ns=? AND key=?",
             (_ns_json(op.namespace), op.key),
         ).fetchone()
-        return self._row_to_item(row, cls=Item) if row else None
+        item = self._row_to_item(row) if row else None
+        if item is None:
+            return None
+        return Item(
+            value=item.value, key=item.key, namespace=item.namespace,
+            created_at=item.created_at, updated_at=item.updated_at,
+        )
 
     def _namespaces_under(self, prefix: Sequence[str]) -> list[str]:
         p = _ns_path(prefix)
@@ -226,7 +212,7 @@ class _Rows:
         ns_list = self._namespaces_under(op.namespace_prefix)
         if qvec is not None:
             ranked = self._ranked(ns_list, qvec, op.offset + op.limit, op.filter)
-            return [r.item for r in ranked[op.offset : op.offset + op.limit]]  # type: ignore[misc]
+            return [r.item for r in ranked[op.offset : op.offset + op.limit]]
         p = _ns_path(op.namespace_prefix)
         sql = (
             "SELECT i.ns, i.key, i.value, i.created_at, i.updated_at FROM items i JOIN namespaces n ON n.ns = i.ns "
@@ -236,7 +222,7 @@ class _Rows:
         if not op.filter:
             sql += " LIMIT ? OFFSET ?"
             params += [op.limit, op.offset]
-            return [i for r in self._conn.execute(sql, params).fetchall() if (i := self._row_to_item(r))]  # type: ignore[misc]
+            return [i for r in self._conn.execute(sql, params).fetchall() if (i := self._row_to_item(r))]
         out: list[SearchItem] = []
         skipped = 0
         for r in self._conn.execute(sql, params):
@@ -246,7 +232,7 @@ class _Rows:
             if skipped < op.offset:
                 skipped += 1
                 continue
-            out.append(item)  # type: ignore[arg-type]
+            out.append(item)
             if len(out) >= op.limit:
                 break
         return out
@@ -339,40 +325,3 @@ class _Rows:
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         return await asyncio.to_thread(self.batch, list(ops))
-
-    def _ensure_open(self) -> None:
-        if self._closed:
-            raise RuntimeError(f"{self!r} is closed")
-
-
-class _Txn:
-    """A write transaction; on success, persists the indexes it changed."""
-
-    def __init__(self, store: Any) -> None:  # a FaissMemoryStore
-        self.store = store
-
-    def __enter__(self) -> "_Txn":
-        self.store._conn.execute("BEGIN IMMEDIATE")
-        self.store._dirty = set()
-        return self
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        s = self.store
-        dirty, s._dirty = s._dirty, set()
-        if exc_type is not None:
-            s._conn.execute("ROLLBACK")
-            s._indexes.clear()  # in-memory indexes may hold uncommitted changes
-            return
-        s._conn.execute("COMMIT")
-        for ns_json in sorted(dirty):
-            entry = s._indexes.get(ns_json)
-            if entry is not None:
-                s._write_index_file(ns_json, entry.version, entry.index)
-
-
-class _NoTxn:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: Any) -> None:
-        return None

@@ -54,8 +54,8 @@ from .ranking import (
     _importance,
     humanize_age,
 )
-from .rows import _dt, _Rows, _Txn
-from .vectors import INDEX_DIR, _NsIndex, _VectorIndexes
+from .rows import _dt, _Rows
+from .vectors import INDEX_DIR, _NsIndex, _Txn
 
 __all__ = [
     "DB_NAME", "INDEX_DIR", "FaissMemoryStore", "RankingConfig", "Recalled", "WriteResult",
@@ -111,7 +111,7 @@ def user_namespace(user_id: str | None) -> tuple[str, str]:
 
 
 # --------------------------------------------------------------------------- the store
-class FaissMemoryStore(_Rows, _VectorIndexes, BaseStore):
+class FaissMemoryStore(_Rows, BaseStore):
     """Persistent ``BaseStore`` with FAISS semantic search and memory consolidation.
 
     Args:

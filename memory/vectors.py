@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.embeddings import Embeddings
@@ -21,6 +23,7 @@ from langchain_core.embeddings import Embeddings
 from . import integrity
 from .embeddings import embed_texts, load_embeddings
 from .matching import _ns_hash, _ns_path
+from .ranking import RankingConfig
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -57,7 +60,33 @@ class _NsIndex:
 
 
 class _VectorIndexes:
-    """Embedding and the per-namespace FAISS indexes of a ``FaissMemoryStore``."""
+    """Embedding and the per-namespace FAISS indexes of a ``FaissMemoryStore``.
+
+    The base of the store's mixins: it declares the attributes ``FaissMemoryStore.__init__`` sets.
+    """
+
+    path: Path
+    _embeddings_spec: str | Embeddings
+    _embeddings: Embeddings | None
+    embedding_name: str
+    index_fields: tuple[str, ...]
+    ranking: RankingConfig
+    dedupe_threshold: float
+    max_items_per_namespace: int
+    clock: Callable[[], float]
+    _lock: threading.RLock
+    _indexes: dict[str, _NsIndex]
+    _dirty: set[str]
+    _model_checked: bool
+    _closed: bool
+    _conn: sqlite3.Connection
+
+    def _ensure_open(self) -> None:
+        if self._closed:
+            raise RuntimeError(f"{self!r} is closed")
+
+    def _write_txn(self) -> _Txn:
+        return _Txn(self)
 
     @property
     def embeddings(self) -> Embeddings:
@@ -166,6 +195,21 @@ class _VectorIndexes:
         faiss = _faiss()
         return faiss.IndexIDMap2(faiss.IndexFlatIP(dim))
 
+    def _bump(self, ns_json: str, entry: _NsIndex) -> None:
+        self._conn.execute("UPDATE namespaces SET version = version + 1 WHERE ns=?", (ns_json,))
+        entry.version = self._conn.execute("SELECT version FROM namespaces WHERE ns=?", (ns_json,)).fetchone()[0]
+        self._dirty.add(ns_json)
+
+    def _check_dim(self, vec: "np.ndarray") -> None:
+        dim = self._dim()
+        if dim is None:
+            self._conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('dim', ?)", (str(int(vec.shape[0])),))
+        elif dim != vec.shape[0]:
+            raise ValueError(
+                f"Embedding dimension {vec.shape[0]} does not match the store's {dim} ({self.path}); "
+                "use the same embedding model or another memory folder."
+            )
+
     def _rebuild_index(self, ns_json: str) -> Any:
         import numpy as np
 
@@ -247,3 +291,36 @@ class _VectorIndexes:
         if repaired:
             log.warning("smart-agent memory: re-embedded %d damaged row(s): %s", len(repaired), ", ".join(repaired[:5]))
         return repaired
+
+
+class _Txn:
+    """A write transaction; on success, persists the indexes it changed."""
+
+    def __init__(self, store: _VectorIndexes) -> None:  # a FaissMemoryStore
+        self.store = store
+
+    def __enter__(self) -> "_Txn":
+        self.store._conn.execute("BEGIN IMMEDIATE")
+        self.store._dirty = set()
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        s = self.store
+        dirty, s._dirty = s._dirty, set()
+        if exc_type is not None:
+            s._conn.execute("ROLLBACK")
+            s._indexes.clear()  # in-memory indexes may hold uncommitted changes
+            return
+        s._conn.execute("COMMIT")
+        for ns_json in sorted(dirty):
+            entry = s._indexes.get(ns_json)
+            if entry is not None:
+                s._write_index_file(ns_json, entry.version, entry.index)
+
+
+class _NoTxn:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
