@@ -154,7 +154,7 @@ def _registry():
 
 
 async def plan_command(args: argparse.Namespace) -> int:
-    from ..context import Context
+    from ..context import PlannerContext
     from ..models import load_chat_model, model_options
     from ..nodes.planner.common import select_registry
     from ..nodes.planner.plan import make_plan
@@ -166,7 +166,7 @@ async def plan_command(args: argparse.Namespace) -> int:
         values["tools"] = args.tools
     if args.max_plan_attempts is not None:
         values["max_plan_attempts"] = args.max_plan_attempts
-    ctx = check_tool_names(Context(**values))  # unknown --tools: one line, exit 2 (cli/options.py)
+    ctx = check_tool_names(PlannerContext(**values))  # unknown --tools: one line, exit 2 (cli/options.py)
     registry = select_registry(_registry(), ctx.tools)
     model = load_chat_model(ctx.model, **model_options(ctx))
     result = await make_plan(args.task, model=model, registry=registry, max_attempts=ctx.max_plan_attempts, method=args.method)
@@ -224,7 +224,7 @@ def execution_json(final: dict) -> dict[str, Any]:
 
 
 async def execute_command(args: argparse.Namespace) -> int:
-    from ..context import Context
+    from ..context import PlannerContext
     from ..graphs.planner import build_executor_graph
 
     plan = _read_plan(args.plan_file)
@@ -237,7 +237,7 @@ async def execute_command(args: argparse.Namespace) -> int:
         values["max_parallel_tools"] = args.max_parallel_tools
     if args.max_tool_calls is not None:
         values["max_tool_calls"] = args.max_tool_calls
-    ctx = Context(**values)
+    ctx = PlannerContext(**values)
     registry = _registry()
     on_event = (lambda ev: None) if (args.quiet or args.json) else _step_printer(sys.stderr)
 
