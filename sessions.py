@@ -13,11 +13,14 @@ from __future__ import annotations
 
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import AsyncIterator
+from typing import TYPE_CHECKING, AsyncIterator
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from . import settings
+
+if TYPE_CHECKING:
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
 # First key of the two-key Postgres advisory locks (the checkpointer's setup here, the
 # thread locks in thread_lock.py): keeps these locks apart from other users' locks.
@@ -35,7 +38,7 @@ def sessions_path(home: Path | None = None) -> Path:
     return (home or data_home()) / "sessions.sqlite"
 
 
-async def _setup_postgres(saver: BaseCheckpointSaver, wait_s: float = 120.0) -> None:
+async def _setup_postgres(saver: AsyncPostgresSaver, wait_s: float = 120.0) -> None:
     """Create or migrate the tables, one process at a time: two processes running the
     migrations at once can both try to create the same table and one of them fails.
 
@@ -45,10 +48,16 @@ async def _setup_postgres(saver: BaseCheckpointSaver, wait_s: float = 120.0) -> 
     import asyncio
     import time
 
+    from psycopg import AsyncConnection
+
+    conn = saver.conn  # from_conn_string: one connection, not a pool
+    if not isinstance(conn, AsyncConnection):
+        raise TypeError(f"expected a psycopg AsyncConnection, got {type(conn).__name__}")
     deadline = time.monotonic() + wait_s
     while True:
-        cur = await saver.conn.execute("SELECT pg_try_advisory_lock(%s, 0) AS ok", (PG_LOCK_NAMESPACE,))
-        if (await cur.fetchone())["ok"]:
+        cur = await conn.execute("SELECT pg_try_advisory_lock(%s, 0) AS ok", (PG_LOCK_NAMESPACE,))
+        row = await cur.fetchone()
+        if row is not None and row["ok"]:
             break
         if time.monotonic() > deadline:
             raise RuntimeError(f"the Postgres checkpointer tables are being set up by another process for over {wait_s:g} s")
@@ -56,7 +65,7 @@ async def _setup_postgres(saver: BaseCheckpointSaver, wait_s: float = 120.0) -> 
     try:
         await saver.setup()
     finally:
-        await saver.conn.execute("SELECT pg_advisory_unlock(%s, 0)", (PG_LOCK_NAMESPACE,))
+        await conn.execute("SELECT pg_advisory_unlock(%s, 0)", (PG_LOCK_NAMESPACE,))
 
 
 @asynccontextmanager

@@ -25,7 +25,7 @@ import os
 import time
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import AsyncIterator
+from typing import AsyncIterator, TypeGuard
 
 from . import settings
 from .sessions import PG_LOCK_NAMESPACE
@@ -51,8 +51,8 @@ def lock_timeout(value: float | str | None = None) -> float:
     return seconds
 
 
-def _is_postgres(url: str | None) -> bool:
-    return bool(url) and url.startswith(("postgresql://", "postgres://"))
+def _is_postgres(url: str | None) -> TypeGuard[str]:
+    return url is not None and url.startswith(("postgresql://", "postgres://"))
 
 
 def lock_path(thread_id: str, url: str | None = None, home: Path | None = None) -> Path:

@@ -168,7 +168,9 @@ class ScriptedChatModel(FakeMessagesListChatModel):
         elif content:  # list-of-blocks content: one chunk
             pieces.append(AIMessageChunk(content=content))
         empty: Any = "" if isinstance(content, str) else []
-        raw_calls = [(tc["name"], json.dumps(tc["args"]), tc["id"]) for tc in message.tool_calls]
+        raw_calls: list[tuple[str | None, str | None, str | None]] = [
+            (tc["name"], json.dumps(tc["args"]), tc["id"]) for tc in message.tool_calls
+        ]
         raw_calls += [(tc.get("name"), tc.get("args"), tc.get("id")) for tc in message.invalid_tool_calls]
         for k, (name, args, call_id) in enumerate(raw_calls):
             pieces.append(

@@ -504,8 +504,8 @@ class ScriptedOpenAIServer:
         h.send_header("Content-Type", "text/event-stream")
         h.send_header("Cache-Control", "no-cache")
         h.send_header("Transfer-Encoding", "chunked")
-        for k, v in extra_headers.items():
-            h.send_header(k, v)
+        for name, value in extra_headers.items():
+            h.send_header(name, value)
         h.end_headers()
 
         def write(payload: str) -> None:
