@@ -91,8 +91,8 @@ def make_approve_node(registry: ToolRegistry) -> Callable:
                 body.get("plan"), select_registry(registry, ctx.tools), finished=finished, used_ids=list(results),
                 max_steps=remaining_budget(state, ctx),
             )
-            if checked.ok:
-                plan = checked.plan.model_dump()
+            if (valid := checked.valid_plan) is not None:
+                plan = valid.model_dump()
                 emit("plan", valid=True, plan=plan, source="edit", replan=count_of(state, "replans"))
                 return {"status": "approved", "plan": plan, "plan_errors": []}
             emit("plan", valid=False, errors=checked.errors, source="edit")

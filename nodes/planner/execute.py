@@ -183,8 +183,8 @@ def make_prepare_node(*, execute_only: bool = False, registry: ToolRegistry | No
         }
         if execute_only:
             checked = validate_plan(state.get("plan"), registry or ToolRegistry(), max_steps=int(ctx.max_tool_calls))
-            if checked.ok:
-                update.update(plan=checked.plan.model_dump(), status="planned")
+            if (valid := checked.valid_plan) is not None:
+                update.update(plan=valid.model_dump(), status="planned")
             else:
                 answer = "Invalid plan, nothing was executed:\n" + "\n".join(f"- {e}" for e in checked.errors)
                 update.update(plan=None, status="planning_failed", plan_errors=checked.errors, error=answer, answer=answer)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...events import clip as shorten
@@ -113,8 +113,8 @@ def describe_tools(registry: ToolRegistry) -> str:
         notes = []
         if getattr(meta, "side_effects", False):
             notes.append("has side effects")
-        if getattr(meta, "timeout_s", None):
-            notes.append(f"timeout {meta.timeout_s:g} s")
+        if timeout_s := getattr(meta, "timeout_s", None):
+            notes.append(f"timeout {timeout_s:g} s")
         suffix = f" [{', '.join(notes)}]" if notes else ""
         schema = compact_schema(item["parameters"])
         if isinstance(schema, dict):
@@ -138,7 +138,7 @@ def clip(text: str, limit: int = OUTPUT_CHARS) -> str:
     return shorten(text, limit, "... [{cut} more characters]", within=False)
 
 
-def format_trace(trace: list[Mapping[str, Any]], *, output_chars: int = OUTPUT_CHARS) -> str:
+def format_trace(trace: Sequence[Mapping[str, Any]], *, output_chars: int = OUTPUT_CHARS) -> str:
     if not trace:
         return "(no steps)"
     lines = []
@@ -167,7 +167,7 @@ def format_plan_json(plan: Mapping[str, Any] | None) -> str:
 def replan_prompt(
     task: str,
     plan: Mapping[str, Any] | None,
-    trace: list[Mapping[str, Any]],
+    trace: Sequence[Mapping[str, Any]],
     halt: Mapping[str, Any] | None,
     used_ids: list[str],
 ) -> str:
@@ -184,7 +184,7 @@ def replan_prompt(
     )
 
 
-def synthesize_prompt(task: str, trace: list[Mapping[str, Any]], notes: list[str]) -> str:
+def synthesize_prompt(task: str, trace: Sequence[Mapping[str, Any]], notes: list[str]) -> str:
     tally: dict[str, int] = {}
     for e in trace:
         tally[e["status"]] = tally.get(e["status"], 0) + 1

@@ -14,7 +14,7 @@ from langgraph.types import Send
 from .execute import step_task
 from ...state import PlannerState, count_of
 
-END = "__end__"
+END: Literal["__end__"] = "__end__"
 
 
 def route_after_prepare(state: PlannerState) -> Literal["plan", "__end__"]:

@@ -10,7 +10,7 @@ by completion time — so the same plan and tool outputs always give the same tr
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -150,7 +150,7 @@ def build_trace(
     return trace
 
 
-def counts(trace: list[Mapping[str, Any]]) -> dict[str, int]:
+def counts(trace: Sequence[Mapping[str, Any]]) -> dict[str, int]:
     out = {OK: 0, FAILED: 0, SKIPPED: 0, NOT_RUN: 0}
     for entry in trace:
         out[entry["status"]] = out.get(entry["status"], 0) + 1

@@ -36,6 +36,11 @@ class ValidationResult:
     def ok(self) -> bool:
         return self.plan is not None and not self.errors
 
+    @property
+    def valid_plan(self) -> Plan | None:
+        """The plan when it passed every check, else None."""
+        return self.plan if not self.errors else None
+
 
 def _loc(loc: Iterable[Any]) -> str:
     out = ""
