@@ -9,7 +9,7 @@ anything is archived in the thread, ``manage_todo_list`` when ``use_todo_list`` 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from langchain.tools import ToolRuntime
@@ -124,8 +124,11 @@ class ManageTodoListArgs(BaseModel):
 
 
 def apply_todo_changes(
-    todos: list[dict], add: list[str] = (), update: list[dict] = (), remove: list[int] = ()
-) -> tuple[list[dict], dict[str, Any]]:
+    todos: Sequence[Mapping[str, Any]],
+    add: Sequence[str] = (),
+    update: Sequence[Mapping[str, Any]] = (),
+    remove: Sequence[int] = (),
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The new list and the diff; raises ToolError (and changes nothing) on a bad id or text."""
     items = [dict(t) for t in todos or []]
     by_id = {t["id"]: t for t in items}
@@ -135,11 +138,11 @@ def apply_todo_changes(
         text = (text or "").strip()
         if not text:
             raise ToolError("Cannot add an empty todo item.")
-        item = {"id": next_id, "content": text, "status": "pending"}
+        new: dict[str, Any] = {"id": next_id, "content": text, "status": "pending"}
         next_id += 1
-        items.append(item)
-        by_id[item["id"]] = item
-        diff["added"].append(dict(item))
+        items.append(new)
+        by_id[new["id"]] = new
+        diff["added"].append(dict(new))
     for change in update:
         item = by_id.get(change["id"])
         if item is None:

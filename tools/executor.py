@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool, Tool
 
 T = TypeVar("T")
@@ -64,7 +65,7 @@ async def run_in_daemon_thread(fn: Callable[[], T], *, name: str = "smart-agent-
     return await future
 
 
-async def ainvoke_tool(tool: BaseTool, args: dict[str, Any], config: dict | None = None) -> Any:
+async def ainvoke_tool(tool: BaseTool, args: dict[str, Any], config: RunnableConfig | None = None) -> Any:
     """``tool.ainvoke(args, config)``, except that a sync tool runs in a daemon thread."""
     if is_sync_tool(tool):
         return await run_in_daemon_thread(lambda: tool.invoke(args, config=config), name=f"smart-agent-tool-{tool.name}")

@@ -12,11 +12,13 @@ import inspect
 import json
 import time
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from langchain.tools import ToolRuntime
 from langchain_core.messages import ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.types import Command
 from pydantic import ValidationError
@@ -88,7 +90,7 @@ def runtime_param(tool: BaseTool) -> str | None:
     func = getattr(tool, "coroutine", None) or getattr(tool, "func", None)
     if func is not None:
         try:
-            hints = inspect.signature(func).parameters
+            hints: Mapping[str, inspect.Parameter] = inspect.signature(func).parameters
         except (TypeError, ValueError):
             hints = {}
         for pname, param in hints.items():
@@ -133,7 +135,7 @@ async def run_tool(
     context: Any = None,
     state: Any = None,
     store: Any = None,
-    config: dict | None = None,
+    config: RunnableConfig | None = None,
     stream_writer: Any = None,
     timeout_s: float | None = None,
 ) -> ToolOutcome:
