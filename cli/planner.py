@@ -22,7 +22,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from .options import check_tool_names, existing_dir, field_int, tool_list, utf8_text
+from .options import DURABILITY, check_tool_names, existing_dir, field_int, tool_list, utf8_text
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -249,7 +249,7 @@ async def execute_command(args: argparse.Namespace) -> int:
                 print(f"resuming execution {args.thread} (finished steps are kept)", file=sys.stderr)
                 graph_input = None
         final: dict = {}
-        async for mode, chunk in graph.astream(graph_input, config, context=ctx, stream_mode=["custom", "values"]):
+        async for mode, chunk in graph.astream(graph_input, config, context=ctx, stream_mode=["custom", "values"], durability=DURABILITY if graph.checkpointer else None):
             if mode == "custom" and isinstance(chunk, dict):
                 on_event(chunk)
             elif mode == "values":

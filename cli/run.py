@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from .. import settings
 from .options import (
+    DURABILITY,
     add_context_budget_args,
     add_reasoning_args,
     chat_line,
@@ -110,7 +111,9 @@ async def run_once(
     config = {"configurable": {"thread_id": thread_id}, "recursion_limit": max(1000, 4 * int(getattr(context, "max_tool_calls", 20)) + 50)}
     final: dict = {}
     while True:
-        async for mode, chunk in graph.astream(graph_input, config=config, context=context, stream_mode=["custom", "values"]):
+        async for mode, chunk in graph.astream(
+            graph_input, config=config, context=context, stream_mode=["custom", "values"], durability=DURABILITY if graph.checkpointer else None
+        ):
             if mode == "custom" and isinstance(chunk, dict) and "event" in chunk:
                 on_event(chunk)
             elif mode == "values" and isinstance(chunk, dict):
