@@ -13,9 +13,10 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LANGSMITH_TRACING", "false")
 
-# The `dev_server` fixture (`langgraph dev` against a scripted model) and the
-# `counting_plugin` fixture (a folder plugin that counts its loads) for every folder.
-pytest_plugins = ["langgraph_dev_support", "plugin_support"]
+# Fixtures for every folder: `dev_server` (`langgraph dev` against a scripted model),
+# `counting_plugin` (a folder plugin that counts its loads), `local_model` and
+# `fake_memory` (memory_fakes.py).
+pytest_plugins = ["langgraph_dev_support", "plugin_support", "memory_fakes"]
 
 REPO = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent

@@ -33,11 +33,11 @@ def dev_server(scripted_server, tmp_path, request):
         SMART_AGENT_HOME=str(tmp_path / "home"),
     )
     exe = Path(sys.executable).with_name("langgraph")
-    log = open(tmp_path / "langgraph-dev.log", "w")
-    proc = subprocess.Popen(
-        [str(exe), "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port", str(port)],
-        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
+    with open(tmp_path / "langgraph-dev.log", "w") as log:  # the server keeps its own copy of the file
+        proc = subprocess.Popen(
+            [str(exe), "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port", str(port)],
+            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 60
     while time.time() < deadline:
@@ -57,4 +57,3 @@ def dev_server(scripted_server, tmp_path, request):
         proc.wait(10)
     except subprocess.TimeoutExpired:
         proc.kill()
-    log.close()

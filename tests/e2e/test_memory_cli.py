@@ -1,11 +1,12 @@
-"""Memory in separate processes: CLI start-up imports no heavy module, the local model runs without torch, and the ``smart-agent memory`` CLI."""
+"""Memory in separate processes: CLI start-up imports no heavy module, the local model runs
+without torch, and the ``smart-agent memory`` CLI."""
 
 from __future__ import annotations
 
 import json
 
 from conftest import cli_env, run_cli
-from memory_fakes import TableEmbeddings, local_model, unit  # noqa: F401  (fixture)
+
 from smart_agent.memory.store import FaissMemoryStore, user_namespace
 
 

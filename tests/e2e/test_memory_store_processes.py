@@ -1,4 +1,5 @@
-"""FaissMemoryStore across processes: a subprocess writes, this process reads (the real local model and the fake table embeddings)."""
+"""FaissMemoryStore across processes: a subprocess writes, this process reads (the real local
+model and the fake table embeddings)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from memory_fakes import TableEmbeddings, local_model, unit  # noqa: F401  (fixture)
+from memory_fakes import TableEmbeddings
+
 from smart_agent.memory.store import (
     FaissMemoryStore,
     user_namespace,

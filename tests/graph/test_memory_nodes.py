@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from conftest import openai_model, run_graph
 from langgraph.checkpoint.memory import InMemorySaver
-from memory_fakes import TableEmbeddings, fake_memory, local_model, unit  # noqa: F401  (fixtures)
+from memory_fakes import TableEmbeddings, unit
+
 from smart_agent.context import Context
 from smart_agent.graphs.agent import build_agent_graph
 from smart_agent.memory.store import FaissMemoryStore, user_namespace

@@ -21,7 +21,8 @@ from langgraph.store.base import (
     PutOp,
     SearchOp,
 )
-from memory_fakes import TableEmbeddings, local_model, unit  # noqa: F401  (fixture)
+from memory_fakes import TableEmbeddings, unit
+
 from smart_agent.memory.embeddings import LOCAL_DIM, LocalSentenceEmbeddings
 from smart_agent.memory.store import (
     DB_NAME,

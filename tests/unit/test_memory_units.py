@@ -1,4 +1,5 @@
-"""Memory without a model server: the nodes called directly, observations, explicit requests, the memory block, the memory tools, the context fields and the CLI flags."""
+"""Memory without a model server: the nodes called directly, observations, explicit requests,
+the memory block, the memory tools, the context fields and the CLI flags."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from types import SimpleNamespace
 import pytest
 from langchain.tools import ToolRuntime
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from memory_fakes import TableEmbeddings, fake_memory, local_model, unit  # noqa: F401  (fixtures)
+from memory_fakes import TableEmbeddings
+
 from smart_agent.context import Context, validate_context
 from smart_agent.memory.service import (
     build_observation,

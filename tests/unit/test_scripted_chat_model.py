@@ -1,10 +1,12 @@
-"""ScriptedChatModel (in-process, no server), the request readers and demo_responder as a pure function."""
+"""ScriptedChatModel (in-process, no server), the request readers and demo_responder as a pure
+function."""
 
 from __future__ import annotations
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from scripted_support import aggregate, calculator, write_file
+
 from smart_agent.testing.demo import DEMO_TASK, demo_responder
 from smart_agent.testing.fake_models import ScriptedChatModel, ScriptExhaustedError
 from smart_agent.testing.scripted_server import (
@@ -56,7 +58,7 @@ def test_demo_responder_reads_result_from_request_not_hardcoded():
     assert first["tool_calls"][0] == {"name": "calculator", "arguments": {"expression": "37*43"}}
 
 
-def _calc_msg(expr: str = "37*43", id: str | None = None) -> AIMessage:  # noqa: A002
+def _calc_msg(expr: str = "37*43", id: str | None = None) -> AIMessage:
     return AIMessage(content="", tool_calls=[{"name": "calculator", "args": {"expression": expr}, "id": id}], id="reused")
 
 
