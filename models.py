@@ -7,6 +7,7 @@ server works with ``openai:<model>``.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from typing import Any
 
@@ -122,6 +123,11 @@ def load_chat_model(
     with _lock:
         _cache[key] = model
     return model
+
+
+async def aload_chat_model(spec: str | BaseChatModel, **options: Any) -> BaseChatModel:
+    """:func:`load_chat_model` off the event loop: building a client reads certificates from disk."""
+    return await asyncio.to_thread(load_chat_model, spec, **options)
 
 
 def _first_line(exc: BaseException) -> str:

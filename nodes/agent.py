@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-import asyncio
 from typing import Any, Callable
 
 from langchain_core.language_models import BaseChatModel
@@ -14,7 +13,7 @@ from ..context import AgentContext
 from ..events import emit
 from ..history.budget import ContextBudget
 from ..messages import as_ai_message, message_text, usage_of
-from ..models import ModelReplyError, invoke_model, load_chat_model, model_options
+from ..models import aload_chat_model, invoke_model, model_options, ModelReplyError
 from .routes import pending_tool_calls, tool_limit_reached
 from ..prompts import build_system_prompt
 from ..tools.registry import ToolRegistry
@@ -90,7 +89,7 @@ def make_agent_node(registry: ToolRegistry, model: BaseChatModel | None = None, 
     async def agent(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         ctx = AgentContext.of(runtime)
         # Building a client reads certificates from disk: keep it off the event loop.
-        llm = model or await asyncio.to_thread(load_chat_model, ctx.model, **model_options(ctx))
+        llm = model or await aload_chat_model(ctx.model, **model_options(ctx))
         tools = offered_tools(ctx, registry, state)
         request: list[BaseMessage] = [SystemMessage(content=build_system_prompt(ctx, state)), *state.get("messages", [])]
         if budget is not None:

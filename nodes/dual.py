@@ -16,7 +16,6 @@ not the raw history. After ``max_iterations`` decisions the next one must be fin
 from __future__ import annotations
 
 from collections.abc import Mapping
-import asyncio
 from typing import Any, Callable, Literal
 
 from langchain_core.language_models import BaseChatModel
@@ -26,7 +25,7 @@ from langgraph.runtime import Runtime
 from ..context import DualContext
 from ..events import emit, preview
 from ..messages import as_ai_message, message_text, task_text, usage_of
-from ..models import invoke_model, load_chat_model, model_options
+from ..models import aload_chat_model, invoke_model, model_options
 from ..replies.submit import bind_submit, reply_payload, submit_tool
 from ..state import DualState, count_of
 
@@ -159,7 +158,7 @@ def make_decide_node(model: BaseChatModel | None = None) -> Callable:
         ctx = DualContext.of(runtime)
         if not state.get("goal"):
             return {"decisions": [{"action": "final", "answer": "Nothing to do: give a goal (the `task` input or a user message)."}]}
-        llm = model or await asyncio.to_thread(load_chat_model, ctx.model, **model_options(ctx))
+        llm = model or await aload_chat_model(ctx.model, **model_options(ctx))
         iterations = count_of(state, "iterations") + 1
         last_step = iterations >= count_of(state, "max_iterations", ctx.max_iterations)
         runnable = bind_submit(llm, [decide_tool()])

@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-import asyncio
 import dataclasses
 import time
 import uuid
@@ -31,7 +30,7 @@ from langgraph.types import Send
 from ..context import FleetContext
 from ..events import emit, preview
 from ..messages import as_ai_message, message_text, task_text, usage_of
-from ..models import invoke_model, load_chat_model, model_options
+from ..models import aload_chat_model, invoke_model, model_options
 from ..replies.feedback import feedback
 from ..replies.submit import bind_submit, reply_payload, submit_tool
 from ..tools.agents import (
@@ -141,7 +140,7 @@ def make_decompose_node(model: BaseChatModel | None = None) -> Callable:
         if not goal:
             answer = "Nothing to do: give a goal (the `task` input or a user message)."
             return {**update, "goal": "", "subtasks": [], "status": "done", "error": answer, "answer": answer}
-        llm = model or await asyncio.to_thread(load_chat_model, ctx.model, **model_options(ctx))
+        llm = model or await aload_chat_model(ctx.model, **model_options(ctx))
         subtasks, errors, usages = await decompose_goal(llm, goal, ctx.max_subtasks, spec=None if model else ctx.model)
         for usage in usages:
             emit("usage", node="decompose", **usage)
@@ -253,7 +252,7 @@ def aggregate_prompt(goal: str, subtasks: list[dict], results: dict[str, Any]) -
 def make_aggregate_node(model: BaseChatModel | None = None) -> Callable:
     async def aggregate(state: FleetState, runtime: Runtime[FleetContext]) -> dict[str, Any]:
         ctx = FleetContext.of(runtime)
-        llm = model or await asyncio.to_thread(load_chat_model, ctx.model, **model_options(ctx))
+        llm = model or await aload_chat_model(ctx.model, **model_options(ctx))
         subtasks = state.get("subtasks") or []
         results = state.get("results") or {}
         messages = [SystemMessage(content=AGGREGATE_SYSTEM), HumanMessage(content=aggregate_prompt(state.get("goal") or "", subtasks, results))]

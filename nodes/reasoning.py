@@ -17,7 +17,6 @@ touches the agent node itself: it changes only the turn's context and a copy of 
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import re
 from typing import Any, Callable
@@ -29,7 +28,7 @@ from ..context import AgentContext
 from ..events import emit
 from ..history.budget import ContextBudget
 from ..messages import usage_of
-from ..models import load_chat_model, model_options
+from ..models import aload_chat_model, model_options
 from .agent import call_model, offered_tools
 from ..replies.submit import submit_tool
 from ..prompts import build_system_prompt
@@ -96,7 +95,7 @@ def make_two_phase_node(
         tools = offered_tools(ctx, registry, state)
         if not tools:  # the turn must answer: nothing to reason about
             return await agent_node(state, runtime)
-        llm = model or await asyncio.to_thread(load_chat_model, ctx.model, **model_options(ctx))
+        llm = model or await aload_chat_model(ctx.model, **model_options(ctx))
         names = [t.name for t in tools]
         system = build_system_prompt(ctx, state) + "\n\n" + REASONING_INSTRUCTIONS.format(tools=", ".join(names))
         request: list[BaseMessage] = [SystemMessage(content=system), *state.get("messages", [])]
