@@ -20,6 +20,7 @@ import json
 from typing import Any, Callable
 
 from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from ..context import AgentContext
@@ -52,7 +53,7 @@ async def execute_call(
     *,
     state: Mapping[str, Any],
     store: Any,
-    config: dict | None,
+    config: RunnableConfig | None,
     stream_writer: Any,
     allowed: set[str] | None,
 ) -> ToolOutcome:
@@ -85,7 +86,7 @@ TOO_MANY_IN_TURN = (
 OVERSIZED = "Refused: the arguments are {chars} characters of JSON, more than the {limit} allowed (max_tool_arg_chars). The call was not run; pass smaller arguments."
 
 
-def arg_chars(call: dict) -> int:
+def arg_chars(call: Mapping[str, Any]) -> int:
     """Size of a call's arguments as JSON text (a malformed call's raw string)."""
     args = call.get("args")
     if isinstance(args, str):
@@ -96,16 +97,18 @@ def arg_chars(call: dict) -> int:
         return len(str(args))
 
 
-def bounded_turn(message: AIMessage, cap: int, max_chars: int) -> tuple[AIMessage | None, list[dict], int]:
+def bounded_turn(message: AIMessage, cap: int, max_chars: int) -> tuple[AIMessage | None, list[dict[str, Any]], int]:
     """``(replacement or None, calls kept, calls dropped)`` for one turn's AI message:
     at most ``cap`` calls plus one answered "too many", oversized arguments shrunk."""
-    valid, invalid = list(message.tool_calls or []), list(message.invalid_tool_calls or [])
+    valid: list[dict[str, Any]] = [dict(c) for c in message.tool_calls or []]
+    invalid: list[dict[str, Any]] = [dict(c) for c in message.invalid_tool_calls or []]
     total = len(valid) + len(invalid)
     keep = cap + 1 if total > cap else total
     kept_valid = valid[:keep]
     kept_invalid = invalid[: max(0, keep - len(kept_valid))]
     changed = len(kept_valid) + len(kept_invalid) < total
-    shrunk_valid, shrunk_invalid = [], []
+    shrunk_valid: list[dict[str, Any]] = []
+    shrunk_invalid: list[dict[str, Any]] = []
     for c in kept_valid:
         n = arg_chars(c)
         shrunk_valid.append({**c, "args": {"_truncated": f"{n} chars"}} if n > max_chars else c)
@@ -151,7 +154,7 @@ def make_tools_node(registry: ToolRegistry, budget: ContextBudget | None = None)
         last = messages[-1] if messages else None
         calls = pending_tool_calls(last) if isinstance(last, AIMessage) else []
         cap, max_chars = ctx.max_tool_calls_per_turn, ctx.max_tool_arg_chars
-        replacement, calls, dropped = bounded_turn(last, cap, max_chars) if calls else (None, [], 0)
+        replacement, calls, dropped = bounded_turn(last, cap, max_chars) if isinstance(last, AIMessage) and calls else (None, [], 0)
         too_many = calls[cap:]  # the one kept to answer for the dropped ones
         made = count_of(state, "tool_calls_made")
         limit = int(state.get("max_tool_calls", ctx.max_tool_calls))

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from langchain.tools import ToolRuntime
@@ -44,7 +44,7 @@ class TaskArgs(BaseModel):
     task: str = Field(description="The complete, self-contained task for the agent: everything it needs to know.")
 
 
-def agent_depth(config: dict | None) -> int:
+def agent_depth(config: Mapping[str, Any] | None) -> int:
     """Nesting depth of the agent running under ``config`` (0 for a top-level agent)."""
     value = ((config or {}).get("configurable") or {}).get(DEPTH_KEY, 0)
     return int(value) if isinstance(value, int) and not isinstance(value, bool) else 0
