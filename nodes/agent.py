@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Callable
 
 from langchain_core.language_models import BaseChatModel
@@ -39,7 +39,7 @@ def offered_tools(ctx: AgentContext, registry: ToolRegistry, state: Mapping[str,
 async def call_model(
     model: BaseChatModel,
     messages: list[BaseMessage],
-    tools: list[BaseTool],
+    tools: Sequence[BaseTool | dict[str, Any]],
     *,
     spec: str | None = None,
     **bind_kwargs: Any,

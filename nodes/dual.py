@@ -187,11 +187,16 @@ def last_decision(state: Mapping[str, Any]) -> dict | None:
     return decisions[-1] if decisions and not state.get("decision_error") else None
 
 
+_ROUTE_OF_ACTION: dict[str, Literal["brainstorm", "execute", "finish"]] = {
+    "brainstorm": "brainstorm", "execute": "execute", "final": "finish",
+}
+
+
 def route_after_decide(state: DualState) -> Literal["decide", "brainstorm", "execute", "finish"]:
     decision = last_decision(state)
     if decision is None:
         return "decide"  # invalid reply: ask again (the iteration counted)
-    return {"brainstorm": "brainstorm", "execute": "execute", "final": "finish"}[decision["action"]]
+    return _ROUTE_OF_ACTION[decision["action"]]
 
 
 async def brainstorm(state: DualState) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Callable
 
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, RemoveMessage, ToolMessage
 from langgraph.runtime import Runtime
 
 from ..context import AgentContext, validate_context
@@ -49,7 +49,7 @@ def resolve_input(state: Mapping[str, Any], ctx: AgentContext) -> dict[str, Any]
     messages: list[AnyMessage] = list(state.get("messages") or [])
     task = state.get("task")
     update: dict[str, Any] = {}
-    new_messages: list[AnyMessage] = []
+    new_messages: list[BaseMessage] = []  # (RemoveMessage markers too)
     if task is not None and not isinstance(task, str):
         raise InputError(f"'task' must be a string, got {type(task).__name__}")
     if task and task.strip():
@@ -74,7 +74,7 @@ def resolve_input(state: Mapping[str, Any], ctx: AgentContext) -> dict[str, Any]
     ai, missing = unanswered_tool_calls(messages, start)
     if missing:
         trailing = messages[start:]
-        update_msgs: list[AnyMessage] = [RemoveMessage(id=m.id) for m in trailing if m.id]
+        update_msgs: list[BaseMessage] = [RemoveMessage(id=m.id) for m in trailing if m.id]
         update_msgs += [
             ToolMessage(content=INTERRUPTED_RESULT, tool_call_id=c.get("id") or "", name=c.get("name"), status="error")
             for c in missing

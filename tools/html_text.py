@@ -42,9 +42,9 @@ def decode_html(data: bytes, encoding: str | None = None) -> str:
         if data.startswith(bom):
             return data.decode(name, errors="replace")
     meta = _META_CHARSET.search(data[:4096])
-    for name in (_codec(encoding), _codec(meta.group(1).decode("ascii")) if meta else None):
-        if name:
-            return data.decode(name, errors="replace")
+    for codec in (_codec(encoding), _codec(meta.group(1).decode("ascii")) if meta else None):
+        if codec:
+            return data.decode(codec, errors="replace")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
