@@ -76,6 +76,7 @@ def build_agent_graph(
     new thread, and the ``handoff`` node switches the active member.
     """
     hooks = []
+    handoff_node = None
     if agents:
         from ..nodes.team import (
             make_handoff_node,
@@ -95,6 +96,7 @@ def build_agent_graph(
         turns = {n: make_two_phase_node(make_agent_node(r, model, budget), r, model, budget) for n, r in registries.items()}
         agent_node = make_team_node(agents, default_agent, turns)
         tools_node = make_team_node(agents, default_agent, {n: make_tools_node(r, budget) for n, r in registries.items()})
+        handoff_node = make_handoff_node(agents, default_agent, registries)
     else:
         registry = resolve_registry(registry, tools)
         budget = ContextBudget(lambda ctx, state: offered_tools(ctx, registry, state), token_counter, output_schema)
@@ -123,8 +125,8 @@ def build_agent_graph(
         "structuredOutput", measured(route_after_structured_output, budget), {"summarize": "summarize", "agent": "agent", END: "memory_write"}
     )
     builder.add_edge("memory_write", END)
-    if agents:
-        builder.add_node("handoff", make_handoff_node(agents, default_agent, registries))
+    if handoff_node is not None:
+        builder.add_node("handoff", handoff_node)
         builder.add_conditional_edges("handoff", measured(route_after_handoff, budget), ["toolLimitFinalize", "summarize", "agent"])
     after_tools = ["toolLimitFinalize", "summarize", "agent"] + (["handoff"] if agents else [])
     builder.add_conditional_edges("tools", measured(route_after_tools, budget), after_tools)

@@ -25,7 +25,7 @@ import time
 from typing import Any
 
 from langgraph.runtime import Runtime
-from ..context import context_field
+from ..context import AgentContext, context_field
 from ..events import emit
 from ..memory.integrity import MemoryUnavailable
 from ..memory.service import (
@@ -79,7 +79,7 @@ def _cleared(state: Mapping[str, Any]) -> dict[str, Any]:
     return {}
 
 
-async def memory_recall(state: AgentState, runtime: Runtime) -> dict[str, Any]:
+async def memory_recall(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     """Recall the top ``memory_k`` memories for this run's task into ``memory_context``."""
     ctx, runtime_store = _runtime_parts(runtime)
     k = int(context_field(ctx, "memory_k", 5))
@@ -113,7 +113,7 @@ async def memory_recall(state: AgentState, runtime: Runtime) -> dict[str, Any]:
     return {"memory_context": format_memory_context(recalled, now), "recalled_memories": memories}
 
 
-async def memory_write(state: AgentState, runtime: Runtime) -> dict[str, Any]:
+async def memory_write(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     """Write an observation of the finished task (task, answer, tool facts)."""
     ctx, runtime_store = _runtime_parts(runtime)
     if not memory_enabled(ctx):

@@ -22,8 +22,8 @@ The agent node still guards every request (``ContextBudget.fit_request``).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, RemoveMessage
@@ -50,7 +50,10 @@ from ..tokens import (
     usable_tokens,
 )
 
-SummarizeNode = Callable[[AgentState, Runtime[AgentContext]], Awaitable[dict[str, Any]]]
+class SummarizeNode(Protocol):
+    """The summarize node as ``StateGraph.add_node`` sees it (``runtime`` passable by name)."""
+
+    async def __call__(self, state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]: ...
 
 
 async def write_summary(
