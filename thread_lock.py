@@ -23,9 +23,10 @@ import asyncio
 import hashlib
 import os
 import time
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import AsyncIterator, TypeGuard
+from typing import TypeGuard
 
 from . import settings
 from .sessions import PG_LOCK_NAMESPACE

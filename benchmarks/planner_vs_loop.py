@@ -42,8 +42,9 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "planner_vs_loop.json"
@@ -139,7 +140,7 @@ def serve_pages(delay: float):
         def log_message(self, *args: Any) -> None:
             pass
 
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             time.sleep(delay)
             body = (f"<html><head><title>{self.path}</title></head><body><p>Hello from {self.path}. "
                     + "This page has some ordinary text on it. " * 20 + "</p></body></html>").encode()

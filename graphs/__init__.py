@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from importlib import import_module
-from typing import Callable
 
 BUILDERS: dict[str, str] = {
     "agent": "smart_agent.graphs.agent:build_agent_graph",

@@ -13,7 +13,8 @@ passes ``structuredOutput`` (valid: end; invalid: back to the agent).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
@@ -22,9 +23,9 @@ from langgraph.graph import END, START, StateGraph
 from ..context import AgentContext
 from ..history.budget import ContextBudget
 from ..nodes.agent import make_agent_node, offered_tools
-from ..nodes.reasoning import make_two_phase_node
 from ..nodes.limit import tool_limit_finalize
 from ..nodes.memory import memory_recall, memory_write
+from ..nodes.reasoning import make_two_phase_node
 from ..nodes.resolver import make_resolver
 from ..nodes.routes import (
     measured,
@@ -58,7 +59,7 @@ def build_agent_graph(
     name: str = "agent",
     token_counter: Any = None,
     output_schema: Any = None,
-    agents: dict[str, "AgentSpec"] | None = None,
+    agents: dict[str, AgentSpec] | None = None,
     default_agent: str | None = None,
 ):
     """Compile the agent loop.

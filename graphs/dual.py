@@ -20,7 +20,6 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 
 from ..context import DualContext
-from .planner import build_planner_graph
 from ..nodes.dual import (
     brainstorm,
     finish,
@@ -31,6 +30,7 @@ from ..nodes.dual import (
 )
 from ..state import DualOutputState, DualState, InputState
 from ..tools.registry import ToolRegistry
+from .planner import build_planner_graph
 
 RECURSION_LIMIT = 1000
 

@@ -10,14 +10,14 @@ messages; a failed worker is a failed result, never a failed run.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 from langgraph.graph import END, START, StateGraph
 
 from ..context import FleetContext
-from .agent import build_agent_graph
 from ..nodes.fleet import (
     make_aggregate_node,
     make_decompose_node,
@@ -27,6 +27,7 @@ from ..nodes.fleet import (
 )
 from ..state import FleetOutputState, FleetState, InputState
 from ..tools.registry import ToolRegistry
+from .agent import build_agent_graph
 
 RECURSION_LIMIT = 1000
 

@@ -7,8 +7,8 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from .agent import build_agent_graph
 from ..nodes.team import AgentSpec
+from .agent import build_agent_graph
 
 __all__ = ["AgentSpec", "build_team_graph"]
 

@@ -18,7 +18,8 @@ the store's inner product is a cosine similarity.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.embeddings import Embeddings
 
@@ -132,7 +133,7 @@ class LocalSentenceEmbeddings(Embeddings):
             pass
         return SentenceTransformer(path, device=self.device)
 
-    def encode(self, texts: Sequence[str], batch_size: int | None = None) -> "np.ndarray":
+    def encode(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
         """Normalized float32 matrix ``(len(texts), dim)``."""
         import numpy as np
 
@@ -201,7 +202,7 @@ def load_embeddings(spec: str | Embeddings | None = LOCAL) -> Embeddings:
         return emb
 
 
-def embed_texts(emb: Embeddings, texts: Sequence[str]) -> "np.ndarray":
+def embed_texts(emb: Embeddings, texts: Sequence[str]) -> np.ndarray:
     """Embed ``texts`` as a normalized float32 matrix, whatever the model."""
     import numpy as np
 

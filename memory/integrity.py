@@ -152,7 +152,7 @@ def verify_database(path: Path) -> bool:
         raise _refuse(path, f"SQLite: {exc}") from None
     finally:
         conn.close()
-    if not _TABLES <= tables or tables - _TABLES - _OPTIONAL_TABLES or columns != ITEM_COLUMNS:
+    if not tables >= _TABLES or tables - _TABLES - _OPTIONAL_TABLES or columns != ITEM_COLUMNS:
         shown = ", ".join(sorted(tables)[:5]) or "none"
         raise _refuse(path, f"no smart-agent marker and other tables: {shown}")
     return False

@@ -18,8 +18,9 @@ from __future__ import annotations
 import json
 import math
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from langgraph.store.base import (
@@ -27,14 +27,14 @@ from langgraph.store.base import (
 from . import integrity
 from .matching import _ns_json, _ns_matches, _ns_path, _validate_labels, match_filter
 from .ranking import Recalled, _importance
-from .vectors import _NoTxn, _NsIndex, _Txn, _VectorIndexes, _vec_bytes
+from .vectors import _NoTxn, _NsIndex, _Txn, _vec_bytes, _VectorIndexes
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
 
 def _dt(ts: float) -> datetime:
-    return datetime.fromtimestamp(ts, tz=timezone.utc)
+    return datetime.fromtimestamp(ts, tz=UTC)
 
 
 
@@ -56,7 +56,7 @@ class _Rows(_VectorIndexes):
         key: str,
         value: Mapping[str, Any],
         text: str | None,
-        vec: "np.ndarray | None",
+        vec: np.ndarray | None,
         now: float,
     ) -> int:
         import numpy as np
@@ -144,7 +144,7 @@ class _Rows(_VectorIndexes):
         ]
 
     def _candidates(
-        self, ns_list: Sequence[str], qvec: "np.ndarray", n: int
+        self, ns_list: Sequence[str], qvec: np.ndarray, n: int
     ) -> list[tuple[int, float]]:
         """Nearest (id, cosine) pairs over several namespaces."""
         out: list[tuple[int, float]] = []
@@ -163,7 +163,7 @@ class _Rows(_VectorIndexes):
     def _ranked(
         self,
         ns_list: Sequence[str],
-        qvec: "np.ndarray",
+        qvec: np.ndarray,
         need: int,
         flt: Mapping[str, Any] | None,
         min_similarity: float = -1.0,
@@ -208,7 +208,7 @@ class _Rows(_VectorIndexes):
         results.sort(key=lambda r: (-r.score, -r.similarity, r.item.key))
         return results
 
-    def _search(self, op: SearchOp, qvec: "np.ndarray | None") -> list[SearchItem]:
+    def _search(self, op: SearchOp, qvec: np.ndarray | None) -> list[SearchItem]:
         ns_list = self._namespaces_under(op.namespace_prefix)
         if qvec is not None:
             ranked = self._ranked(ns_list, qvec, op.offset + op.limit, op.filter)

@@ -80,7 +80,7 @@ def one_line(text: str, limit: int) -> str:
     return clip(" ".join(str(text).split()), limit)
 
 
-def format_memory_context(recalled: Sequence["Recalled"], now: float | None = None) -> str:
+def format_memory_context(recalled: Sequence[Recalled], now: float | None = None) -> str:
     """The prompt block: one line per memory with its age, e.g. ``- (3 days ago) ...``."""
     if not recalled:
         return ""

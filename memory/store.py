@@ -40,9 +40,9 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import BaseStore, SearchItem
+
 from .. import settings
 from ..sessions import data_home
-
 from . import integrity
 from .embeddings import embedding_id
 from .matching import _ns_json, _ns_path, _validate_labels, match_filter
@@ -177,7 +177,7 @@ class FaissMemoryStore(_Rows, BaseStore):
                 self._indexes.clear()
                 self._conn.close()
 
-    def __enter__(self) -> "FaissMemoryStore":
+    def __enter__(self) -> FaissMemoryStore:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -45,7 +45,7 @@ def _faiss() -> Any:
 
 
 
-def _vec_bytes(vec: "np.ndarray") -> bytes:
+def _vec_bytes(vec: np.ndarray) -> bytes:
     import numpy as np
 
     return np.asarray(vec, dtype="<f4").tobytes()
@@ -95,7 +95,7 @@ class _VectorIndexes:
         return self._embeddings
 
     # -- embedding ------------------------------------------------------------
-    def _embed(self, texts: Sequence[str]) -> "np.ndarray":
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed outside the lock (it can take seconds on first use)."""
         self._check_model()
         return embed_texts(self.embeddings, list(texts))
@@ -200,7 +200,7 @@ class _VectorIndexes:
         entry.version = self._conn.execute("SELECT version FROM namespaces WHERE ns=?", (ns_json,)).fetchone()[0]
         self._dirty.add(ns_json)
 
-    def _check_dim(self, vec: "np.ndarray") -> None:
+    def _check_dim(self, vec: np.ndarray) -> None:
         dim = self._dim()
         if dim is None:
             self._conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('dim', ?)", (str(int(vec.shape[0])),))
@@ -299,7 +299,7 @@ class _Txn:
     def __init__(self, store: _VectorIndexes) -> None:  # a FaissMemoryStore
         self.store = store
 
-    def __enter__(self) -> "_Txn":
+    def __enter__(self) -> _Txn:
         self.store._conn.execute("BEGIN IMMEDIATE")
         self.store._dirty = set()
         return self

@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Callable
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
+
 from ..context import AgentContext
 from ..events import emit
 from ..history.budget import ContextBudget
 from ..messages import as_ai_message, message_text, usage_of
-from ..models import aload_chat_model, invoke_model, model_options, ModelReplyError
-from .routes import pending_tool_calls, tool_limit_reached
+from ..models import ModelReplyError, aload_chat_model, invoke_model, model_options
 from ..prompts import build_system_prompt
-from ..tools.registry import ToolRegistry
 from ..state import AgentState, count_of
+from ..tools.registry import ToolRegistry
+from .routes import pending_tool_calls, tool_limit_reached
 
 
 def offered_tools(ctx: AgentContext, registry: ToolRegistry, state: Mapping[str, Any]) -> list[BaseTool]:

@@ -15,13 +15,14 @@ not the raw history. After ``max_iterations`` decisions the next one must be fin
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Callable, Literal
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
+
 from ..context import DualContext
 from ..events import emit, preview
 from ..messages import as_ai_message, message_text, task_text, usage_of

@@ -15,11 +15,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 import dataclasses
 import time
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
@@ -27,12 +27,14 @@ from langgraph.config import get_config
 from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
 from langgraph.types import Send
+
 from ..context import FleetContext
 from ..events import emit, preview
 from ..messages import as_ai_message, message_text, task_text, usage_of
 from ..models import aload_chat_model, invoke_model, model_options
 from ..replies.feedback import feedback
 from ..replies.submit import bind_submit, reply_payload, submit_tool
+from ..state import FleetState, count_of
 from ..tools.agents import (
     AGENT_KEY,
     DEPTH_KEY,
@@ -41,7 +43,6 @@ from ..tools.agents import (
     run_detached,
     tag_events,
 )
-from ..state import FleetState, count_of
 
 SUBMIT_SUBTASKS = "submit_subtasks"
 DECOMPOSE_ATTEMPTS = 2

@@ -18,13 +18,14 @@ Store work runs in a thread so the event loop keeps streaming.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 import asyncio
 import logging
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from langgraph.runtime import Runtime
+
 from ..context import AgentContext, context_field
 from ..events import emit
 from ..memory.integrity import MemoryUnavailable

@@ -19,21 +19,23 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, SystemMessage
 from langgraph.runtime import Runtime
+
 from ..context import AgentContext
 from ..events import emit
 from ..history.budget import ContextBudget
 from ..messages import usage_of
 from ..models import aload_chat_model, model_options
-from .agent import call_model, offered_tools
-from ..replies.submit import submit_tool
 from ..prompts import build_system_prompt
-from ..tools.registry import ToolRegistry
+from ..replies.submit import submit_tool
 from ..state import AgentState, count_of
+from ..tools.registry import ToolRegistry
+from .agent import call_model, offered_tools
 
 REASONING = "reasoning"
 TWO_PHASE = "two_phase"

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, RemoveMessage, ToolMessage
 from langgraph.runtime import Runtime
 
 from ..context import AgentContext, validate_context
-from .routes import pending_tool_calls
 from ..state import AgentState
+from .routes import pending_tool_calls
 
 
 class InputError(ValueError):

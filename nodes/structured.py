@@ -9,7 +9,8 @@ the run fails with :class:`StructuredOutputError`.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
@@ -20,8 +21,8 @@ from ..history.budget import ContextBudget
 from ..history.markers import FEEDBACK_KIND, marker
 from ..messages import message_text as text_of
 from ..replies.feedback import error_list
-from ..structured_output import RETRY_MESSAGE, StructuredOutputError, validate_answer
 from ..state import AgentState, count_of
+from ..structured_output import RETRY_MESSAGE, StructuredOutputError, validate_answer
 
 
 def make_structured_output_node(budget: ContextBudget) -> Callable:

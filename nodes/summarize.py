@@ -50,6 +50,7 @@ from ..tokens import (
     usable_tokens,
 )
 
+
 class SummarizeNode(Protocol):
     """The summarize node as ``StateGraph.add_node`` sees it (``runtime`` passable by name)."""
 
@@ -72,7 +73,7 @@ async def write_summary(
         spec = None if model else ctx.model
         usable = usable_tokens(ctx.context_token_limit)
         return await model_summary(llm, task, compacted, usable, budget.counter, s_tokens, spec=spec), "model", None
-    except Exception as exc:  # noqa: BLE001 -- never lose history to a failed (or timed-out) summary call
+    except Exception as exc:  # never lose history to a failed (or timed-out) summary call
         return body, "fallback_digest", f"{type(exc).__name__}: {exc}"[:300]
 
 

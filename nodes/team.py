@@ -10,10 +10,10 @@ by position, never by tool-call id, so ids that collide cannot mix them up.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 import dataclasses
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool
@@ -21,10 +21,10 @@ from langgraph.runtime import Runtime
 
 from ..context import AgentContext
 from ..events import emit
-from .routes import HANDOFF_PREFIX, pending_tool_calls
+from ..state import AgentState, count_of
 from ..tools.agents import as_handoff
 from ..tools.registry import ToolMeta, ToolRegistry
-from ..state import AgentState, count_of
+from .routes import HANDOFF_PREFIX, pending_tool_calls
 
 
 @dataclass

@@ -14,21 +14,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 import asyncio
 import json
-from typing import Any, Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
+
 from ..context import AgentContext
 from ..events import emit, preview
 from ..history.budget import ContextBudget
-from .routes import pending_tool_calls
 from ..prompts import SKIPPED_RESULT
 from ..replies import MAX_JSON_CHARS
+from ..state import AgentState, count_of
 from ..tools.context_tools import (
     CONTEXT_TOOL_NAMES,
     GET_TOOL_RESPONSE,
@@ -37,7 +38,7 @@ from ..tools.context_tools import (
 )
 from ..tools.invoke import ToolOutcome, run_tool, tool_timeout
 from ..tools.registry import ToolRegistry
-from ..state import AgentState, count_of
+from .routes import pending_tool_calls
 
 
 def plan_calls(calls: list[dict], made: int, limit: int) -> tuple[list[dict], list[dict]]:

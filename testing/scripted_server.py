@@ -119,7 +119,7 @@ class _Handler(BaseHTTPRequestHandler):
     timeout = 120  # idle keep-alive connections are dropped eventually
     server: _HTTPServer
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
 
     def setup(self) -> None:
@@ -175,7 +175,7 @@ class _Handler(BaseHTTPRequestHandler):
         return path[3:] if path.startswith("/v1/") else path
 
     # -- routes ------------------------------------------------------------ #
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         try:
             if self._path() == "/models":
                 owner = self.server.owner
@@ -191,7 +191,7 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionError, OSError):
             self.close_connection = True
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         try:
             raw = self._read_body()
             if self._path() != "/chat/completions":

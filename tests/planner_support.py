@@ -12,6 +12,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
+
 from smart_agent.tools.registry import ToolMeta, ToolRegistry
 
 
@@ -117,7 +118,7 @@ class SlowPages:
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 hits.append(self.path)
                 with lock:
                     in_flight[0] += 1
@@ -144,7 +145,7 @@ class SlowPages:
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
-    def __enter__(self) -> "SlowPages":
+    def __enter__(self) -> SlowPages:
         self.thread.start()
         return self
 

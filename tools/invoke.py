@@ -161,7 +161,7 @@ async def run_tool(
             result = await asyncio.wait_for(invocation, timeout=timeout_s)
         else:
             result = await invocation
-    except asyncio.TimeoutError:
+    except TimeoutError:
         return ToolOutcome(tool.name, call_id, False, f"Tool {tool.name!r} timed out after {timeout_s:g} s", error="timeout", duration_s=time.perf_counter() - start, retryable=True)
     except ValidationError as exc:
         return ToolOutcome(tool.name, call_id, False, _format_validation_error(tool, exc), error="invalid_args", duration_s=time.perf_counter() - start)

@@ -16,8 +16,8 @@ Resume with ``Command(resume=...)`` where the value is one of::
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
@@ -25,11 +25,11 @@ from langgraph.types import interrupt
 
 from ...context import PlannerContext
 from ...events import emit
+from ...state import PlannerState, count_of
+from ...tools.registry import ToolRegistry
 from .common import remaining_budget, select_registry, task_text
 from .scheduler import OK
 from .validate import validate_plan
-from ...tools.registry import ToolRegistry
-from ...state import PlannerState, count_of
 
 ACTIONS = ("approve", "edit", "reject")
 

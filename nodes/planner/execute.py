@@ -11,26 +11,26 @@ finished. The executor never calls a model.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 import asyncio
 import json
 import time
-from typing import Any, Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
 
 from ...context import PlannerContext
 from ...events import emit
+from ...state import PlannerState, count_of
+from ...tools.invoke import run_tool, tool_timeout
+from ...tools.registry import ToolMeta, ToolRegistry
 from .common import select_registry, task_text
 from .prompts import clip
 from .refs import ReferenceResolutionError, referenced_steps, resolve
 from .scheduler import FAILED, OK, as_plan, schedule, skipped_result, step_outputs
 from .schema import Step
 from .validate import validate_plan
-from ...tools.invoke import run_tool, tool_timeout
-from ...tools.registry import ToolMeta, ToolRegistry
-from ...state import PlannerState, count_of
 
 BACKOFF_BASE_S = 0.5
 BACKOFF_MAX_S = 30.0

@@ -12,9 +12,9 @@ the failure, and may depend on / reference the steps that already finished.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
@@ -24,12 +24,15 @@ from langchain_core.messages import (
     SystemMessage,
 )
 from langgraph.runtime import Runtime
+
 from ...context import PlannerContext
 from ...events import emit
 from ...messages import as_ai_message, message_text, usage_of
 from ...models import invoke_model, load_chat_model, model_options
 from ...replies.feedback import feedback
 from ...replies.submit import bind_submit, find_submission
+from ...state import PlannerState, count_of
+from ...tools.registry import ToolRegistry
 from .common import (
     remaining_budget,
     select_registry,
@@ -49,8 +52,6 @@ from .schema import (
     submit_plan_tool,
 )
 from .validate import validate_plan
-from ...tools.registry import ToolRegistry
-from ...state import PlannerState, count_of
 
 PlanMethod = Literal["tool", "structured", "text"]
 SUBMIT_PLAN = "submit_plan"

@@ -8,8 +8,8 @@ from typing import Any
 
 from ...events import clip as shorten
 from ...replies.feedback import error_list
-from .refs import as_text
 from ...tools.registry import ToolRegistry
+from .refs import as_text
 
 PLANNER_SYSTEM = """\
 You are the planner of smart-agent. You do not run tools and you do not answer the task yourself: \

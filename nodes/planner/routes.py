@@ -11,8 +11,8 @@ from typing import Literal
 
 from langgraph.types import Send
 
-from .execute import step_task
 from ...state import PlannerState, count_of
+from .execute import step_task
 
 END: Literal["__end__"] = "__end__"
 

@@ -21,10 +21,10 @@ from typing import Any
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ValidationError
 
-from .refs import find_refs, has_ref, malformed_placeholders
 from ...replies.parse import ReplySyntaxError, extract_json
-from .schema import MAX_STEPS, Plan, Step
 from ...tools.registry import ToolRegistry
+from .refs import find_refs, has_ref, malformed_placeholders
+from .schema import MAX_STEPS, Plan, Step
 
 
 @dataclass
@@ -77,12 +77,11 @@ def _value_at(args: Any, loc: tuple[Any, ...]) -> tuple[bool, Any]:
     for part in loc:
         if isinstance(current, str):
             break
-        if isinstance(current, dict) and part in current:
-            current = current[part]
-        elif isinstance(current, list) and isinstance(part, int) and -len(current) <= part < len(current):
-            current = current[part]
-        else:
+        in_dict = isinstance(current, dict) and part in current
+        in_list = isinstance(current, list) and isinstance(part, int) and -len(current) <= part < len(current)
+        if not (in_dict or in_list):
             return False, None
+        current = current[part]
         if isinstance(current, str) and has_ref(current):
             return True, current
     return (isinstance(current, str) and has_ref(current)), current

@@ -3,6 +3,7 @@
 import json
 
 import pytest
+
 from smart_agent.testing.scripted_server import text, tool_call
 
 

@@ -12,8 +12,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from smart_agent.context import Context
 from smart_agent.graphs.agent import build_agent_graph
-from smart_agent.testing.scripted_server import error, text, tool_call, tool_calls
 from smart_agent.graphs.sub_agent import sub_agent_tool
+from smart_agent.testing.scripted_server import error, text, tool_call, tool_calls
 from smart_agent.tools.agents import DEPTH_KEY, agent_depth, as_handoff, as_tool
 from smart_agent.tools.registry import ToolRegistry
 

@@ -18,6 +18,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_openai import ChatOpenAI
 from scripted_support import aggregate, calculator, write_file
+
 from smart_agent.testing.demo import DEMO_TASK, demo_responder
 from smart_agent.testing.scripted_server import (
     ScriptedOpenAIServer,
@@ -190,9 +191,8 @@ def test_delay(server):
 
 
 def test_default_delay_and_client_timeout():
-    with ScriptedOpenAIServer([text("late")], default_delay_s=1.0) as srv:
-        with pytest.raises(openai.APITimeoutError):
-            _model(srv, timeout=0.2).invoke("hi")
+    with ScriptedOpenAIServer([text("late")], default_delay_s=1.0) as srv, pytest.raises(openai.APITimeoutError):
+        _model(srv, timeout=0.2).invoke("hi")
 
 
 def test_callable_entries_and_responder():

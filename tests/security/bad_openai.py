@@ -45,7 +45,7 @@ class BadOpenAIServer:
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 server.requests.append(raw)
                 kind, body = server.bodies[min(len(server.requests), len(server.bodies)) - 1]
@@ -64,7 +64,7 @@ class BadOpenAIServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
 
-    def __enter__(self) -> "BadOpenAIServer":
+    def __enter__(self) -> BadOpenAIServer:
         self.thread.start()
         return self
 

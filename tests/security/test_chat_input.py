@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import cli_env
+
 from smart_agent.testing.scripted_server import text
 
 pytestmark = pytest.mark.e2e  # the chat CLI in a separate process

@@ -9,6 +9,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+
 from smart_agent.testing.scripted_server import text, tool_call
 
 pytestmark = pytest.mark.e2e

@@ -7,12 +7,12 @@ attempts), so the run hung. Now every request is bounded by ``model_timeout_s``
 
 from __future__ import annotations
 
-import pytest
 import subprocess
 
+import pytest
 from conftest import cli_env, run_cli
-from security.hostile_http import SilentServer
 
+from security.hostile_http import SilentServer
 from smart_agent.context import Context
 from smart_agent.models import load_chat_model, model_options
 

@@ -9,12 +9,12 @@ thread (tools/executor.py), for the agent loop and the planner alike."""
 
 from __future__ import annotations
 
-import pytest
 import asyncio
 import json
 import subprocess
 import threading
 
+import pytest
 from conftest import cli_env, run_cli
 from langchain_core.tools import tool
 

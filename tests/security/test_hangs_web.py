@@ -9,13 +9,13 @@ conversion is one streaming pass over at most 2 MB."""
 
 from __future__ import annotations
 
-import pytest
 import asyncio
 import threading
 import time
 
-from security.hostile_http import SlowHeaderServer
+import pytest
 
+from security.hostile_http import SlowHeaderServer
 from smart_agent.context import Context
 from smart_agent.tools.html_text import MAX_HTML_CHARS, html_to_text
 from smart_agent.tools.invoke import run_tool

@@ -14,6 +14,7 @@ import pytest
 from conftest import cli_env, openai_model, run_cli, run_graph
 from langgraph.checkpoint.memory import InMemorySaver
 from memory_fakes import TableEmbeddings
+
 from smart_agent.context import Context
 from smart_agent.graphs.agent import build_agent_graph
 from smart_agent.memory.integrity import APPLICATION_ID, MemoryUnavailable
@@ -115,7 +116,7 @@ def test_stores_created_at_once_in_a_new_folder_all_open(tmp_path):
         barrier.wait()
         try:
             FaissMemoryStore(tmp_path / "mem", embeddings=TableEmbeddings()).close()
-        except BaseException as exc:  # noqa: BLE001 - collected for the assertion
+        except BaseException as exc:  # collected for the assertion
             errors.append(exc)
 
     threads = [threading.Thread(target=open_one) for _ in range(6)]

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 from conftest import openai_model, run_graph, run_with_events
-
 from planner_support import make_registry
 from planner_support import run_graph as run_planner
+
 from smart_agent.context import Context
 from smart_agent.graphs.agent import build_agent_graph
 from smart_agent.graphs.dual import build_dual_graph

@@ -11,8 +11,8 @@ import json
 import pytest
 from conftest import cli_env, run_cli, run_graph
 from langchain_openai import ChatOpenAI
-from security.bad_openai import BODIES, BadOpenAIServer, completion
 
+from security.bad_openai import BODIES, BadOpenAIServer, completion
 from smart_agent.context import Context
 from smart_agent.graphs.dual import build_dual_graph
 from smart_agent.graphs.fleet import build_fleet_graph

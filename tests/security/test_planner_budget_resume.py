@@ -8,7 +8,6 @@ per execution to a marker file, which is all the test counts.
 
 from __future__ import annotations
 
-import pytest
 import json
 import os
 import signal
@@ -17,10 +16,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from conftest import run_cli
 
 sys.path.insert(0, str(Path(__file__).parent))
-from planner_budget_support import executions, plugin_env  # noqa: E402
+from planner_budget_support import executions, plugin_env
 
 pytestmark = pytest.mark.e2e
 

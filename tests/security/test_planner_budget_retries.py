@@ -7,11 +7,11 @@ counts its real executions.
 
 from __future__ import annotations
 
-import pytest
 import asyncio
 import time
 from collections import Counter
 
+import pytest
 from conftest import openai_model, run_graph
 from langchain_core.tools import tool
 

@@ -12,13 +12,13 @@ arrived too, which happens only when both runs are inside the thread at once."""
 
 from __future__ import annotations
 
-import pytest
 import asyncio
 import json
 import subprocess
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
 from conftest import cli_env, run_cli
 
 from smart_agent.testing.scripted_server import message_text, text, tool_call

@@ -7,12 +7,12 @@ migrations run one process at a time (a polled advisory lock in ``sessions.py``)
 
 from __future__ import annotations
 
-import pytest
 import subprocess
 import sys
 import uuid
 
 import psycopg
+import pytest
 
 pytestmark = pytest.mark.e2e
 

@@ -15,14 +15,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from conftest import openai_model, run_graph
+
+from security.hostile_http import SilentServer, _RawServer
 from smart_agent.context import Context
 from smart_agent.graphs.planner import build_planner_graph
 from smart_agent.tools.builtins import default_registry
 from smart_agent.tools.guards import ToolError
 from smart_agent.tools.retry import is_retryable
 from smart_agent.tools.web import fetch_url
-
-from security.hostile_http import SilentServer, _RawServer
 
 
 class ClosingServer(_RawServer):

@@ -18,7 +18,6 @@ from smart_agent.context import Context
 from smart_agent.tools.files import read_file, write_file
 from smart_agent.tools.guards import ToolError
 
-
 OUTSIDE_SECRET = "OUTSIDE SECRET"
 ROUNDS = 2000
 
@@ -138,7 +137,7 @@ def _in_thread(fn: Any) -> tuple[threading.Thread, dict[str, Any]]:
     def target() -> None:
         try:
             box["result"] = fn()
-        except Exception as exc:  # noqa: BLE001 - the test inspects it
+        except Exception as exc:  # the test inspects it
             box["error"] = exc
 
     thread = threading.Thread(target=target, daemon=True)

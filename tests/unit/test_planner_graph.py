@@ -9,8 +9,8 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
-
 from planner_support import SimulatedCrash, make_registry, plan_call, run_graph
+
 from smart_agent.context import Context
 from smart_agent.graphs.planner import build_planner_graph
 from smart_agent.testing.fake_models import ScriptedChatModel

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from planner_support import make_registry
+
 from smart_agent.nodes.planner.refs import (
     ReferenceResolutionError,
     find_refs,
@@ -15,10 +15,10 @@ from smart_agent.nodes.planner.refs import (
     referenced_steps,
     resolve,
 )
-from smart_agent.replies.parse import ReplySyntaxError as PlanSyntaxError
-from smart_agent.replies.parse import extract_json, repair_json
 from smart_agent.nodes.planner.schema import Plan, inline_refs, plan_json_schema, submit_plan_tool
 from smart_agent.nodes.planner.validate import find_cycles, validate_plan
+from smart_agent.replies.parse import ReplySyntaxError as PlanSyntaxError
+from smart_agent.replies.parse import extract_json, repair_json
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -7,6 +7,7 @@ import itertools
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
 from smart_agent.events import clip, preview
 from smart_agent.nodes.planner.validate import find_cycles
 from smart_agent.replies.feedback import feedback
