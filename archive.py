@@ -93,7 +93,9 @@ class ToolArchive:
         return path.read_text(encoding="utf-8", errors="surrogatepass")
 
 
-def make_view(text: str, eid: str, tool: str, page: int, head: int = VIEW_HEAD_CHARS, tail: int = VIEW_TAIL_CHARS) -> str:
+def make_view(
+    text: str, eid: str, tool: str, page: int, head: int = VIEW_HEAD_CHARS, tail: int = VIEW_TAIL_CHARS
+) -> str:
     """The short view of an archived output that goes into the conversation."""
     lines = text.count("\n") + 1
     omitted = max(0, len(text) - head - tail)

@@ -116,7 +116,9 @@ class BaseContext:
     )
     model_timeout_s: float = field(
         default_factory=lambda: _env("model_timeout_s", 120.0),
-        metadata=_d("Seconds one model request may wait for the service (connect, and each read of the reply) before it fails."),
+        metadata=_d(
+            "Seconds one model request may wait for the service (connect, and each read of the reply) before it fails."
+        ),
     )
     model_max_retries: int = field(
         default_factory=lambda: _env("model_max_retries", 2),
@@ -124,7 +126,9 @@ class BaseContext:
     )
     max_write_bytes: int = field(
         default_factory=lambda: _env("max_write_bytes", 10_000_000),
-        metadata=_d("Largest content (UTF-8 bytes) write_file may write; larger writes are refused before anything is written."),
+        metadata=_d(
+            "Largest content (UTF-8 bytes) write_file may write; larger writes are refused before anything is written."
+        ),
     )
     context_token_limit: int = field(
         default_factory=lambda: _env("context_token_limit", 24000),
@@ -162,7 +166,9 @@ class BaseContext:
     )
     memory_k: int = field(
         default_factory=lambda: _env("memory_k", 5),
-        metadata=_d("How many memories are recalled into the system prompt (ranked by similarity, recency and importance)."),
+        metadata=_d(
+            "How many memories are recalled into the system prompt (ranked by similarity, recency and importance)."
+        ),
     )
     user_id: str = field(
         default_factory=lambda: _env("user_id", "default"),
@@ -239,11 +245,15 @@ class AgentContext(BaseContext):
     )
     max_tool_calls_per_turn: int = field(
         default_factory=lambda: _env("max_tool_calls_per_turn", 32),
-        metadata=_d("Most tool calls run from one model turn; the rest are answered 'skipped' (also bounded by max_tool_calls)."),
+        metadata=_d(
+            "Most tool calls run from one model turn; the rest are answered 'skipped' (also bounded by max_tool_calls)."
+        ),
     )
     max_tool_arg_chars: int = field(
         default_factory=lambda: _env("max_tool_arg_chars", 100_000),
-        metadata=_d("Largest tool-call arguments (characters of JSON) a call may carry; larger calls are refused and shrunk in the history."),
+        metadata=_d(
+            "Largest tool-call arguments (characters of JSON) a call may carry; larger calls are refused and shrunk in the history."
+        ),
     )
 
 
@@ -274,7 +284,9 @@ class PlannerContext(BaseContext):
     )
     step_time_cap_s: float = field(
         default_factory=lambda: _env("step_time_cap_s", 300.0),
-        metadata=_d("Planner: total seconds one step may take across its retries and backoff waits; no attempt starts after it."),
+        metadata=_d(
+            "Planner: total seconds one step may take across its retries and backoff waits; no attempt starts after it."
+        ),
     )
 
 
@@ -315,8 +327,14 @@ GRAPH_CONTEXTS: dict[str, type[BaseContext]] = {
     "dual": DualContext,
     "fleet": FleetContext,
 }
-CONTEXT_CLASSES: tuple[type[BaseContext], ...] = (BaseContext, AgentContext, PlannerContext, DualContext, FleetContext, Context)
-
+CONTEXT_CLASSES: tuple[type[BaseContext], ...] = (
+    BaseContext,
+    AgentContext,
+    PlannerContext,
+    DualContext,
+    FleetContext,
+    Context,
+)
 
 
 @cache

@@ -104,8 +104,17 @@ def load_chat_model(
     provider, name = split_spec(spec)
     if not name:
         raise ModelConfigError(f"Model spec {spec!r} names no model. {HOW_TO_CONFIGURE}")
-    kwargs = {**(_provider_kwargs(provider) if provider else {}), **_limit_kwargs(provider, timeout, max_retries), **overrides}
-    key = (spec, settings.openai_base_url(), settings.openai_api_key(), tuple(sorted((k, repr(v)) for k, v in kwargs.items())))
+    kwargs = {
+        **(_provider_kwargs(provider) if provider else {}),
+        **_limit_kwargs(provider, timeout, max_retries),
+        **overrides,
+    }
+    key = (
+        spec,
+        settings.openai_base_url(),
+        settings.openai_api_key(),
+        tuple(sorted((k, repr(v)) for k, v in kwargs.items())),
+    )
     with _lock:
         if key in _cache:
             return _cache[key]
@@ -148,15 +157,23 @@ def explain_model_error(exc: BaseException, spec: str | None = None) -> ModelCon
     base = settings.openai_base_url()
     target = f" at {base}" if base and (spec or "").startswith("openai:") else ""
     if names & {"AuthenticationError", "PermissionDeniedError", "ModelAuthenticationError"}:
-        return ModelConfigError(f"The model service rejected the credentials{where}{target} ({_first_line(exc)}). {HOW_TO_CONFIGURE}")
+        return ModelConfigError(
+            f"The model service rejected the credentials{where}{target} ({_first_line(exc)}). {HOW_TO_CONFIGURE}"
+        )
     if names & {"APITimeoutError", "TimeoutException", "ReadTimeout"}:  # accepted, then no answer in time
-        return ModelTimeoutError(f"The model service{target} did not answer in time{where} ({_first_line(exc)}); see model_timeout_s / --model-timeout.")
+        return ModelTimeoutError(
+            f"The model service{target} did not answer in time{where} ({_first_line(exc)}); see model_timeout_s / --model-timeout."
+        )
     if names & {"APIConnectionError", "APITimeoutError", "ConnectError", "ConnectTimeout", "ConnectionError"} or (
         "connect" in type(exc).__name__.lower() and any(m in module for m in ("httpx", "openai", "anthropic", "ollama"))
     ):
-        return ModelConfigError(f"Could not reach the model service{where}{target} ({_first_line(exc)}). {HOW_TO_CONFIGURE}")
+        return ModelConfigError(
+            f"Could not reach the model service{where}{target} ({_first_line(exc)}). {HOW_TO_CONFIGURE}"
+        )
     if "NotFoundError" in names:
-        return ModelConfigError(f"The model service does not know this model{where}{target} ({_first_line(exc)}). {HOW_TO_CONFIGURE}")
+        return ModelConfigError(
+            f"The model service does not know this model{where}{target} ({_first_line(exc)}). {HOW_TO_CONFIGURE}"
+        )
     return None
 
 

@@ -61,7 +61,9 @@ async def _setup_postgres(saver: AsyncPostgresSaver, wait_s: float = 120.0) -> N
         if row is not None and row["ok"]:
             break
         if time.monotonic() > deadline:
-            raise RuntimeError(f"the Postgres checkpointer tables are being set up by another process for over {wait_s:g} s")
+            raise RuntimeError(
+                f"the Postgres checkpointer tables are being set up by another process for over {wait_s:g} s"
+            )
         await asyncio.sleep(0.1)
     try:
         await saver.setup()

@@ -115,7 +115,9 @@ async def _pg_lock(thread_id: str, url: str, timeout_s: float) -> AsyncIterator[
     try:
         import psycopg
     except ImportError as exc:
-        raise RuntimeError('SMART_AGENT_DB selects Postgres, but psycopg is not installed: pip install "smart-agent[postgres]"') from exc
+        raise RuntimeError(
+            'SMART_AGENT_DB selects Postgres, but psycopg is not installed: pip install "smart-agent[postgres]"'
+        ) from exc
 
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
         async def try_once() -> bool:

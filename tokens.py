@@ -94,7 +94,9 @@ def resolve_counter(counter: Any = None) -> TokenCounter:
     raise TypeError(f"token_counter must be a callable or a chat model, got {type(counter).__name__}")
 
 
-def count_request(counter: TokenCounter, messages: Sequence[BaseMessage], tools: Sequence[BaseTool | dict] | None = None) -> int:
+def count_request(
+    counter: TokenCounter, messages: Sequence[BaseMessage], tools: Sequence[BaseTool | dict] | None = None
+) -> int:
     """Tokens of a whole request (system prompt and messages, tool schemas, envelope)."""
     return int(counter(list(messages), tool_schemas(tools) or None)) + ENVELOPE_TOKENS
 

@@ -62,7 +62,11 @@ def make_model(calls: int):
             return text("Summary: the agent has been reading the report parts in order; each is archived.")
         if state["reads"] < calls:
             state["reads"] += 1
-            return tool_call("read_file", {"path": f"part{state['reads'] - 1:02d}.txt"}, content=f"Reading part {state['reads'] - 1}.")
+            return tool_call(
+                "read_file",
+                {"path": f"part{state['reads'] - 1:02d}.txt"},
+                content=f"Reading part {state['reads'] - 1}.",
+            )
         return text(f"Read all {calls} parts.")
 
     return respond, state
@@ -77,16 +81,30 @@ async def run_mode(mode: str, calls: int, chars: int, context_tokens: int, works
 
     responder, state = make_model(calls)
     with ScriptedOpenAIServer(responder=responder) as srv:
-        model = ChatOpenAI(base_url=srv.base_url, api_key="bench", model="scripted-model", stream_usage=True, max_retries=0)
+        model = ChatOpenAI(
+            base_url=srv.base_url, api_key="bench", model="scripted-model", stream_usage=True, max_retries=0
+        )
         graph = build_agent_graph(model=model)
         if mode.startswith("with "):
-            ctx = Context(workspace=str(workspace), memory=False, max_tool_calls=calls + 5, context_token_limit=context_tokens)
+            ctx = Context(
+                workspace=str(workspace), memory=False, max_tool_calls=calls + 5, context_token_limit=context_tokens
+            )
         else:
-            ctx = Context(workspace=str(workspace), memory=False, max_tool_calls=calls + 5, context_token_limit=10_000_000, archive_threshold_chars=0)  # the largest allowed: no compaction
+            ctx = Context(
+                workspace=str(workspace),
+                memory=False,
+                max_tool_calls=calls + 5,
+                context_token_limit=10_000_000,
+                archive_threshold_chars=0,
+            )  # the largest allowed: no compaction
         events: list[dict] = []
         t0 = time.perf_counter()
         final = {}
-        async for kind, chunk in graph.astream({"task": f"Read part00.txt to part{calls - 1:02d}.txt and report."}, context=ctx, stream_mode=["custom", "values"]):
+        async for kind, chunk in graph.astream(
+            {"task": f"Read part00.txt to part{calls - 1:02d}.txt and report."},
+            context=ctx,
+            stream_mode=["custom", "values"],
+        ):
             if kind == "custom":
                 events.append(chunk)
             else:
@@ -155,10 +173,14 @@ def main(argv: list[str] | None = None) -> int:
     out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
 
     print(f"## Context management: {result['task']}\n")
-    print("| mode | requests | peak prompt tokens | total prompt tokens | summary model calls | compactions | archived | wall s |")
+    print(
+        "| mode | requests | peak prompt tokens | total prompt tokens | summary model calls | compactions | archived | wall s |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['mode']} | {r['requests']} | {r['peak_prompt_tokens']:,} | {r['total_prompt_tokens']:,} | {r['summary_model_calls']} | {r['compactions']} | {r['archived_outputs']} | {r['wall_s']} |")
+        print(
+            f"| {r['mode']} | {r['requests']} | {r['peak_prompt_tokens']:,} | {r['total_prompt_tokens']:,} | {r['summary_model_calls']} | {r['compactions']} | {r['archived_outputs']} | {r['wall_s']} |"
+        )
     for mode, r in ratio.items():
         print(f"\nwithout / {mode}: peak ×{r['peak']}, total ×{r['total']}", end="")
     print()

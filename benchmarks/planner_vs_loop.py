@@ -99,7 +99,9 @@ async def run_one(kind: str, urls: list[str], latency: float, workspace: str) ->
 
             from smart_agent.context import DEFAULT_SYSTEM_PROMPT
 
-            graph = create_agent(model, tools=registry.tools(TOOLS), system_prompt=DEFAULT_SYSTEM_PROMPT, context_schema=Context)
+            graph = create_agent(
+                model, tools=registry.tools(TOOLS), system_prompt=DEFAULT_SYSTEM_PROMPT, context_schema=Context
+            )
         else:
             builder: Callable = build_planner_graph if kind == "planner" else build_agent_graph
             graph = builder(model=model, registry=registry)
@@ -112,7 +114,9 @@ async def run_one(kind: str, urls: list[str], latency: float, workspace: str) ->
         usage = {"input_tokens": 0, "output_tokens": 0}
         start = time.perf_counter()
         final: dict = {}
-        async for mode, chunk in graph.astream({"task": TASK.format(n=len(urls))}, context=ctx, stream_mode=["custom", "values"]):
+        async for mode, chunk in graph.astream(
+            {"task": TASK.format(n=len(urls))}, context=ctx, stream_mode=["custom", "values"]
+        ):
             if mode == "custom" and chunk.get("event") == "usage":
                 usage["input_tokens"] += int(chunk.get("input_tokens") or 0)
                 usage["output_tokens"] += int(chunk.get("output_tokens") or 0)
@@ -206,7 +210,11 @@ def main(argv: list[str] | None = None) -> int:
     }
     result = {
         "settings": vars(args) | {"out": None},
-        "machine": {"python": sys.version.split()[0], "platform": platform.platform(), "cpus": __import__("os").cpu_count()},
+        "machine": {
+            "python": sys.version.split()[0],
+            "platform": platform.platform(),
+            "cpus": __import__("os").cpu_count(),
+        },
         "results": summary,
         "planner_ratio_to": ratios,
         "runs": rows,
@@ -215,11 +223,15 @@ def main(argv: list[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
 
-    print(f"{args.pages} pages x {args.page_delay:g} s, model latency {args.model_latency:g} s, median of {args.repeat} runs\n")
+    print(
+        f"{args.pages} pages x {args.page_delay:g} s, model latency {args.model_latency:g} s, median of {args.repeat} runs\n"
+    )
     print("| run | wall time (s) | model calls | input tokens | output tokens |")
     print("|---|---:|---:|---:|---:|")
     for s in summary.values():
-        print(f"| {s['label']} | {s['median_s']:.2f} | {s['model_calls']} | {s['input_tokens']} | {s['output_tokens']} |")
+        print(
+            f"| {s['label']} | {s['median_s']:.2f} | {s['model_calls']} | {s['input_tokens']} | {s['output_tokens']} |"
+        )
     print("\nplanner ÷ other run (below 1: the planner needs less)\n")
     print("| against | wall time | model calls | input tokens |")
     print("|---|---:|---:|---:|")

@@ -19,7 +19,9 @@ EXIT_REFUSED = 2  # the memory file is not a smart-agent memory database
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--user", default=None, help="user id whose memories to use (default: $SMART_AGENT_USER_ID or 'default')")
+    p.add_argument(
+        "--user", default=None, help="user id whose memories to use (default: $SMART_AGENT_USER_ID or 'default')"
+    )
     p.add_argument("--json", action="store_true", help="print JSON on stdout")
 
 
@@ -59,9 +61,13 @@ def register_cli(subparsers: Any) -> argparse.ArgumentParser:
 def add_memory_context_args(p: argparse.ArgumentParser) -> None:
     """Flags for ``run``/``chat`` that map onto the memory context fields."""
     p.add_argument("--user", dest="user_id", default=None, help="user id for long-term memory (default 'default')")
-    p.add_argument("--no-memory", dest="memory", action="store_false", default=None, help="do not recall or write long-term memory")
+    p.add_argument(
+        "--no-memory", dest="memory", action="store_false", default=None, help="do not recall or write long-term memory"
+    )
     p.add_argument("--memory-k", type=int, default=None, help="memories recalled into the prompt (default 5)")
-    p.add_argument("--embedding-model", default=None, help="memory embeddings: 'local' (default, offline) or provider:model")
+    p.add_argument(
+        "--embedding-model", default=None, help="memory embeddings: 'local' (default, offline) or provider:model"
+    )
 
 
 def memory_context_values(args: argparse.Namespace, values: dict) -> None:
@@ -178,12 +184,20 @@ def _stats(args: argparse.Namespace) -> int:
         return 0
     print(f"folder:          {stats['path']}")
     print(f"embedding model: {stats['embedding_model']} (dim {stats['dim']})")
-    print(f"memories:        {user_count} for user {user!r}, {stats['items']} in all ({len(stats['namespaces'])} namespaces)")
+    print(
+        f"memories:        {user_count} for user {user!r}, {stats['items']} in all ({len(stats['namespaces'])} namespaces)"
+    )
     print(f"merges:          {sum(n['merges'] for n in stats['namespaces'])}")
-    print(f"cap:             {stats['max_items_per_namespace']} per namespace; dedupe at cosine >= {stats['dedupe_threshold']}")
+    print(
+        f"cap:             {stats['max_items_per_namespace']} per namespace; dedupe at cosine >= {stats['dedupe_threshold']}"
+    )
     r = stats["ranking"]
-    print(f"ranking:         {r['w_similarity']}·similarity + {r['w_recency']}·recency (half-life {r['half_life_days']} d) + {r['w_importance']}·importance")
-    print(f"disk:            {stats['db_bytes'] + stats['index_bytes']:,} bytes (SQLite {stats['db_bytes']:,}, FAISS {stats['index_bytes']:,})")
+    print(
+        f"ranking:         {r['w_similarity']}·similarity + {r['w_recency']}·recency (half-life {r['half_life_days']} d) + {r['w_importance']}·importance"
+    )
+    print(
+        f"disk:            {stats['db_bytes'] + stats['index_bytes']:,} bytes (SQLite {stats['db_bytes']:,}, FAISS {stats['index_bytes']:,})"
+    )
     damaged = stats["damaged"]
     shown = "; ".join(f"{d['key']}: {d['reason']}" for d in damaged[:5]) + (" …" if len(damaged) > 5 else "")
     print(f"damaged rows:    {len(damaged)} (skipped by recall and search)" + (f": {shown}" if damaged else ""))

@@ -129,12 +129,37 @@ def check_tool_names(ctx: C) -> C:
 # -- flags of features that have no module of their own ------------------------------
 def add_context_budget_args(p: argparse.ArgumentParser) -> None:
     """Context management (issue 4): token budget, archive, todo planning, structured output."""
-    p.add_argument("--context-tokens", type=field_int("context_token_limit"), help="token budget of every model request (default 24000)")
-    p.add_argument("--summary-tokens", type=field_int("summary_token_limit"), help="largest summary of compacted history, in tokens (default 1000)")
-    p.add_argument("--archive-chars", type=field_int("archive_threshold_chars"), help="archive tool outputs longer than this many characters (default 2000; 0: off)")
-    p.add_argument("--todo", action="store_true", default=None, help="planning mode: the model keeps a todo list (manage_todo_list)")
-    p.add_argument("--output-schema", metavar="FILE", help="JSON Schema file: the final answer must be a JSON value valid against it")
-    p.add_argument("--max-output-retries", type=field_int("max_output_retries"), help="invalid structured answers sent back to the model before failing (default 2)")
+    p.add_argument(
+        "--context-tokens",
+        type=field_int("context_token_limit"),
+        help="token budget of every model request (default 24000)",
+    )
+    p.add_argument(
+        "--summary-tokens",
+        type=field_int("summary_token_limit"),
+        help="largest summary of compacted history, in tokens (default 1000)",
+    )
+    p.add_argument(
+        "--archive-chars",
+        type=field_int("archive_threshold_chars"),
+        help="archive tool outputs longer than this many characters (default 2000; 0: off)",
+    )
+    p.add_argument(
+        "--todo",
+        action="store_true",
+        default=None,
+        help="planning mode: the model keeps a todo list (manage_todo_list)",
+    )
+    p.add_argument(
+        "--output-schema",
+        metavar="FILE",
+        help="JSON Schema file: the final answer must be a JSON value valid against it",
+    )
+    p.add_argument(
+        "--max-output-retries",
+        type=field_int("max_output_retries"),
+        help="invalid structured answers sent back to the model before failing (default 2)",
+    )
 
 
 def context_budget_values(args: argparse.Namespace, values: dict) -> None:
@@ -153,11 +178,17 @@ def context_budget_values(args: argparse.Namespace, values: dict) -> None:
             with open(path, encoding="utf-8") as fh:
                 values["output_schema"] = json.load(fh)
         except (OSError, ValueError, RecursionError) as exc:
-            raise ValueError(f"--output-schema {shown(path)}: cannot read a JSON Schema ({type(exc).__name__}: {exc})") from None
+            raise ValueError(
+                f"--output-schema {shown(path)}: cannot read a JSON Schema ({type(exc).__name__}: {exc})"
+            ) from None
 
 
 def add_reasoning_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--reasoning", choices=["direct", "two-phase"], help="two-phase: a reasoning call first, then an action call offering only the tools it named")
+    p.add_argument(
+        "--reasoning",
+        choices=["direct", "two-phase"],
+        help="two-phase: a reasoning call first, then an action call offering only the tools it named",
+    )
 
 
 def reasoning_values(args: argparse.Namespace, values: dict) -> None:

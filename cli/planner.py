@@ -38,8 +38,18 @@ def register_cli(subparsers: Any) -> None:
     p.add_argument("--save", metavar="PATH", help="write the plan as JSON to PATH")
     p.add_argument("--model", help="chat model as provider:model (default: $SMART_AGENT_MODEL)")
     p.add_argument("--tools", type=tool_list, help="comma-separated tool names the plan may use")
-    p.add_argument("--max-plan-attempts", type=field_int("max_plan_attempts"), default=None, help="model attempts to get a valid plan (default 3)")
-    p.add_argument("--method", choices=("tool", "structured", "text"), default="tool", help="how the plan is requested (default: a submit_plan tool)")
+    p.add_argument(
+        "--max-plan-attempts",
+        type=field_int("max_plan_attempts"),
+        default=None,
+        help="model attempts to get a valid plan (default 3)",
+    )
+    p.add_argument(
+        "--method",
+        choices=("tool", "structured", "text"),
+        default="tool",
+        help="how the plan is requested (default: a submit_plan tool)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.set_defaults(handler=plan_command)
 
@@ -49,10 +59,24 @@ def register_cli(subparsers: Any) -> None:
         description="Validate and execute a plan file: parallel steps, retries, timeouts, on_fail; no model calls.",
     )
     p.add_argument("plan_file", metavar="PLAN", help="plan JSON file ('-' for stdin)")
-    p.add_argument("--workspace", type=existing_dir, help="folder the file tools are confined to (default: current folder)")
-    p.add_argument("--allow-private-network", action="store_true", default=None, help="let URL tools reach private/loopback addresses")
-    p.add_argument("--max-parallel-tools", type=field_int("max_parallel_tools"), default=None, help="steps run at once (default 5)")
-    p.add_argument("--max-tool-calls", type=field_int("max_tool_calls"), default=None, help="tool executions the plan may make, retries included (default 20)")
+    p.add_argument(
+        "--workspace", type=existing_dir, help="folder the file tools are confined to (default: current folder)"
+    )
+    p.add_argument(
+        "--allow-private-network",
+        action="store_true",
+        default=None,
+        help="let URL tools reach private/loopback addresses",
+    )
+    p.add_argument(
+        "--max-parallel-tools", type=field_int("max_parallel_tools"), default=None, help="steps run at once (default 5)"
+    )
+    p.add_argument(
+        "--max-tool-calls",
+        type=field_int("max_tool_calls"),
+        default=None,
+        help="tool executions the plan may make, retries included (default 20)",
+    )
     p.add_argument("--thread", help="keep the execution in the session database under this id; rerun to resume it")
     p.add_argument("--json", action="store_true", help="print the trace as one JSON object on stdout")
     p.add_argument("--quiet", "-q", action="store_true", help="do not print step events")
@@ -61,9 +85,15 @@ def register_cli(subparsers: Any) -> None:
 
 # -- flags of `smart-agent run --graph planner` ----------------------------------------
 def add_planner_context_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--approve-plan", action="store_true", default=None, help="planner: show the plan and ask before running it")
-    p.add_argument("--max-replans", type=int, default=None, help="planner: revised plans after a halting failure (default 1)")
-    p.add_argument("--max-plan-attempts", type=int, default=None, help="planner: attempts to get a valid plan (default 3)")
+    p.add_argument(
+        "--approve-plan", action="store_true", default=None, help="planner: show the plan and ask before running it"
+    )
+    p.add_argument(
+        "--max-replans", type=int, default=None, help="planner: revised plans after a halting failure (default 1)"
+    )
+    p.add_argument(
+        "--max-plan-attempts", type=int, default=None, help="planner: attempts to get a valid plan (default 3)"
+    )
 
 
 def planner_context_values(args: argparse.Namespace, values: dict) -> None:
@@ -92,7 +122,9 @@ async def planner_run_input(graph: Any, thread_id: str, task: str, *, out: TextI
             f"thread {thread_id!r} has an unfinished planner run for another task ({pending[:80]!r}); "
             "run that same command again to resume it, or use another --thread"
         )
-    done = sum(1 for r in ((snapshot.values or {}).get("step_results") or {}).values() if (r or {}).get("status") == "ok")
+    done = sum(
+        1 for r in ((snapshot.values or {}).get("step_results") or {}).values() if (r or {}).get("status") == "ok"
+    )
     print(f"resuming the unfinished planner run on thread {thread_id} ({done} finished step(s) are kept, not re-run)",
           file=out or sys.stderr, flush=True)
     return None
@@ -169,7 +201,9 @@ async def plan_command(args: argparse.Namespace) -> int:
     ctx = check_tool_names(PlannerContext(**values))  # unknown --tools: one line, exit 2 (cli/options.py)
     registry = select_registry(_registry(), ctx.tools)
     model = load_chat_model(ctx.model, **model_options(ctx))
-    result = await make_plan(args.task, model=model, registry=registry, max_attempts=ctx.max_plan_attempts, method=args.method)
+    result = await make_plan(
+        args.task, model=model, registry=registry, max_attempts=ctx.max_plan_attempts, method=args.method
+    )
     if result.plan is None:
         if args.json:
             print(json.dumps({"plan": None, "attempts": result.attempts, "errors": result.errors}, ensure_ascii=False))
@@ -220,7 +254,12 @@ def execution_json(final: dict) -> dict[str, Any]:
     from ..nodes.planner.scheduler import build_trace
 
     trace = build_trace(final.get("plan"), final.get("step_results") or {})
-    return {"status": final.get("status"), "answer": final.get("answer", ""), "errors": final.get("plan_errors") or [], "trace": trace}
+    return {
+        "status": final.get("status"),
+        "answer": final.get("answer", ""),
+        "errors": final.get("plan_errors") or [],
+        "trace": trace,
+    }
 
 
 async def execute_command(args: argparse.Namespace) -> int:
@@ -249,7 +288,13 @@ async def execute_command(args: argparse.Namespace) -> int:
                 print(f"resuming execution {args.thread} (finished steps are kept)", file=sys.stderr)
                 graph_input = None
         final: dict = {}
-        async for mode, chunk in graph.astream(graph_input, config, context=ctx, stream_mode=["custom", "values"], durability=DURABILITY if graph.checkpointer else None):
+        async for mode, chunk in graph.astream(
+            graph_input,
+            config,
+            context=ctx,
+            stream_mode=["custom", "values"],
+            durability=DURABILITY if graph.checkpointer else None,
+        ):
             if mode == "custom" and isinstance(chunk, dict):
                 on_event(chunk)
             elif mode == "values":

@@ -39,7 +39,9 @@ def format_event(ev: dict) -> str | None:
             + (f" ({ev.get('strategy')}, {ev.get('compacted_messages')} messages)" if ev.get("strategy") else "")
         )
     if kind == "plan" and "subtasks" in ev:  # fleet
-        return "  ☰ fleet: " + "; ".join(f"{t.get('id')}: {short(t.get('task', ''), 60)}" for t in ev.get("subtasks") or [])
+        return "  ☰ fleet: " + "; ".join(
+            f"{t.get('id')}: {short(t.get('task', ''), 60)}" for t in ev.get("subtasks") or []
+        )
     if kind == "plan":
         todos = ev.get("todos") or []
         done = sum(1 for t in todos if t.get("status") == "done")
@@ -52,7 +54,9 @@ def format_event(ev: dict) -> str | None:
         tries = f" after {ev['attempts']} attempts" if (ev.get("attempts") or 0) > 1 else ""
         ms = float(ev.get("duration_s") or 0) * 1000
         status = ev.get("status") or ("ok" if ev.get("ok") else "failed")
-        return f"  {'✓' if ev.get('ok') else '✗'} {ev.get('step')} {status}{tries} {ms:.0f} ms: {short(detail or '', 120)}"
+        return (
+            f"  {'✓' if ev.get('ok') else '✗'} {ev.get('step')} {status}{tries} {ms:.0f} ms: {short(detail or '', 120)}"
+        )
     if kind in ("memory_recall", "memory_write") and ev.get("memory") == "off":
         return f"  ◇ memory off: {ev.get('error')}"  # the memory file was refused (one line naming it)
     if kind == "memory_recall" and "error" not in ev:

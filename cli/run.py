@@ -54,20 +54,42 @@ def add_context_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", help="chat model as provider:model (default: $SMART_AGENT_MODEL or openai:gpt-4o-mini)")
     p.add_argument("--system-prompt", help="replace the system prompt")
     p.add_argument("--thread", help="thread id: continue an earlier session of that id")
-    p.add_argument("--max-tool-calls", type=field_int("max_tool_calls"), help="hard bound on tool executions per run (default 20)")
-    p.add_argument("--max-parallel-tools", type=field_int("max_parallel_tools"), help="tool calls of one turn run at once (default 5)")
-    p.add_argument("--workspace", type=existing_dir, help="folder the file tools are confined to (default: current folder)")
-    p.add_argument("--allow-private-network", action="store_true", default=None, help="let URL tools reach private/loopback addresses")
+    p.add_argument(
+        "--max-tool-calls", type=field_int("max_tool_calls"), help="hard bound on tool executions per run (default 20)"
+    )
+    p.add_argument(
+        "--max-parallel-tools",
+        type=field_int("max_parallel_tools"),
+        help="tool calls of one turn run at once (default 5)",
+    )
+    p.add_argument(
+        "--workspace", type=existing_dir, help="folder the file tools are confined to (default: current folder)"
+    )
+    p.add_argument(
+        "--allow-private-network",
+        action="store_true",
+        default=None,
+        help="let URL tools reach private/loopback addresses",
+    )
     p.add_argument("--tools", type=tool_list, help="comma-separated tool names to offer")
-    p.add_argument("--model-timeout", type=float, metavar="S", help="seconds a model request may wait for the service (default 120)")
-    p.add_argument("--model-retries", type=int, metavar="N", help="retries of a timed-out or unreachable model request (default 2)")
+    p.add_argument(
+        "--model-timeout",
+        type=float,
+        metavar="S",
+        help="seconds a model request may wait for the service (default 120)",
+    )
+    p.add_argument(
+        "--model-retries", type=int, metavar="N", help="retries of a timed-out or unreachable model request (default 2)"
+    )
     p.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout; events go to stderr")
     p.add_argument("--quiet", "-q", action="store_true", help="do not print events")
     for add_args, _values in _feature_context_hooks():
         add_args(p)
 
 
-def _feature_context_hooks() -> list[tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace, dict], None]]]:
+def _feature_context_hooks() -> list[
+    tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace, dict], None]]
+]:
     """Each feature's (add its flags, map them onto Context fields) pair."""
     from .memory import add_memory_context_args, memory_context_values
     from .planner import add_planner_context_args, planner_context_values
@@ -108,11 +130,18 @@ async def run_once(
     thread_id: str,
     on_event: Callable[[dict], None],
 ) -> dict:
-    config = {"configurable": {"thread_id": thread_id}, "recursion_limit": max(1000, 4 * int(getattr(context, "max_tool_calls", 20)) + 50)}
+    config = {
+        "configurable": {"thread_id": thread_id},
+        "recursion_limit": max(1000, 4 * int(getattr(context, "max_tool_calls", 20)) + 50),
+    }
     final: dict = {}
     while True:
         async for mode, chunk in graph.astream(
-            graph_input, config=config, context=context, stream_mode=["custom", "values"], durability=DURABILITY if graph.checkpointer else None
+            graph_input,
+            config=config,
+            context=context,
+            stream_mode=["custom", "values"],
+            durability=DURABILITY if graph.checkpointer else None,
         ):
             if mode == "custom" and isinstance(chunk, dict) and "event" in chunk:
                 on_event(chunk)
@@ -120,7 +149,11 @@ async def run_once(
                 final = chunk
         # A graph that paused for a person (the planner's plan approval): ask, then resume.
         snapshot = await graph.aget_state(config) if graph.checkpointer is not None else None
-        pending = [i.value for i in (snapshot.interrupts if snapshot else ()) if isinstance(i.value, dict) and i.value.get("type") == "plan_approval"]
+        pending = [
+            i.value
+            for i in (snapshot.interrupts if snapshot else ())
+            if isinstance(i.value, dict) and i.value.get("type") == "plan_approval"
+        ]
         if not pending:
             return final
         from langgraph.types import Command
@@ -157,7 +190,9 @@ def result_json(final: dict, thread_id: str, summary: RunSummary) -> dict:
         "answer": final.get("answer", ""),
         "thread_id": thread_id,
         "tool_calls": summary.tool_calls,
-        "tool_calls_made": final.get("tool_calls_made", len([t for t in summary.tool_calls if t.get("ok") is not None])),
+        "tool_calls_made": final.get(
+            "tool_calls_made", len([t for t in summary.tool_calls if t.get("ok") is not None])
+        ),
         "usage": summary.usage,
     }
     for key in ("structured_response", "todos", "error"):
@@ -186,7 +221,13 @@ async def run_command(args: argparse.Namespace) -> int:
     try:
         async with thread_lock(thread_id), open_checkpointer() as saver:  # one run at a time on a thread
             graph = _build(args.graph, saver)
-            final = await run_once(graph, await _run_input(args, graph, thread_id), context=ctx, thread_id=thread_id, on_event=_printer(event_stream, args.quiet or False, summary))
+            final = await run_once(
+                graph,
+                await _run_input(args, graph, thread_id),
+                context=ctx,
+                thread_id=thread_id,
+                on_event=_printer(event_stream, args.quiet or False, summary),
+            )
     except Exception as exc:
         if args.json:  # stdout still holds exactly one JSON object; main() reports on stderr
             failed = {**result_json({}, thread_id, summary), "error": {"type": type(exc).__name__, "message": str(exc)}}
@@ -197,7 +238,10 @@ async def run_command(args: argparse.Namespace) -> int:
     else:
         print(final.get("answer", ""))
         if not args.quiet:
-            print(f"\n(thread {thread_id} · {len(summary.tool_calls)} tool calls · {summary.usage['total_tokens']} tokens)", file=sys.stderr)
+            print(
+                f"\n(thread {thread_id} · {len(summary.tool_calls)} tool calls · {summary.usage['total_tokens']} tokens)",
+                file=sys.stderr,
+            )
     return 0
 
 
@@ -231,7 +275,13 @@ async def chat_command(args: argparse.Namespace) -> int:
                 break
             summary = RunSummary()
             async with thread_lock(thread_id):  # per turn: another run on this thread may go between turns
-                final = await run_once(graph, {"task": text}, context=ctx, thread_id=thread_id, on_event=_printer(sys.stderr, args.quiet or args.json, summary))
+                final = await run_once(
+                    graph,
+                    {"task": text},
+                    context=ctx,
+                    thread_id=thread_id,
+                    on_event=_printer(sys.stderr, args.quiet or args.json, summary),
+                )
             if args.json:
                 print(json.dumps(result_json(final, thread_id, summary), ensure_ascii=False, default=str), flush=True)
             else:
@@ -252,19 +302,30 @@ async def demo_command(args: argparse.Namespace) -> int:
         # Only this process talks to the scripted server: the real OpenAI client over HTTP.
         settings.use_openai_server(server.base_url, "scripted-demo-key")
         print("smart-agent demo — SCRIPTED MODEL: a rule-based OpenAI-compatible server bundled with", flush=True)
-        print(f"smart-agent, running offline at {server.base_url}. Real client, real tools, real checkpointer.", flush=True)
+        print(
+            f"smart-agent, running offline at {server.base_url}. Real client, real tools, real checkpointer.",
+            flush=True,
+        )
         print(f"workspace: {workspace}\n\ntask: {DEMO_TASK}\n", flush=True)
         ctx = Context(model="openai:scripted-demo", workspace=workspace, **_demo_overrides())
         thread_id = args.thread or f"demo-{uuid.uuid4().hex[:8]}"
         summary = RunSummary()
         async with thread_lock(thread_id), open_checkpointer() as saver:
             graph = _build("agent", saver)
-            final = await run_once(graph, {"task": DEMO_TASK}, context=ctx, thread_id=thread_id, on_event=_printer(sys.stdout, False, summary))
+            final = await run_once(
+                graph,
+                {"task": DEMO_TASK},
+                context=ctx,
+                thread_id=thread_id,
+                on_event=_printer(sys.stdout, False, summary),
+            )
             state = await graph.aget_state({"configurable": {"thread_id": thread_id}})
     written = os.path.join(workspace, DEMO_FILE)
     print(f"\nanswer: {final.get('answer', '')}")
-    print(f"\n{len(summary.tool_calls)} tool calls, {summary.usage['model_calls']} model calls, "
-          f"{summary.usage['total_tokens']} tokens; {len(state.values.get('messages', []))} messages checkpointed in thread {thread_id}.")
+    print(
+        f"\n{len(summary.tool_calls)} tool calls, {summary.usage['model_calls']} model calls, "
+        f"{summary.usage['total_tokens']} tokens; {len(state.values.get('messages', []))} messages checkpointed in thread {thread_id}."
+    )
     if os.path.exists(written):
         with open(written, encoding="utf-8") as fh:
             print(f"{DEMO_FILE} now contains: {fh.read().strip()}")

@@ -94,9 +94,13 @@ def build_agent_graph(
         everyone = union_registry(registries)  # the budget's worst case: every member's tools
         budget = ContextBudget(lambda ctx, state: offered_tools(ctx, everyone, state), token_counter, output_schema)
         hooks.append(make_team_start_hook(agents, default_agent))
-        turns = {n: make_two_phase_node(make_agent_node(r, model, budget), r, model, budget) for n, r in registries.items()}
+        turns = {
+            n: make_two_phase_node(make_agent_node(r, model, budget), r, model, budget) for n, r in registries.items()
+        }
         agent_node = make_team_node(agents, default_agent, turns)
-        tools_node = make_team_node(agents, default_agent, {n: make_tools_node(r, budget) for n, r in registries.items()})
+        tools_node = make_team_node(
+            agents, default_agent, {n: make_tools_node(r, budget) for n, r in registries.items()}
+        )
         handoff_node = make_handoff_node(agents, default_agent, registries)
     else:
         registry = resolve_registry(registry, tools)
@@ -123,12 +127,16 @@ def build_agent_graph(
         "agent", route_after_agent, {"tools": "tools", "structuredOutput": "structuredOutput", END: "memory_write"}
     )
     builder.add_conditional_edges(
-        "structuredOutput", measured(route_after_structured_output, budget), {"summarize": "summarize", "agent": "agent", END: "memory_write"}
+        "structuredOutput",
+        measured(route_after_structured_output, budget),
+        {"summarize": "summarize", "agent": "agent", END: "memory_write"},
     )
     builder.add_edge("memory_write", END)
     if handoff_node is not None:
         builder.add_node("handoff", handoff_node)
-        builder.add_conditional_edges("handoff", measured(route_after_handoff, budget), ["toolLimitFinalize", "summarize", "agent"])
+        builder.add_conditional_edges(
+            "handoff", measured(route_after_handoff, budget), ["toolLimitFinalize", "summarize", "agent"]
+        )
     after_tools = ["toolLimitFinalize", "summarize", "agent"] + (["handoff"] if agents else [])
     builder.add_conditional_edges("tools", measured(route_after_tools, budget), after_tools)
     builder.add_conditional_edges("toolLimitFinalize", measured(route_before_agent, budget), ["summarize", "agent"])

@@ -51,7 +51,9 @@ def build_fleet_graph(
     """
     # checkpointer=False: a worker is a one-shot call with its own conversation, never
     # checkpointed into the fleet's thread (parallel workers would share a namespace).
-    worker = worker or build_agent_graph(model=model, registry=registry, tools=tools, checkpointer=False, name="fleet_worker")
+    worker = worker or build_agent_graph(
+        model=model, registry=registry, tools=tools, checkpointer=False, name="fleet_worker"
+    )
     g = StateGraph(FleetState, input_schema=InputState, output_schema=FleetOutputState, context_schema=FleetContext)
     g.add_node("decompose", make_decompose_node(model))
     g.add_node("dispatch", make_dispatch_node())

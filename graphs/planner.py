@@ -66,7 +66,9 @@ def build_planner_graph(
     structured output) or ``"text"`` (JSON in the reply).
     """
     registry = registry if registry is not None else default_registry()
-    g = StateGraph(PlannerState, input_schema=InputState, output_schema=PlannerOutputState, context_schema=PlannerContext)
+    g = StateGraph(
+        PlannerState, input_schema=InputState, output_schema=PlannerOutputState, context_schema=PlannerContext
+    )
     g.add_node("prepare", make_prepare_node())
     g.add_node("plan", make_plan_node(registry, model, method=plan_method))
     g.add_node("plan_failed", make_plan_failed_node())

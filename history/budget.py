@@ -113,7 +113,9 @@ class ContextBudget:
             "output_schema": ctx.output_schema if ctx.output_schema is not None else self.default_schema,
         }
 
-    async def after_tools(self, ctx: BudgetSettings, state: Mapping[str, Any], update: dict[str, Any], store: Any = None) -> dict[str, Any]:
+    async def after_tools(
+        self, ctx: BudgetSettings, state: Mapping[str, Any], update: dict[str, Any], store: Any = None
+    ) -> dict[str, Any]:
         """Tools hook: archive large outputs (view + execution id)."""
         threshold = archive_threshold(ctx.context_token_limit, ctx.archive_threshold_chars)
         if not threshold:
@@ -128,7 +130,9 @@ class ContextBudget:
         return update
 
     # -- the agent node's guard ---------------------------------------------
-    def fit_request(self, ctx: BudgetSettings, request: list[BaseMessage], tools: Sequence[BaseTool]) -> list[BaseMessage]:
+    def fit_request(
+        self, ctx: BudgetSettings, request: list[BaseMessage], tools: Sequence[BaseTool]
+    ) -> list[BaseMessage]:
         """The request, cut deterministically if it is over budget (pairs never split)."""
         usable = usable_tokens(ctx.context_token_limit)
         request = [request[0], *drop_orphan_results(request[1:])]

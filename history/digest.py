@@ -80,7 +80,9 @@ def digest(messages: Sequence[BaseMessage]) -> tuple[list[str], bool]:
                 lines.extend(body.splitlines())
         elif isinstance(m, HumanMessage):
             archived = archived_meta(m)
-            lines.append(f"- user (archived as {archived['execution_id']})" if archived else f"- user: {short(text_of(m))}")
+            lines.append(
+                f"- user (archived as {archived['execution_id']})" if archived else f"- user: {short(text_of(m))}"
+            )
         elif isinstance(m, AIMessage):
             said = text_of(m).strip()
             if said:
@@ -145,7 +147,9 @@ def fit_lines(lines: list[str], max_chars: int) -> str:
     return body
 
 
-def summary_message(body: str, compacted: Sequence[BaseMessage], archived: Mapping[str, Mapping[str, Any]], number: int) -> HumanMessage:
+def summary_message(
+    body: str, compacted: Sequence[BaseMessage], archived: Mapping[str, Mapping[str, Any]], number: int
+) -> HumanMessage:
     """The summary that replaces ``compacted``: a header (how many messages, which
     archived execution ids it covers) and ``body``."""
     ids = covered_ids(compacted)

@@ -100,7 +100,9 @@ def rebuild(messages: Sequence[BaseMessage], kept_from: int, t: int | None, summ
     return [messages[t], summary, *messages[kept_from:]]
 
 
-def drop_old_units(messages: Sequence[BaseMessage], fixed: int, target: int, counter: TokenCounter) -> list[BaseMessage]:
+def drop_old_units(
+    messages: Sequence[BaseMessage], fixed: int, target: int, counter: TokenCounter
+) -> list[BaseMessage]:
     """Drop the oldest units (never the task or the last unit) until the messages fit."""
     out = list(messages)
     dropped = 0
@@ -114,6 +116,9 @@ def drop_old_units(messages: Sequence[BaseMessage], fixed: int, target: int, cou
         dropped += b - a
         out = out[:a] + out[b:]
     if dropped:
-        note = HumanMessage(content=f"[{dropped} earlier messages omitted to fit the context budget.]", additional_kwargs=marker(OMITTED_KIND))
+        note = HumanMessage(
+            content=f"[{dropped} earlier messages omitted to fit the context budget.]",
+            additional_kwargs=marker(OMITTED_KIND),
+        )
         out = [note, *out]
     return out

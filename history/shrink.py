@@ -29,7 +29,11 @@ def largest_text(messages: Sequence[BaseMessage], skip: set[int] | frozenset[int
 
 
 def shrink_texts(
-    messages: Sequence[BaseMessage], fixed: int, target: int, counter: TokenCounter, note: str = "cut to fit the context budget"
+    messages: Sequence[BaseMessage],
+    fixed: int,
+    target: int,
+    counter: TokenCounter,
+    note: str = "cut to fit the context budget",
 ) -> list[BaseMessage]:
     """Clip the largest message texts (head + tail) until the messages fit ``target``."""
     out = list(messages)
@@ -72,7 +76,9 @@ async def archive_tool_outputs(
             view = make_view(text, eid, m.name or "tool", page)
             m = archived_copy(m, eid, view, len(text))
             archived[eid] = meta
-            emit("summarization", action="archive", execution_id=eid, tool=m.name, chars=len(text), view_chars=len(view))
+            emit(
+                "summarization", action="archive", execution_id=eid, tool=m.name, chars=len(text), view_chars=len(view)
+            )
         out.append(m)
     return out, archived
 
@@ -102,7 +108,13 @@ async def archive_oversized(
             break
         if isinstance(m, ToolMessage) and m.name == GET_TOOL_RESPONSE:
             # A page of an archived output: cut it; the same page can be read again.
-            out[i] = m.model_copy(update={"content": clip_text(text, room, "cut to fit the context budget; read this page again with a smaller max_chars")})
+            out[i] = m.model_copy(
+                update={
+                    "content": clip_text(
+                        text, room, "cut to fit the context budget; read this page again with a smaller max_chars"
+                    )
+                }
+            )
         else:
             kind = m.name if isinstance(m, ToolMessage) and m.name else m.type
             eid = await archive.put(text, {"tool": kind, "chars": len(text)})

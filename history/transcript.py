@@ -80,8 +80,14 @@ def transcript(messages: Sequence[BaseMessage], max_chars: int) -> str:
 
 
 async def model_summary(
-    llm: BaseChatModel, task: str, compacted: Sequence[BaseMessage], usable: int, counter: TokenCounter, max_tokens: int,
-    *, spec: str | None = None,
+    llm: BaseChatModel,
+    task: str,
+    compacted: Sequence[BaseMessage],
+    usable: int,
+    counter: TokenCounter,
+    max_tokens: int,
+    *,
+    spec: str | None = None,
 ) -> str:
     """A model-written summary of at most ``max_tokens``; the request fits ``usable``
     tokens like every other request and is sent through :func:`invoke_model` like every

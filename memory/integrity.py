@@ -145,7 +145,9 @@ def verify_database(path: Path) -> bool:
         if app_id:
             raise _refuse(path, f"SQLite application id {app_id:#x}")
         tables = {
-            r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'") if not r[0].startswith("sqlite_")
+            r[0]
+            for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            if not r[0].startswith("sqlite_")
         }
         columns = tuple(r[1] for r in conn.execute("PRAGMA table_info(items)"))
     except sqlite3.Error as exc:
@@ -232,7 +234,9 @@ def record_damaged(conn: sqlite3.Connection, ns_json: str, bad: Sequence[tuple[i
     now = time.time()
     new = 0
     for item_id, key, reason in bad:
-        cur = conn.execute("INSERT OR IGNORE INTO damaged(id, reason, found_at) VALUES (?, ?, ?)", (item_id, reason, now))
+        cur = conn.execute(
+            "INSERT OR IGNORE INTO damaged(id, reason, found_at) VALUES (?, ?, ?)", (item_id, reason, now)
+        )
         if cur.rowcount:
             new += 1
             log.warning("smart-agent memory: damaged row %s in %s: %s", key, ns_json, reason)

@@ -99,7 +99,10 @@ def supported(folder: str | Path) -> bool:
         and cfg.get("hidden_act") == "gelu"
         and cfg.get("position_embedding_type", "absolute") == "absolute"
         and bool(pool.get("pooling_mode_mean_tokens"))
-        and not any(pool.get(k) for k in ("pooling_mode_cls_token", "pooling_mode_max_tokens", "pooling_mode_mean_sqrt_len_tokens"))
+        and not any(
+            pool.get(k)
+            for k in ("pooling_mode_cls_token", "pooling_mode_max_tokens", "pooling_mode_mean_sqrt_len_tokens")
+        )
         and all(t.rsplit(".", 1)[-1] in {"Transformer", "Pooling", "Normalize"} for t in module_types)
     )
 
@@ -172,7 +175,9 @@ class NumpyBertEncoder:
             ctx = (scores @ v).transpose(0, 2, 1, 3).reshape(n * length, self.hidden)
             a = dense(ctx, "attention.output.dense")
             a += x
-            x = _layer_norm(a, w[p + "attention.output.LayerNorm.weight"], w[p + "attention.output.LayerNorm.bias"], self.eps)
+            x = _layer_norm(
+                a, w[p + "attention.output.LayerNorm.weight"], w[p + "attention.output.LayerNorm.bias"], self.eps
+            )
             h = _gelu(dense(x, "intermediate.dense"))
             o = dense(h, "output.dense")
             o += x

@@ -27,7 +27,14 @@ def humanize_age(seconds: float) -> str:
     s = max(0.0, seconds)
     if s < 60:
         return "just now"
-    for size, unit in ((31_536_000, "year"), (2_592_000, "month"), (604_800, "week"), (86_400, "day"), (3_600, "hour"), (60, "minute")):
+    for size, unit in (
+        (31_536_000, "year"),
+        (2_592_000, "month"),
+        (604_800, "week"),
+        (86_400, "day"),
+        (3_600, "hour"),
+        (60, "minute"),
+    ):
         if s >= size:
             n = int(s // size)
             return f"{n} {unit}{'s' if n != 1 else ''} ago"

@@ -119,7 +119,9 @@ class _Rows(_VectorIndexes):
         if (val := integrity.decode_value(value)) is None:
             integrity.record_bad_value(self._conn, ns_json, key)
             return None
-        return SearchItem(namespace=ns, key=key, value=val, created_at=_dt(created), updated_at=_dt(updated), score=score)
+        return SearchItem(
+            namespace=ns, key=key, value=val, created_at=_dt(created), updated_at=_dt(updated), score=score
+        )
 
     def _get(self, op: GetOp) -> Item | None:
         row = self._conn.execute(

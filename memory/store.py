@@ -378,7 +378,9 @@ _stores: dict[tuple[str, str], FaissMemoryStore] = {}
 _stores_lock = threading.Lock()
 
 
-def open_store(path: str | os.PathLike[str] | None = None, *, embeddings: str | Embeddings | None = "local") -> FaissMemoryStore:
+def open_store(
+    path: str | os.PathLike[str] | None = None, *, embeddings: str | Embeddings | None = "local"
+) -> FaissMemoryStore:
     """The store in ``path`` (default ``$SMART_AGENT_HOME/memory``), cached per folder and model."""
     folder = Path(path) if path is not None else default_memory_dir()
     key = (str(folder.expanduser().resolve()), embedding_id(embeddings))

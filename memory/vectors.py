@@ -214,7 +214,8 @@ class _VectorIndexes:
         import numpy as np
 
         rows = self._conn.execute(
-            "SELECT id, key, vector, json_valid(value) FROM items WHERE ns=? AND vector IS NOT NULL ORDER BY id", (ns_json,)
+            "SELECT id, key, vector, json_valid(value) FROM items WHERE ns=? AND vector IS NOT NULL ORDER BY id",
+            (ns_json,),
         ).fetchall()
         ids, vecs = integrity.sound_vectors(self._conn, ns_json, rows, self._dim())  # damaged rows: skipped, recorded
         if not ids:
@@ -280,7 +281,9 @@ class _VectorIndexes:
                     self._check_dim(vec)
                     entry = self._index_for(row[0])  # before the update: the rebuild still skips this row
                     assert entry is not None
-                    self._conn.execute("UPDATE items SET vector=? WHERE id=?", (_vec_bytes(vec), item_id))  # trigger: no longer damaged
+                    self._conn.execute(
+                        "UPDATE items SET vector=? WHERE id=?", (_vec_bytes(vec), item_id)
+                    )  # trigger: no longer damaged
                     if entry.index is None:
                         entry.index = self._new_index(int(vec.shape[0]))
                     entry.index.add_with_ids(

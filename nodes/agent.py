@@ -84,7 +84,9 @@ async def ask_again_if_empty(
     return again
 
 
-def make_agent_node(registry: ToolRegistry, model: BaseChatModel | None = None, budget: ContextBudget | None = None) -> Callable:
+def make_agent_node(
+    registry: ToolRegistry, model: BaseChatModel | None = None, budget: ContextBudget | None = None
+) -> Callable:
     """``budget`` (history/budget.py ContextBudget) guards the size of every request."""
 
     async def agent(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
@@ -92,7 +94,10 @@ def make_agent_node(registry: ToolRegistry, model: BaseChatModel | None = None, 
         # Building a client reads certificates from disk: keep it off the event loop.
         llm = model or await aload_chat_model(ctx.model, **model_options(ctx))
         tools = offered_tools(ctx, registry, state)
-        request: list[BaseMessage] = [SystemMessage(content=build_system_prompt(ctx, state)), *state.get("messages", [])]
+        request: list[BaseMessage] = [
+            SystemMessage(content=build_system_prompt(ctx, state)),
+            *state.get("messages", []),
+        ]
         if budget is not None:
             request = budget.fit_request(ctx, request, tools)
         spec = None if model else ctx.model

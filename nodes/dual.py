@@ -117,10 +117,13 @@ def decide_prompt(state: Mapping[str, Any], last_step: bool) -> str:
         parts.append("Your thoughts so far:\n" + "\n".join(f"{i + 1}. {t}" for i, t in enumerate(thoughts)))
     assets = state.get("assets") or {}
     if assets:
-        parts.append("Assets (results of executed objectives):\n" + "\n".join(
-            f"[{a['id']}] objective: {a['objective']}\n  status: {a['status']}\n  result: {preview(a.get('answer') or '', ASSET_CHARS)}"
-            for a in assets.values()
-        ))
+        parts.append(
+            "Assets (results of executed objectives):\n"
+            + "\n".join(
+                f"[{a['id']}] objective: {a['objective']}\n  status: {a['status']}\n  result: {preview(a.get('answer') or '', ASSET_CHARS)}"
+                for a in assets.values()
+            )
+        )
     if state.get("decision_error"):
         parts.append(f"Your previous reply was not a valid decision: {state['decision_error']}")
     parts.append(LAST_STEP if last_step else "Choose the next action.")
@@ -158,7 +161,11 @@ def make_decide_node(model: BaseChatModel | None = None) -> Callable:
     async def decide(state: DualState, runtime: Runtime[DualContext]) -> dict[str, Any]:
         ctx = DualContext.of(runtime)
         if not state.get("goal"):
-            return {"decisions": [{"action": "final", "answer": "Nothing to do: give a goal (the `task` input or a user message)."}]}
+            return {
+                "decisions": [
+                    {"action": "final", "answer": "Nothing to do: give a goal (the `task` input or a user message)."}
+                ]
+            }
         llm = model or await aload_chat_model(ctx.model, **model_options(ctx))
         iterations = count_of(state, "iterations") + 1
         last_step = iterations >= count_of(state, "max_iterations", ctx.max_iterations)

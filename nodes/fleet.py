@@ -106,7 +106,9 @@ def validate_subtasks(payload: Any, max_subtasks: int) -> tuple[list[str], list[
     return ([], errors) if errors else (out, [])
 
 
-async def decompose_goal(model: BaseChatModel, goal: str, max_subtasks: int, *, spec: str | None = None) -> tuple[list[str], list[str], list[dict]]:
+async def decompose_goal(
+    model: BaseChatModel, goal: str, max_subtasks: int, *, spec: str | None = None
+) -> tuple[list[str], list[str], list[dict]]:
     """Ask the model for subtasks: ``(subtasks, last errors, usages)``; empty subtasks when it never succeeded."""
     runnable = bind_submit(model, [subtasks_tool(max_subtasks)])
     messages: list[BaseMessage] = [
@@ -198,9 +200,13 @@ def worker_config(worker_id: str) -> dict[str, Any]:
     except RuntimeError:  # outside a graph run
         parent = {}
     callbacks = parent.get("callbacks")
-    config: dict[str, Any] = {"configurable": {
-        AGENT_KEY: worker_id, DEPTH_KEY: agent_depth(parent) + 1, "thread_id": f"fleet-{worker_id}-{uuid.uuid4().hex[:8]}",
-    }}
+    config: dict[str, Any] = {
+        "configurable": {
+            AGENT_KEY: worker_id,
+            DEPTH_KEY: agent_depth(parent) + 1,
+            "thread_id": f"fleet-{worker_id}-{uuid.uuid4().hex[:8]}",
+        }
+    }
     if callbacks is not None:
         config["callbacks"] = callbacks
     return config
@@ -224,7 +230,12 @@ def make_worker_node(agent_graph: Any) -> Callable:
                 agent_graph, {"task": WORKER_TASK.format(goal=item.get("goal", ""), task=task)}, context=child_ctx,
                 config=worker_config(wid), forward=tag_events(parent_stream_writer(runtime.stream_writer), wid),
             )
-            result.update(ok=True, answer=str(out.get("answer") or ""), error=None, tool_calls_made=int(out.get("tool_calls_made") or 0))
+            result.update(
+                ok=True,
+                answer=str(out.get("answer") or ""),
+                error=None,
+                tool_calls_made=int(out.get("tool_calls_made") or 0),
+            )
         except GraphBubbleUp:
             raise  # interrupts and control flow belong to LangGraph
         except Exception as exc:  # one worker's failure is recorded; the others go on
@@ -256,7 +267,10 @@ def make_aggregate_node(model: BaseChatModel | None = None) -> Callable:
         llm = model or await aload_chat_model(ctx.model, **model_options(ctx))
         subtasks = state.get("subtasks") or []
         results = state.get("results") or {}
-        messages = [SystemMessage(content=AGGREGATE_SYSTEM), HumanMessage(content=aggregate_prompt(state.get("goal") or "", subtasks, results))]
+        messages = [
+            SystemMessage(content=AGGREGATE_SYSTEM),
+            HumanMessage(content=aggregate_prompt(state.get("goal") or "", subtasks, results)),
+        ]
         spec = None if model else ctx.model
         response = as_ai_message(await invoke_model(llm, messages, spec=spec))
         emit("usage", node="aggregate", **usage_of(response))

@@ -47,7 +47,9 @@ REASONING_INSTRUCTIONS = (
 )
 
 ACTION_NOTE = "Your reasoning for this step:\nSituation: {situation}\nPlan: {plan}"
-DONE_NOTE = "Your reasoning for this step:\nSituation: {situation}\nThe task is done: answer the user now, without tools."
+DONE_NOTE = (
+    "Your reasoning for this step:\nSituation: {situation}\nThe task is done: answer the user now, without tools."
+)
 
 
 def reasoning_tool() -> dict[str, Any]:

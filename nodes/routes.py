@@ -80,7 +80,9 @@ def route_after_handoff(
     return "toolLimitFinalize" if tool_limit_reached(state) else route_before_agent(state, ctx, meter)
 
 
-def request_over_budget(state: Mapping[str, Any], ctx: BudgetSettings | None = None, meter: RequestMeter | None = None) -> bool:
+def request_over_budget(
+    state: Mapping[str, Any], ctx: BudgetSettings | None = None, meter: RequestMeter | None = None
+) -> bool:
     """Whether the next request exceeds ``usable_tokens(context_token_limit)`` (copied
     into the state by the resolver; none: no budget, e.g. another graph).
 

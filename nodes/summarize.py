@@ -112,7 +112,9 @@ def make_summarize_node(budget: ContextBudget, model: BaseChatModel | None = Non
             if error:
                 info["error"] = error
         # One message may still be too large for the budget: archive it and keep a view.
-        new_messages, newly = await archive_oversized(new_messages, fixed, usable, counter, page_chars(limit), runtime.store)
+        new_messages, newly = await archive_oversized(
+            new_messages, fixed, usable, counter, page_chars(limit), runtime.store
+        )
         if newly:
             update["archived"] = newly
             info["archived_oversized"] = sorted(newly)

@@ -102,7 +102,9 @@ def make_team_node(agents: dict[str, AgentSpec], default: str, inner: dict[str, 
 
 def handoff_calls(message: Any) -> list[tuple[int, dict]]:
     """``(position, call)`` of the transfer calls of an AI message, in call order."""
-    return [(i, c) for i, c in enumerate(pending_tool_calls(message)) if (c.get("name") or "").startswith(HANDOFF_PREFIX)]
+    return [
+        (i, c) for i, c in enumerate(pending_tool_calls(message)) if (c.get("name") or "").startswith(HANDOFF_PREFIX)
+    ]
 
 
 def last_turn(messages: list[Any]) -> tuple[AIMessage | None, list[ToolMessage]]:
@@ -113,7 +115,9 @@ def last_turn(messages: list[Any]) -> tuple[AIMessage | None, list[ToolMessage]]
     return None, []
 
 
-def resolve_handoffs(calls: list[tuple[int, dict]], current: str, allowed: set[str]) -> tuple[int | None, dict[int, str]]:
+def resolve_handoffs(
+    calls: list[tuple[int, dict]], current: str, allowed: set[str]
+) -> tuple[int | None, dict[int, str]]:
     """Position of the winning transfer (the first valid one in call order) and an error per other position."""
     winner: int | None = None
     errors: dict[int, str] = {}
@@ -143,13 +147,20 @@ def make_handoff_node(agents: dict[str, AgentSpec], default: str, registries: di
         for pos, text in errors.items():
             if pos < len(results):  # the tools node answers calls in call order
                 old = results[pos]
-                replaced.append(ToolMessage(content=text, tool_call_id=old.tool_call_id, name=old.name, status="error", id=old.id))
+                replaced.append(
+                    ToolMessage(content=text, tool_call_id=old.tool_call_id, name=old.name, status="error", id=old.id)
+                )
         update: dict[str, Any] = {"messages": replaced} if replaced else {}
         if winner is not None:
             call = dict(calls)[winner]
             target = (call.get("name") or "")[len(HANDOFF_PREFIX) :]
-            emit("handoff", **{"from": current, "to": target}, call_id=call.get("id"),
-                 reason=(call.get("args") or {}).get("reason", ""), ignored=[dict(calls)[p].get("name") for p in errors])
+            emit(
+                "handoff",
+                **{"from": current, "to": target},
+                call_id=call.get("id"),
+                reason=(call.get("args") or {}).get("reason", ""),
+                ignored=[dict(calls)[p].get("name") for p in errors],
+            )
             update.update(active_agent=target, handoffs=count_of(state, "handoffs") + 1)
         return update
 

@@ -63,10 +63,22 @@ async def execute_call(
     if call.get("type") == "invalid_tool_call":
         detail = call.get("error") or "arguments are not valid JSON"
         received = preview(repr(call.get("args")), 500)  # never echo a huge argument back
-        return ToolOutcome(name, call_id, False, f"Invalid tool call to {name!r}: {detail}. Arguments received: {received}", error="invalid_json")
+        return ToolOutcome(
+            name,
+            call_id,
+            False,
+            f"Invalid tool call to {name!r}: {detail}. Arguments received: {received}",
+            error="invalid_json",
+        )
     if name not in registry or (allowed is not None and name not in allowed):
         names = sorted(allowed) if allowed is not None else registry.names()
-        return ToolOutcome(name, call_id, False, f"Unknown tool {name!r}. Available tools: {', '.join(names) or '(none)'}", error="unknown_tool")
+        return ToolOutcome(
+            name,
+            call_id,
+            False,
+            f"Unknown tool {name!r}. Available tools: {', '.join(names) or '(none)'}",
+            error="unknown_tool",
+        )
     return await run_tool(
         registry.get(name),
         call.get("args") or {},
@@ -155,7 +167,9 @@ def make_tools_node(registry: ToolRegistry, budget: ContextBudget | None = None)
         last = messages[-1] if messages else None
         calls = pending_tool_calls(last) if isinstance(last, AIMessage) else []
         cap, max_chars = ctx.max_tool_calls_per_turn, ctx.max_tool_arg_chars
-        replacement, calls, dropped = bounded_turn(last, cap, max_chars) if isinstance(last, AIMessage) and calls else (None, [], 0)
+        replacement, calls, dropped = (
+            bounded_turn(last, cap, max_chars) if isinstance(last, AIMessage) and calls else (None, [], 0)
+        )
         too_many = calls[cap:]  # the one kept to answer for the dropped ones
         made = count_of(state, "tool_calls_made")
         limit = int(state.get("max_tool_calls", ctx.max_tool_calls))
@@ -173,7 +187,12 @@ def make_tools_node(registry: ToolRegistry, budget: ContextBudget | None = None)
         async def one(call: dict, call_state: Mapping[str, Any]) -> ToolOutcome:
             async with sem:
                 if id(call) in oversized:  # refused before it runs; the event shows no arguments
-                    emit("tool_call", id=call.get("id"), name=call.get("name"), args={"_truncated": f"{oversized[id(call)]} chars"})
+                    emit(
+                        "tool_call",
+                        id=call.get("id"),
+                        name=call.get("name"),
+                        args={"_truncated": f"{oversized[id(call)]} chars"},
+                    )
                     outcome = ToolOutcome(
                         call.get("name") or "", call.get("id") or "", False,
                         OVERSIZED.format(chars=oversized[id(call)], limit=max_chars), error="args_too_large",
@@ -213,16 +232,43 @@ def make_tools_node(registry: ToolRegistry, budget: ContextBudget | None = None)
                 continue
             if any(call is c for c in too_many):
                 note = TOO_MANY_IN_TURN.format(count=len(calls) + dropped, cap=cap, dropped=dropped)
-                out_messages.append(ToolMessage(content=note, tool_call_id=call.get("id") or "", name=call.get("name"), status="error"))
-                emit("tool_result", id=call.get("id"), name=call.get("name"), ok=False, error="skipped_turn_limit", duration_s=0.0, preview=f"skipped: {dropped + 1} calls over the per-turn limit")
+                out_messages.append(
+                    ToolMessage(content=note, tool_call_id=call.get("id") or "", name=call.get("name"), status="error")
+                )
+                emit(
+                    "tool_result",
+                    id=call.get("id"),
+                    name=call.get("name"),
+                    ok=False,
+                    error="skipped_turn_limit",
+                    duration_s=0.0,
+                    preview=f"skipped: {dropped + 1} calls over the per-turn limit",
+                )
                 continue
             out_messages.append(
-                ToolMessage(content=SKIPPED_RESULT.format(limit=limit), tool_call_id=call.get("id") or "", name=call.get("name"), status="error")
+                ToolMessage(
+                    content=SKIPPED_RESULT.format(limit=limit),
+                    tool_call_id=call.get("id") or "",
+                    name=call.get("name"),
+                    status="error",
+                )
             )
-            emit("tool_result", id=call.get("id"), name=call.get("name"), ok=False, error="skipped_limit", duration_s=0.0, preview="skipped: tool-call limit")
+            emit(
+                "tool_result",
+                id=call.get("id"),
+                name=call.get("name"),
+                ok=False,
+                error="skipped_limit",
+                duration_s=0.0,
+                preview="skipped: tool-call limit",
+            )
         # The bounded AI message replaces the original (same id) before its results.
         head = [replacement] if replacement is not None else []
-        update: dict[str, Any] = {**state_updates, "messages": [*head, *out_messages], "tool_calls_made": made + len(to_run)}
+        update: dict[str, Any] = {
+            **state_updates,
+            "messages": [*head, *out_messages],
+            "tool_calls_made": made + len(to_run),
+        }
         if free:
             update["retrievals_made"] = retrievals + len(free)
         if budget is not None:

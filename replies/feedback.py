@@ -23,7 +23,9 @@ def error_list(errors: Iterable[str]) -> str:
     return "\n".join(f"- {e}" for e in errors)
 
 
-def feedback(response: AIMessage, errors: list[str], *, text: str | None = None, empty: str = "(empty reply)") -> list[BaseMessage]:
+def feedback(
+    response: AIMessage, errors: list[str], *, text: str | None = None, empty: str = "(empty reply)"
+) -> list[BaseMessage]:
     """The rejected reply and ``text`` (default: ``NOT_ACCEPTED`` with the errors), shaped
     so every provider accepts the history; ``empty`` stands for a reply without text."""
     text = NOT_ACCEPTED.format(errors=error_list(errors)) if text is None else text

@@ -88,7 +88,9 @@ def reply_payload(message: AIMessage, tool_name: str) -> tuple[Any, str | None]:
         return found.value, None
     if not found.malformed and not found.text.strip():
         called = ", ".join(found.called)
-        return None, f"expected a {tool_name} call or JSON, got " + (f"a call to {called}" if called else "an empty reply")
+        return None, f"expected a {tool_name} call or JSON, got " + (
+            f"a call to {called}" if called else "an empty reply"
+        )
     try:
         return extract_json(found.text), None
     except ReplySyntaxError as exc:

@@ -536,7 +536,12 @@ class ScriptedOpenAIServer:
             chunk(
                 {
                     "tool_calls": [
-                        {"index": k, "id": c["id"], "type": "function", "function": {"name": fn["name"], "arguments": ""}}
+                        {
+                            "index": k,
+                            "id": c["id"],
+                            "type": "function",
+                            "function": {"name": fn["name"], "arguments": ""},
+                        }
                     ]
                 }
             )

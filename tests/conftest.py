@@ -77,7 +77,9 @@ def openai_model(server, **kwargs):
     """The real OpenAI client over HTTP against a scripted server."""
     from langchain_openai import ChatOpenAI
 
-    return ChatOpenAI(base_url=server.base_url, api_key="test-key", model="scripted-model", stream_usage=True, max_retries=0, **kwargs)
+    return ChatOpenAI(
+        base_url=server.base_url, api_key="test-key", model="scripted-model", stream_usage=True, max_retries=0, **kwargs
+    )
 
 
 def cli_env(server=None, **extra) -> dict:
@@ -86,7 +88,9 @@ def cli_env(server=None, **extra) -> dict:
     # tests that need it pop SMART_AGENT_MEMORY or pass SMART_AGENT_MEMORY="true".
     env.update(HF_HUB_OFFLINE="1", LANGSMITH_TRACING="false", PYTHONUNBUFFERED="1", SMART_AGENT_MEMORY="false")
     if server is not None:
-        env.update(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="test-key", SMART_AGENT_MODEL="openai:scripted-model")
+        env.update(
+            OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="test-key", SMART_AGENT_MODEL="openai:scripted-model"
+        )
     env.update({k: str(v) for k, v in extra.items()})
     return env
 
@@ -95,14 +99,18 @@ def run_cli(args, *, env, input_text=None, timeout=120, cwd=None):
     """Run the installed console script in a separate process."""
     exe = Path(sys.executable).with_name("smart-agent")
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "smart_agent.cli"]
-    return subprocess.run(cmd + list(args), env=env, input=input_text, capture_output=True, text=True, timeout=timeout, cwd=cwd)
+    return subprocess.run(
+        cmd + list(args), env=env, input=input_text, capture_output=True, text=True, timeout=timeout, cwd=cwd
+    )
 
 
 async def run_graph(graph, task, context, thread=None, events=None):
     """Stream a graph run: collect custom events into ``events``, return the final state."""
     config = {"configurable": {"thread_id": thread}} if thread else {}
     final = {}
-    async for mode, chunk in graph.astream({"task": task}, config=config, context=context, stream_mode=["custom", "values"]):
+    async for mode, chunk in graph.astream(
+        {"task": task}, config=config, context=context, stream_mode=["custom", "values"]
+    ):
         if mode == "custom" and events is not None:
             events.append(chunk)
         elif mode == "values":

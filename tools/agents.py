@@ -94,7 +94,9 @@ async def run_detached(
     token = var_child_runnable_config.set(None)
     try:
         final: dict = {}
-        async for mode, chunk in graph.astream(graph_input, config=config, context=context, stream_mode=["custom", "values"]):
+        async for mode, chunk in graph.astream(
+            graph_input, config=config, context=context, stream_mode=["custom", "values"]
+        ):
             if mode == "custom" and isinstance(chunk, dict) and "event" in chunk:
                 forward(chunk)
             elif mode == "values" and isinstance(chunk, dict):
@@ -130,7 +132,9 @@ async def run_child(
     config: dict[str, Any] = {"configurable": {DEPTH_KEY: depth, AGENT_KEY: child, "thread_id": child}}
     if parent_config.get("callbacks") is not None:
         config["callbacks"] = parent_config["callbacks"]
-    writer(make_event("sub_agent", phase="start", tool=name, parent=parent, child=child, depth=depth, task=preview(task)))
+    writer(
+        make_event("sub_agent", phase="start", tool=name, parent=parent, child=child, depth=depth, task=preview(task))
+    )
     answer, ok, problem = "", False, None
     try:
         final = await run_detached(graph, {"task": task}, context=ctx, config=config, forward=tag_events(writer, child))

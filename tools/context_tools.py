@@ -47,7 +47,10 @@ def _state(runtime: Any) -> dict:
 
 
 def _limit(runtime: Any) -> int:
-    return int(_state(runtime).get("context_token_limit") or context_value(runtime, "context_token_limit", DEFAULT_CONTEXT_TOKENS))
+    return int(
+        _state(runtime).get("context_token_limit")
+        or context_value(runtime, "context_token_limit", DEFAULT_CONTEXT_TOKENS)
+    )
 
 
 def _parallel_retrievals(runtime: Any) -> int:
@@ -89,7 +92,11 @@ async def get_tool_response(
     text = await ToolArchive(store=getattr(runtime, "store", None)).get(eid)
     if text is None:
         known = sorted(_state(runtime).get("archived") or {})
-        hint = f" Archived ids in this conversation: {', '.join(known)}." if known else " Nothing is archived in this conversation."
+        hint = (
+            f" Archived ids in this conversation: {', '.join(known)}."
+            if known
+            else " Nothing is archived in this conversation."
+        )
         raise ToolError(f"Unknown execution id {execution_id!r}.{hint}")
     cap = max(200, page_chars(_limit(runtime)) // _parallel_retrievals(runtime))
     size = min(max_chars or cap, cap)
@@ -180,7 +187,9 @@ def manage_todo_list(
     emit("plan", **diff, todos=todos)
     content = "Todo list updated.\n" + render_todos(todos)
     call_id = getattr(runtime, "tool_call_id", None) or ""
-    return Command(update={"todos": todos, "messages": [ToolMessage(content=content, tool_call_id=call_id, name=MANAGE_TODO_LIST)]})
+    return Command(
+        update={"todos": todos, "messages": [ToolMessage(content=content, tool_call_id=call_id, name=MANAGE_TODO_LIST)]}
+    )
 
 
 CONTEXT_TOOLS: list[tuple[BaseTool, ToolMeta]] = [

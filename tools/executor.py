@@ -68,5 +68,7 @@ async def run_in_daemon_thread(fn: Callable[[], T], *, name: str = "smart-agent-
 async def ainvoke_tool(tool: BaseTool, args: dict[str, Any], config: RunnableConfig | None = None) -> Any:
     """``tool.ainvoke(args, config)``, except that a sync tool runs in a daemon thread."""
     if is_sync_tool(tool):
-        return await run_in_daemon_thread(lambda: tool.invoke(args, config=config), name=f"smart-agent-tool-{tool.name}")
+        return await run_in_daemon_thread(
+            lambda: tool.invoke(args, config=config), name=f"smart-agent-tool-{tool.name}"
+        )
     return await tool.ainvoke(args, config=config)

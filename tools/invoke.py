@@ -142,7 +142,13 @@ async def run_tool(
     """Execute ``tool`` with ``args``; never raises for tool-side failures."""
     start = time.perf_counter()
     if not isinstance(args, dict):
-        return ToolOutcome(tool.name, call_id, False, f"Invalid arguments for tool {tool.name!r}: expected a JSON object, got {type(args).__name__}", error="invalid_args")
+        return ToolOutcome(
+            tool.name,
+            call_id,
+            False,
+            f"Invalid arguments for tool {tool.name!r}: expected a JSON object, got {type(args).__name__}",
+            error="invalid_args",
+        )
     call_args = dict(args)
     rp = runtime_param(tool)
     if rp:
@@ -162,17 +168,48 @@ async def run_tool(
         else:
             result = await invocation
     except TimeoutError:
-        return ToolOutcome(tool.name, call_id, False, f"Tool {tool.name!r} timed out after {timeout_s:g} s", error="timeout", duration_s=time.perf_counter() - start, retryable=True)
+        return ToolOutcome(
+            tool.name,
+            call_id,
+            False,
+            f"Tool {tool.name!r} timed out after {timeout_s:g} s",
+            error="timeout",
+            duration_s=time.perf_counter() - start,
+            retryable=True,
+        )
     except ValidationError as exc:
-        return ToolOutcome(tool.name, call_id, False, _format_validation_error(tool, exc), error="invalid_args", duration_s=time.perf_counter() - start)
+        return ToolOutcome(
+            tool.name,
+            call_id,
+            False,
+            _format_validation_error(tool, exc),
+            error="invalid_args",
+            duration_s=time.perf_counter() - start,
+        )
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # any tool failure becomes an error message
         text = str(exc).strip() or type(exc).__name__
-        return ToolOutcome(tool.name, call_id, False, f"Tool {tool.name!r} failed: {text}", error=type(exc).__name__, duration_s=time.perf_counter() - start, retryable=is_retryable(exc))
+        return ToolOutcome(
+            tool.name,
+            call_id,
+            False,
+            f"Tool {tool.name!r} failed: {text}",
+            error=type(exc).__name__,
+            duration_s=time.perf_counter() - start,
+            retryable=is_retryable(exc),
+        )
     if isinstance(result, Command):
         return outcome_from_command(tool.name, call_id, result, time.perf_counter() - start)
     artifact = None
     if isinstance(result, tuple) and getattr(tool, "response_format", None) == "content_and_artifact":
         result, artifact = result
-    return ToolOutcome(tool.name, call_id, True, stringify(result), raw=result, artifact=artifact, duration_s=time.perf_counter() - start)
+    return ToolOutcome(
+        tool.name,
+        call_id,
+        True,
+        stringify(result),
+        raw=result,
+        artifact=artifact,
+        duration_s=time.perf_counter() - start,
+    )

@@ -125,7 +125,9 @@ def _split(workspace: str | Path, path: str) -> tuple[Path, list[str]]:
         rel = Path(os.path.normpath(path or "."))
     parts = [p for p in rel.parts if p not in ("", ".")]
     if parts and parts[0] == "..":
-        raise ToolError(f"Refused: path {path!r} is outside the workspace. Use a path relative to the workspace folder.")
+        raise ToolError(
+            f"Refused: path {path!r} is outside the workspace. Use a path relative to the workspace folder."
+        )
     return root, parts
 
 
@@ -245,7 +247,9 @@ def _check_writable(st: os.stat_result, path: str) -> None:
     if not stat.S_ISREG(st.st_mode):
         raise ToolError(f"Refused: {path!r} is not a regular file (a FIFO, device or socket).")
     if st.st_nlink > 1:
-        raise ToolError(f"Refused: {path!r} has {st.st_nlink} hard links (it may be a file outside the workspace); not written.")
+        raise ToolError(
+            f"Refused: {path!r} has {st.st_nlink} hard links (it may be a file outside the workspace); not written."
+        )
 
 
 def open_dir(workspace: str | Path, path: str) -> tuple[int, _Guard]:

@@ -95,8 +95,11 @@ async def execute_step(
         result.update(error=f"unknown tool {step.tool!r}", kind="unknown_tool")
         return result
     if max_attempts is not None and max_attempts < 1:
-        result.update(error=f"tool budget exhausted: the run used all of its max_tool_calls={ctx.max_tool_calls} tool call(s); "
-                            f"step {step.id!r} was not run", kind=BUDGET)
+        result.update(
+            error=f"tool budget exhausted: the run used all of its max_tool_calls={ctx.max_tool_calls} tool call(s); "
+            f"step {step.id!r} was not run",
+            kind=BUDGET,
+        )
         return result
     tool = registry.get(step.tool)
     retries, timeout = step_policy(step, registry.meta(step.tool), ctx)
@@ -187,7 +190,9 @@ def make_prepare_node(*, execute_only: bool = False, registry: ToolRegistry | No
                 update.update(plan=valid.model_dump(), status="planned")
             else:
                 answer = "Invalid plan, nothing was executed:\n" + "\n".join(f"- {e}" for e in checked.errors)
-                update.update(plan=None, status="planning_failed", plan_errors=checked.errors, error=answer, answer=answer)
+                update.update(
+                    plan=None, status="planning_failed", plan_errors=checked.errors, error=answer, answer=answer
+                )
             return update
         update["plan"] = None
         task = (state.get("task") or "").strip()
@@ -214,7 +219,9 @@ def make_dispatch_node() -> Callable:
         used = attempts_used(results)
         written: dict[str, Any] = {}
         while True:  # steps the budget cannot pay for fail; their failure may halt or skip others
-            decision = schedule(plan, {**results, **written}, max_parallel=max_parallel, round_=round_, plan_round=replans)
+            decision = schedule(
+                plan, {**results, **written}, max_parallel=max_parallel, round_=round_, plan_round=replans
+            )
             for sid, entry in decision.skipped.items():
                 emit("step_result", step=sid, tool=entry["tool"], status="skipped", ok=False, error=entry["error"],
                      attempts=0, duration_s=0.0, round=round_)
@@ -225,10 +232,13 @@ def make_dispatch_node() -> Callable:
                 break
             for sid in unpaid:
                 index = plan.ids().index(sid)
-                entry = {**skipped_result(plan.steps[index], "", index=index, round_=round_, plan_round=replans),
-                         "status": FAILED, "kind": BUDGET,
-                         "error": f"tool budget exhausted: the run used all of its max_tool_calls={budget} tool call(s); "
-                                  f"step {sid!r} was not run"}
+                entry = {
+                    **skipped_result(plan.steps[index], "", index=index, round_=round_, plan_round=replans),
+                    "status": FAILED,
+                    "kind": BUDGET,
+                    "error": f"tool budget exhausted: the run used all of its max_tool_calls={budget} tool call(s); "
+                    f"step {sid!r} was not run",
+                }
                 emit("step_result", step=sid, tool=entry["tool"], status=FAILED, ok=False, error=entry["error"],
                      attempts=0, duration_s=0.0, round=round_)
                 written[sid] = entry
@@ -273,7 +283,10 @@ def make_run_step_node(registry: ToolRegistry, *, backoff_base_s: float = BACKOF
             max_attempts=task.get("max_attempts"),
         )
         result.update(index=task.get("index", 0), round=task.get("round", 0), plan_round=task.get("plan_round", 0))
-        preview = clip(result["output"] if isinstance(result["output"], str) else json.dumps(result["output"], default=str), PREVIEW_CHARS)
+        preview = clip(
+            result["output"] if isinstance(result["output"], str) else json.dumps(result["output"], default=str),
+            PREVIEW_CHARS,
+        )
         emit("step_result", step=step.id, tool=step.tool, status=result["status"], ok=result["status"] == OK,
              error=result["error"], attempts=result["attempts"], duration_s=result["duration_s"],
              round=result["round"], preview=preview if result["status"] == OK else None)

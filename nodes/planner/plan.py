@@ -131,7 +131,9 @@ async def plan_attempt(
     if not errors:
         result_ = validate_plan(payload, registry, finished=finished, used_ids=used_ids, max_steps=max_steps)
         if result_.ok:
-            return Attempt(result_.plan, [], response, [AIMessage(content=message_text(response) or "(plan submitted)")])
+            return Attempt(
+                result_.plan, [], response, [AIMessage(content=message_text(response) or "(plan submitted)")]
+            )
         errors = result_.errors
     return Attempt(None, errors, response, feedback_messages(response, errors))
 

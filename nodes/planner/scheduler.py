@@ -129,7 +129,12 @@ def build_trace(
     plan = as_plan(plan)
     ordered = sorted(
         results.values(),
-        key=lambda r: (int(r.get("plan_round") or 0), int(r.get("round") or 0), int(r.get("index") or 0), str(r.get("id"))),
+        key=lambda r: (
+            int(r.get("plan_round") or 0),
+            int(r.get("round") or 0),
+            int(r.get("index") or 0),
+            str(r.get("id")),
+        ),
     )
     trace = [{k: r.get(k) for k in TRACE_KEYS} for r in ordered]
     for s in plan.steps:

@@ -204,7 +204,9 @@ def validate_plan(
     except ReplySyntaxError as exc:
         return ValidationResult(None, [f"syntax: {exc}. Reply with one JSON object {{\"steps\": [...]}}."])
     if not isinstance(payload, dict):
-        return ValidationResult(None, [f"schema: the plan must be a JSON object with a 'steps' list, got {type(payload).__name__}"])
+        return ValidationResult(
+            None, [f"schema: the plan must be a JSON object with a 'steps' list, got {type(payload).__name__}"]
+        )
     if "steps" not in payload:
         return ValidationResult(None, ["schema: the plan needs a 'steps' list"])
     raw_steps = payload["steps"]
@@ -313,7 +315,9 @@ def validate_plan(
                     f"skipped earlier; only finished steps have outputs"
                 )
             elif target not in known:
-                errors.append(f"invalid_reference: step {s.id!r} references {ref.text}, but there is no step {target!r}")
+                errors.append(
+                    f"invalid_reference: step {s.id!r} references {ref.text}, but there is no step {target!r}"
+                )
             elif target in _descendants(explicit, s.id):
                 errors.append(
                     f"not_ancestor: step {s.id!r} references {ref.text}, but step {target!r} runs after "

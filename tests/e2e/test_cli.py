@@ -26,8 +26,12 @@ def test_run_json_calls_calculator_and_answers(scripted_server, workspace):
 
 
 def test_run_stops_after_exactly_max_tool_calls(scripted_server, workspace):
-    srv = scripted_server(responder=lambda req: tool_call("calculator", {"expression": "1+1"}) if req.get("tools") else text("final: 2"))
-    res = run_cli(["run", "loop forever", "--json", "--max-tool-calls", "3", "--workspace", str(workspace)], env=cli_env(srv))
+    srv = scripted_server(
+        responder=lambda req: tool_call("calculator", {"expression": "1+1"}) if req.get("tools") else text("final: 2")
+    )
+    res = run_cli(
+        ["run", "loop forever", "--json", "--max-tool-calls", "3", "--workspace", str(workspace)], env=cli_env(srv)
+    )
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
     assert out["tool_calls_made"] == 3 and len(out["tool_calls"]) == 3
@@ -36,13 +40,21 @@ def test_run_stops_after_exactly_max_tool_calls(scripted_server, workspace):
 
 
 def test_same_thread_shares_history_across_processes(scripted_server, workspace):
-    srv = scripted_server([text("Noted: teal."), lambda req: text("history: " + " | ".join(m["content"] for m in req["messages"] if m["role"] != "system"))])
+    srv = scripted_server(
+        [
+            text("Noted: teal."),
+            lambda req: text("history: " + " | ".join(m["content"] for m in req["messages"] if m["role"] != "system")),
+        ]
+    )
     env = cli_env(srv)
     first = run_cli(["run", "My favourite colour is teal.", "--thread", "s1", "--json"], env=env)
     assert first.returncode == 0, first.stderr
     second = run_cli(["run", "What is my favourite colour?", "--thread", "s1", "--json"], env=env)
     assert second.returncode == 0, second.stderr
-    assert json.loads(second.stdout)["answer"] == "history: My favourite colour is teal. | Noted: teal. | What is my favourite colour?"
+    assert (
+        json.loads(second.stdout)["answer"]
+        == "history: My favourite colour is teal. | Noted: teal. | What is my favourite colour?"
+    )
     # a different thread does not see it
     srv.reset([lambda req: text(str(len(req["messages"])))])
     third = run_cli(["run", "fresh", "--thread", "s2", "--json"], env=env)

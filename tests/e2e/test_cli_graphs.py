@@ -14,8 +14,16 @@ from smart_agent.testing.scripted_server import text, tool_call
 def test_run_planner_graph(scripted_server, workspace):
     plan = {"steps": [{"id": "a", "tool": "calculator", "args": {"expression": "37*43"}},
                       {"id": "b", "tool": "write_file", "args": {"path": "r.txt", "content": "result ${a}"}}]}
-    srv = scripted_server([tool_call("submit_plan", plan), lambda req: text("Synthesized from trace: " + ("1591" if "1591" in json.dumps(req["messages"]) else "?"))])
-    res = run_cli(["run", "--graph", "planner", "Compute 37*43 and save it", "--json", "--workspace", str(workspace)], env=cli_env(srv))
+    srv = scripted_server(
+        [
+            tool_call("submit_plan", plan),
+            lambda req: text("Synthesized from trace: " + ("1591" if "1591" in json.dumps(req["messages"]) else "?")),
+        ]
+    )
+    res = run_cli(
+        ["run", "--graph", "planner", "Compute 37*43 and save it", "--json", "--workspace", str(workspace)],
+        env=cli_env(srv),
+    )
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["answer"] == "Synthesized from trace: 1591"
     assert (workspace / "r.txt").read_text() == "result 1591"
@@ -23,12 +31,26 @@ def test_run_planner_graph(scripted_server, workspace):
 
 
 def test_run_dual_graph_and_chat_keeps_the_thread(scripted_server, workspace):
-    srv = scripted_server([
-        tool_call(DECIDE, {"action": "brainstorm", "thought": "A greeting needs no tools."}),
-        tool_call(DECIDE, {"action": "final", "answer": "Hello, Ada."}),
-        lambda req: tool_call(DECIDE, {"action": "final", "answer": "You are Ada." if "User: I am Ada" in req["messages"][-1]["content"] else "I do not know."}),
-    ])
-    res = run_cli(["chat", "--graph", "dual", "--thread", "d1", "--workspace", str(workspace)], env=cli_env(srv), input_text="I am Ada\nWho am I?\n")
+    srv = scripted_server(
+        [
+            tool_call(DECIDE, {"action": "brainstorm", "thought": "A greeting needs no tools."}),
+            tool_call(DECIDE, {"action": "final", "answer": "Hello, Ada."}),
+            lambda req: tool_call(
+                DECIDE,
+                {
+                    "action": "final",
+                    "answer": "You are Ada."
+                    if "User: I am Ada" in req["messages"][-1]["content"]
+                    else "I do not know.",
+                },
+            ),
+        ]
+    )
+    res = run_cli(
+        ["chat", "--graph", "dual", "--thread", "d1", "--workspace", str(workspace)],
+        env=cli_env(srv),
+        input_text="I am Ada\nWho am I?\n",
+    )
     assert res.returncode == 0, res.stderr
     assert res.stdout.splitlines() == ["Hello, Ada.", "You are Ada."]
     assert all(offered(r) == [DECIDE] for r in srv.requests)
@@ -46,7 +68,9 @@ def test_reasoning_two_phase_flag(scripted_server, workspace):
         tool_call(REASONING, {"situation": "Have 1591.", "plan": [], "done": True}),
         text("1591"),
     ])
-    res = run_cli(["run", "What is 37*43?", "--reasoning", "two-phase", "--json", "--workspace", str(workspace)], env=cli_env(srv))
+    res = run_cli(
+        ["run", "What is 37*43?", "--reasoning", "two-phase", "--json", "--workspace", str(workspace)], env=cli_env(srv)
+    )
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["answer"] == "1591"
     assert [offered(r) for r in srv.requests] == [[REASONING], ["calculator"], [REASONING], []]
@@ -60,7 +84,9 @@ def test_run_fleet_graph(scripted_server, workspace):
         if req["messages"][0]["content"] == AGGREGATE_SYSTEM:
             return text("aggregated: " + ",".join(w for w in ("one", "two") if f"Result: {w}" in last))
         if "submit_subtasks" in names:
-            return tool_call("submit_subtasks", {"subtasks": [{"id": "x", "task": "say one"}, {"id": "y", "task": "say two"}]})
+            return tool_call(
+                "submit_subtasks", {"subtasks": [{"id": "x", "task": "say one"}, {"id": "y", "task": "say two"}]}
+            )
         if "say one" in last:
             return text("one")
         if "say two" in last:
@@ -68,6 +94,8 @@ def test_run_fleet_graph(scripted_server, workspace):
         return text("unexpected request")
 
     srv = scripted_server(responder=model)
-    res = run_cli(["run", "--graph", "fleet", "Say one and two", "--json", "--workspace", str(workspace)], env=cli_env(srv))
+    res = run_cli(
+        ["run", "--graph", "fleet", "Say one and two", "--json", "--workspace", str(workspace)], env=cli_env(srv)
+    )
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["answer"] == "aggregated: one,two"

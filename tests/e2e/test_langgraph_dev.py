@@ -11,7 +11,9 @@ async def test_sdk_runs_the_agent_graph_and_reads_state(dev_server):
     from langgraph_sdk import get_client
 
     url, srv = dev_server
-    srv.reset([tool_call("calculator", {"expression": "37*43"}), lambda req: text(f"It is {req['messages'][-1]['content']}.")])
+    srv.reset(
+        [tool_call("calculator", {"expression": "37*43"}), lambda req: text(f"It is {req['messages'][-1]['content']}.")]
+    )
     client = get_client(url=url)
     assistants = await client.assistants.search(graph_id="agent")
     assert assistants, "the agent graph is registered"
@@ -20,7 +22,9 @@ async def test_sdk_runs_the_agent_graph_and_reads_state(dev_server):
     assert schemas["context_schema"]["properties"]["model"]["description"]
 
     thread = await client.threads.create()
-    result = await client.runs.wait(thread["thread_id"], "agent", input={"task": "What is 37*43?"}, context={"model": "openai:scripted-model"})
+    result = await client.runs.wait(
+        thread["thread_id"], "agent", input={"task": "What is 37*43?"}, context={"model": "openai:scripted-model"}
+    )
     assert result["answer"] == "It is 1591."
     state = await client.threads.get_state(thread["thread_id"])
     kinds = [m["type"] for m in state["values"]["messages"]]
@@ -55,10 +59,17 @@ async def test_server_run_with_many_tool_calls_ends_with_answer(dev_server):
 
     url, srv = dev_server
     srv.reset([])
-    srv.responder = lambda req: tool_call("calculator", {"expression": "1+1"}) if req.get("tools") else text("done after the limit")
+    srv.responder = lambda req: (
+        tool_call("calculator", {"expression": "1+1"}) if req.get("tools") else text("done after the limit")
+    )
     client = get_client(url=url)
     thread = await client.threads.create()
-    result = await client.runs.wait(thread["thread_id"], "agent", input={"task": "loop"}, context={"model": "openai:scripted-model", "max_tool_calls": 15})
+    result = await client.runs.wait(
+        thread["thread_id"],
+        "agent",
+        input={"task": "loop"},
+        context={"model": "openai:scripted-model", "max_tool_calls": 15},
+    )
     assert result.get("answer") == "done after the limit", result
     assert result["tool_calls_made"] == 15
 
@@ -69,7 +80,12 @@ async def test_server_runs_recall_memory_across_threads(dev_server):
     from langgraph_sdk import get_client
 
     url, srv = dev_server
-    srv.reset([text("Noted."), lambda req: text("teal" if "favourite colour is teal" in req["messages"][0]["content"] else "unknown")])
+    srv.reset(
+        [
+            text("Noted."),
+            lambda req: text("teal" if "favourite colour is teal" in req["messages"][0]["content"] else "unknown"),
+        ]
+    )
     client = get_client(url=url)
     for task in ("Remember that my favourite colour is teal", "What is my favourite colour?"):
         thread = await client.threads.create()
@@ -90,5 +106,7 @@ async def test_server_runs_archive_large_tool_outputs(dev_server, tmp_path):
     ])
     client = get_client(url=url)
     thread = await client.threads.create()
-    result = await client.runs.wait(thread["thread_id"], "agent", input={"task": "read big.txt"}, context={"model": "openai:scripted-model"})
+    result = await client.runs.wait(
+        thread["thread_id"], "agent", input={"task": "read big.txt"}, context={"model": "openai:scripted-model"}
+    )
     assert result.get("answer") == "archived", result

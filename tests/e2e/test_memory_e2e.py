@@ -56,7 +56,9 @@ def test_two_cli_runs_share_memory_offline(scripted_server, tmp_path, isolated_h
     for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "SMART_AGENT_MEMORY", "SENTENCE_TRANSFORMERS_HOME"):
         env.pop(var, None)
 
-    first = run_cli(["run", "Remember that my favourite colour is teal", "--thread", "one", "--json"], env=env, timeout=240)
+    first = run_cli(
+        ["run", "Remember that my favourite colour is teal", "--thread", "one", "--json"], env=env, timeout=240
+    )
     assert first.returncode == 0, first.stderr
     assert json.loads(first.stdout)["answer"] == "Noted."
     memory_lines = [ln for ln in first.stderr.splitlines() if "◇ memory:" in ln]

@@ -55,7 +55,9 @@ def test_a_second_process_sees_writes_of_the_first(tmp_path):
     assert "fact two" in [r.text for r in b.recall(("memories", "u"), "fact two")]
     b.forget(("memories", "u"), b.recall(("memories", "u"), "fact one", k=1)[0].key)
     assert [r.text for r in a.recall(("memories", "u"), "fact one", k=5)] == ["fact two"]
-    code = WRITER.format(tests=str(TESTS), path=str(tmp_path), emb=", embeddings=__import__('memory_fakes').TableEmbeddings()")
+    code = WRITER.format(
+        tests=str(TESTS), path=str(tmp_path), emb=", embeddings=__import__('memory_fakes').TableEmbeddings()"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert a.recall(user_namespace("bob"), "Bob is allergic to peanuts.", k=1)[0].text == "Bob is allergic to peanuts."

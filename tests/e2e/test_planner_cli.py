@@ -65,7 +65,12 @@ def test_execute_is_deterministic_and_needs_no_model(tmp_path):
     assert outputs[0] == outputs[1]
     result = json.loads(outputs[0])
     assert result["status"] == "done"
-    assert [(e["id"], e["status"], e["round"]) for e in result["trace"]] == [("a", "ok", 1), ("b", "ok", 1), ("save", "ok", 2), ("check", "ok", 3)]
+    assert [(e["id"], e["status"], e["round"]) for e in result["trace"]] == [
+        ("a", "ok", 1),
+        ("b", "ok", 1),
+        ("save", "ok", 2),
+        ("check", "ok", 3),
+    ]
     assert result["trace"][2]["args"]["content"] == "a=42 b=1024"
     assert "Execution done: 4 ok" in result["answer"]
 
@@ -80,7 +85,11 @@ def test_execute_human_output_and_failures(tmp_path):
     plan_file.write_text(json.dumps(plan))
     proc = run_cli(["execute", str(plan_file), "--workspace", str(tmp_path)], env=cli_env())
     assert proc.returncode == 1
-    assert "x read_file: failed" in proc.stdout and "z calculator: skipped" in proc.stdout and "y calculator: ok" in proc.stdout
+    assert (
+        "x read_file: failed" in proc.stdout
+        and "z calculator: skipped" in proc.stdout
+        and "y calculator: ok" in proc.stdout
+    )
     assert "▶ y calculator" in proc.stderr
 
 
@@ -101,7 +110,9 @@ def test_execute_rejects_an_invalid_plan(tmp_path):
 
 def test_run_graph_planner(scripted_server, tmp_path):
     server = scripted_server([submit(PLAN), {"content": "6*7 is 42 and 2**10 is 1024."}])
-    proc = run_cli(["run", "--graph", "planner", "compute", "--workspace", str(tmp_path), "--json"], env=cli_env(server))
+    proc = run_cli(
+        ["run", "--graph", "planner", "compute", "--workspace", str(tmp_path), "--json"], env=cli_env(server)
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["answer"] == "6*7 is 42 and 2**10 is 1024."
 
@@ -128,6 +139,9 @@ def test_prompt_for_approval(tmp_path):
     assert prompt_for_approval(request, read=lambda: next(lines), out=out) == {"action": "edit", "plan": {"steps": []}}
     text = out.getvalue()
     assert "Plan (revised) for: t" in text and "! edited plan: bad" in text and "cannot read" in text
-    assert prompt_for_approval(request, read=lambda: "r not now\n", out=out) == {"action": "reject", "reason": "not now"}
+    assert prompt_for_approval(request, read=lambda: "r not now\n", out=out) == {
+        "action": "reject",
+        "reason": "not now",
+    }
     assert prompt_for_approval(request, read=lambda: "", out=out)["action"] == "reject"
     assert "check: read_file" in format_plan(PLAN) and "after save" in format_plan(PLAN)

@@ -14,7 +14,12 @@ async def test_sdk_approves_an_edited_plan(dev_server):
 
     url, srv = dev_server
     plan = {"steps": [{"id": "s1", "tool": "calculator", "args": {"expression": "2+2"}}]}
-    srv.reset([submit(plan), lambda req: text("Result: " + req["messages"][-1]["content"].split("output: ")[1].split("\n")[0])])
+    srv.reset(
+        [
+            submit(plan),
+            lambda req: text("Result: " + req["messages"][-1]["content"].split("output: ")[1].split("\n")[0]),
+        ]
+    )
     client = get_client(url=url)
     (assistant,) = await client.assistants.search(graph_id="planner")
     schemas = await client.assistants.get_schemas(assistant["assistant_id"])
@@ -26,7 +31,9 @@ async def test_sdk_approves_an_edited_plan(dev_server):
     await client.runs.wait(thread["thread_id"], "planner", input={"task": "What is 6*7?"}, context=context)
     state = await client.threads.get_state(thread["thread_id"])
     (interrupt,) = state["interrupts"]
-    assert interrupt["value"]["type"] == "plan_approval" and interrupt["value"]["plan"]["steps"][0]["args"] == {"expression": "2+2"}
+    assert interrupt["value"]["type"] == "plan_approval" and interrupt["value"]["plan"]["steps"][0]["args"] == {
+        "expression": "2+2"
+    }
 
     edited = {"steps": [{"id": "s1", "tool": "calculator", "args": {"expression": "6*7"}}]}
     result = await client.runs.wait(

@@ -26,7 +26,12 @@ run = run_graph
 
 
 async def test_calculator_answer_over_http(scripted_server, workspace):
-    srv = scripted_server([tool_call("calculator", {"expression": "37*43"}), lambda req: text(f"37*43 = {req['messages'][-1]['content']}")])
+    srv = scripted_server(
+        [
+            tool_call("calculator", {"expression": "37*43"}),
+            lambda req: text(f"37*43 = {req['messages'][-1]['content']}"),
+        ]
+    )
     graph = build_agent_graph(model=openai_model(srv))
     events = []
     final = await run(graph, "What is 37*43?", ctx(workspace), events=events)
@@ -129,7 +134,9 @@ async def test_malformed_tool_arguments_are_reported_not_crashed(scripted_server
 
 
 async def test_thread_history_is_shared_between_runs(scripted_server, workspace):
-    srv = scripted_server([text("Nice to meet you, Ada."), lambda req: text(f"I have {len(req['messages'])} messages of context.")])
+    srv = scripted_server(
+        [text("Nice to meet you, Ada."), lambda req: text(f"I have {len(req['messages'])} messages of context.")]
+    )
     graph = build_agent_graph(model=openai_model(srv), checkpointer=InMemorySaver())
     await run(graph, "My name is Ada.", ctx(workspace), thread="t1")
     final = await run(graph, "What is my name?", ctx(workspace), thread="t1")

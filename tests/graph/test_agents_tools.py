@@ -43,7 +43,11 @@ async def test_depth_limit_children_at_the_limit_get_no_sub_agent(scripted_serve
 
     srv = scripted_server(responder=respond)
     model = openai_model(srv)
-    graph = build_agent_graph(model=model, registry=registry_with(sub_agent_tool(model=model, registry=ToolRegistry())), checkpointer=InMemorySaver())
+    graph = build_agent_graph(
+        model=model,
+        registry=registry_with(sub_agent_tool(model=model, registry=ToolRegistry())),
+        checkpointer=InMemorySaver(),
+    )
     final, events = await run(graph, "dig", ctx(max_agent_depth=2))
 
     assert final["answer"] == "up: up: bottom reached"
@@ -110,17 +114,27 @@ async def test_as_tool_returns_only_the_answer_and_failures_become_tool_errors(s
         if system == "You are the researcher.":
             if "fail" in last["content"]:
                 return error(500, "researcher is down")
-            return tool_call("calculator", {"expression": "6*7"}) if last["role"] == "user" else text(f"The result is {last['content']}.")
+            return (
+                tool_call("calculator", {"expression": "6*7"})
+                if last["role"] == "user"
+                else text(f"The result is {last['content']}.")
+            )
         if last["role"] == "user":
-            return tool_calls([("research", {"task": "compute six times seven"}), ("research", {"task": "fail please"})])
+            return tool_calls(
+                [("research", {"task": "compute six times seven"}), ("research", {"task": "fail please"})]
+            )
         return text("parent done")
 
     srv = scripted_server(responder=respond)
     model = openai_model(srv)
     from smart_agent.tools.calculator import calculator
 
-    researcher = build_agent_graph(model=model, registry=registry_with(calculator), checkpointer=False, name="researcher")
-    research = as_tool(researcher, "research", "Ask the researcher.", context={"system_prompt": "You are the researcher."})
+    researcher = build_agent_graph(
+        model=model, registry=registry_with(calculator), checkpointer=False, name="researcher"
+    )
+    research = as_tool(
+        researcher, "research", "Ask the researcher.", context={"system_prompt": "You are the researcher."}
+    )
     parent = build_agent_graph(model=model, registry=registry_with(research))
     final, events = await run(parent, "ask", ctx(system_prompt="You are the boss."))
 

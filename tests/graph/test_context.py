@@ -71,7 +71,10 @@ def make_files(workspace, n=6, size=100_000, seed=7):
     for i in range(n):
         lines, total = [], 0
         while total < size:
-            line = " ".join("".join(rnd.choices(string.ascii_lowercase, k=rnd.randint(2, 9))) for _ in range(12)) + f' "file {i}"'
+            line = (
+                " ".join("".join(rnd.choices(string.ascii_lowercase, k=rnd.randint(2, 9))) for _ in range(12))
+                + f' "file {i}"'
+            )
             lines.append(line)
             total += len(line) + 1
         body = "\n".join(lines)[:size]
@@ -120,7 +123,9 @@ async def test_six_large_files_stay_within_budget_in_process(scripted_server, wo
     saver = InMemorySaver()
     graph = build_agent_graph(model=openai_model(srv), checkpointer=saver)
     events = []
-    final = await run(graph, "Read data0.txt to data5.txt.", ctx(workspace, context_token_limit=4000), thread="six", events=events)
+    final = await run(
+        graph, "Read data0.txt to data5.txt.", ctx(workspace, context_token_limit=4000), thread="six", events=events
+    )
     assert_every_request_bounded(srv, 4000)
     assert model.offered_get_tool_response
     assert "".join(model.pages) == files["data5.txt"]  # the archived output comes back in full
@@ -194,7 +199,9 @@ async def test_no_request_ever_splits_a_tool_call_from_its_results(scripted_serv
     srv = scripted_server(responder=parallel_model())
     graph = build_agent_graph(model=openai_model(srv), registry=big_echo_registry())
     events = []
-    final = await run(graph, "Fetch the records.", ctx(workspace, context_token_limit=2000, archive_threshold_chars=0), events=events)
+    final = await run(
+        graph, "Fetch the records.", ctx(workspace, context_token_limit=2000, archive_threshold_chars=0), events=events
+    )
     assert final["answer"] == "All records fetched."
     assert_every_request_bounded(srv, 2000)
     agent_requests = [r for r in srv.requests if not is_summary_request(r)]
@@ -216,7 +223,9 @@ async def test_failing_summary_model_falls_back_to_a_bounded_digest(scripted_ser
     srv = scripted_server(responder=parallel_model(summary=lambda req: error(500, "summary backend down")))
     graph = build_agent_graph(model=openai_model(srv), registry=big_echo_registry())
     events = []
-    final = await run(graph, "Fetch the records.", ctx(workspace, context_token_limit=2000, archive_threshold_chars=0), events=events)
+    final = await run(
+        graph, "Fetch the records.", ctx(workspace, context_token_limit=2000, archive_threshold_chars=0), events=events
+    )
     assert final["answer"] == "All records fetched."
     assert_every_request_bounded(srv, 2000)
     assert any(is_summary_request(r) for r in srv.requests)  # the summary call was tried...
@@ -232,7 +241,19 @@ async def test_failing_summary_model_falls_back_to_a_bounded_digest(scripted_ser
 async def test_archived_outputs_use_the_graph_store_when_there_is_one(scripted_server, workspace, isolated_home):
     (workspace / "big.txt").write_text("x" * 50_000)
     store = InMemoryStore()
-    srv = scripted_server([tool_call("read_file", {"path": "big.txt"}), lambda req: tool_call("get_tool_response", {"execution_id": re.search(r"ex_[0-9a-f]{16}", req["messages"][-1]["content"]).group(0), "offset": 49_990}), text("ok")])
+    srv = scripted_server(
+        [
+            tool_call("read_file", {"path": "big.txt"}),
+            lambda req: tool_call(
+                "get_tool_response",
+                {
+                    "execution_id": re.search(r"ex_[0-9a-f]{16}", req["messages"][-1]["content"]).group(0),
+                    "offset": 49_990,
+                },
+            ),
+            text("ok"),
+        ]
+    )
     graph = build_agent_graph(model=openai_model(srv), store=store)
     final = await run(graph, "read big.txt", ctx(workspace))
     (eid,) = final["archived"]
@@ -262,11 +283,26 @@ async def test_agent_guard_truncates_when_prediction_is_missing(scripted_server,
     graph = build_agent_graph(model=openai_model(srv), checkpointer=saver)
     config = {"configurable": {"thread_id": "g"}}
     call = AIMessage("", tool_calls=[{"name": "calculator", "args": {"expression": "1"}, "id": "c1"}])
-    await graph.aupdate_state(config, {"messages": [HumanMessage("q"), call, ToolMessage("y" * 40_000, tool_call_id="c1", name="calculator"), HumanMessage("and now?")], "context_token_limit": 3000, "request_tokens": 0}, as_node="memory_recall")
+    await graph.aupdate_state(
+        config,
+        {
+            "messages": [
+                HumanMessage("q"),
+                call,
+                ToolMessage("y" * 40_000, tool_call_id="c1", name="calculator"),
+                HumanMessage("and now?"),
+            ],
+            "context_token_limit": 3000,
+            "request_tokens": 0,
+        },
+        as_node="memory_recall",
+    )
     state = await graph.aget_state(config)
     assert state.next == ("agent",)
     events = []
-    async for mode, chunk in graph.astream(None, config=config, context=ctx(workspace, context_token_limit=3000), stream_mode=["custom", "values"]):
+    async for mode, chunk in graph.astream(
+        None, config=config, context=ctx(workspace, context_token_limit=3000), stream_mode=["custom", "values"]
+    ):
         if mode == "custom":
             events.append(chunk)
     assert_every_request_bounded(srv, 3000)
@@ -291,16 +327,23 @@ async def test_custom_token_counter_is_used(scripted_server, workspace):
 
 # --------------------------------------------------------------------------- todo planning
 async def test_todo_list_events_and_final_state(scripted_server, workspace):
-    srv = scripted_server([
-        tool_call("manage_todo_list", {"add": ["collect data", "compute total", "write report"]}),
-        tool_calls([
-            {"name": "manage_todo_list", "arguments": {"update": [{"id": 1, "status": "done"}, {"id": 2, "status": "in_progress"}]}},
-            {"name": "calculator", "arguments": {"expression": "2+3"}},
-            {"name": "manage_todo_list", "arguments": {"remove": [3], "update": [{"id": 2, "status": "done"}]}},
-        ]),
-        tool_call("manage_todo_list", {"update": [{"id": 42, "status": "done"}]}),
-        text("Total is 5."),
-    ])
+    srv = scripted_server(
+        [
+            tool_call("manage_todo_list", {"add": ["collect data", "compute total", "write report"]}),
+            tool_calls(
+                [
+                    {
+                        "name": "manage_todo_list",
+                        "arguments": {"update": [{"id": 1, "status": "done"}, {"id": 2, "status": "in_progress"}]},
+                    },
+                    {"name": "calculator", "arguments": {"expression": "2+3"}},
+                    {"name": "manage_todo_list", "arguments": {"remove": [3], "update": [{"id": 2, "status": "done"}]}},
+                ]
+            ),
+            tool_call("manage_todo_list", {"update": [{"id": 42, "status": "done"}]}),
+            text("Total is 5."),
+        ]
+    )
     graph = build_agent_graph(model=openai_model(srv), checkpointer=InMemorySaver())
     events = []
     final = await run(graph, "Plan and compute.", ctx(workspace, use_todo_list=True), thread="todo", events=events)
@@ -311,8 +354,14 @@ async def test_todo_list_events_and_final_state(scripted_server, workspace):
     ]
     plans = [e for e in events if e["event"] == "plan"]
     assert [len(p["added"]) for p in plans] == [3, 0, 0]
-    assert plans[1]["updated"][1] == {"id": 2, "before": {"id": 2, "content": "compute total", "status": "pending"}, "after": {"id": 2, "content": "compute total", "status": "in_progress"}}
-    assert plans[2]["removed"] == [{"id": 3, "content": "write report", "status": "pending"}]  # saw the previous call's update
+    assert plans[1]["updated"][1] == {
+        "id": 2,
+        "before": {"id": 2, "content": "compute total", "status": "pending"},
+        "after": {"id": 2, "content": "compute total", "status": "in_progress"},
+    }
+    assert plans[2]["removed"] == [
+        {"id": 3, "content": "write report", "status": "pending"}
+    ]  # saw the previous call's update
     # the model is offered the tool and sees the rules and the current list in the system prompt
     assert "manage_todo_list" in srv.offered_tools(0)
     system = srv.requests[3]["messages"][0]["content"]
@@ -342,19 +391,30 @@ SCHEMA = {
 
 
 async def test_structured_output_valid_first_time(scripted_server, workspace):
-    srv = scripted_server([tool_call("calculator", {"expression": "1000*3"}), text('```json\n{"city": "Oslo", "population": 3000}\n```')])
+    srv = scripted_server(
+        [tool_call("calculator", {"expression": "1000*3"}), text('```json\n{"city": "Oslo", "population": 3000}\n```')]
+    )
     graph = build_agent_graph(model=openai_model(srv))
     events = []
     final = await run(graph, "Give me the city.", ctx(workspace, output_schema=SCHEMA), events=events)
     assert final["structured_response"] == {"city": "Oslo", "population": 3000}
     assert json.loads(final["answer"]) == final["structured_response"]
-    assert "OUTPUT FORMAT" in srv.requests[0]["messages"][0]["content"] and '"population"' in srv.requests[0]["messages"][0]["content"]
+    assert (
+        "OUTPUT FORMAT" in srv.requests[0]["messages"][0]["content"]
+        and '"population"' in srv.requests[0]["messages"][0]["content"]
+    )
     finals = [e for e in events if e["event"] == "final_answer"]
     assert len(finals) == 1 and finals[0]["structured_response"] == final["structured_response"]
 
 
 async def test_structured_output_retries_on_invalid_json_then_succeeds(scripted_server, workspace):
-    srv = scripted_server([text("The city is Oslo."), text('{"city": "Oslo", "population": -5}'), text('{"city": "Oslo", "population": 700000}')])
+    srv = scripted_server(
+        [
+            text("The city is Oslo."),
+            text('{"city": "Oslo", "population": -5}'),
+            text('{"city": "Oslo", "population": 700000}'),
+        ]
+    )
     graph = build_agent_graph(model=openai_model(srv))
     final = await run(graph, "city?", ctx(workspace, output_schema=SCHEMA))
     assert final["structured_response"] == {"city": "Oslo", "population": 700000}
@@ -396,7 +456,9 @@ def test_cli_output_schema_and_failure_exit_code(scripted_server, workspace, tmp
     schema_file.write_text(json.dumps(SCHEMA))
     srv = scripted_server([text('{"city": "Rome", "population": 2800000}')])
     env = cli_env(srv, SMART_AGENT_MEMORY="0")
-    res = run_cli(["run", "city?", "--output-schema", str(schema_file), "--json", "--workspace", str(workspace)], env=env)
+    res = run_cli(
+        ["run", "city?", "--output-schema", str(schema_file), "--json", "--workspace", str(workspace)], env=env
+    )
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["structured_response"] == {"city": "Rome", "population": 2800000}
 
@@ -438,13 +500,23 @@ async def test_recalled_memories_count_in_the_first_budget_decision(scripted_ser
         note = f"Finding {i}: " + " ".join(f"w{i}x{k}" for k in range(70))
         table[note] = unit(1, *([0] * i), 0.6 + 0.02 * i)
         store.remember(user_namespace("default"), note)
-    srv = scripted_server(responder=lambda req: text("Summary of the first run.") if is_summary_request(req) else text("answer " * 400))
-    graph = build_agent_graph(model=openai_model(srv), registry=ToolRegistry(), checkpointer=InMemorySaver(), store=store)
+    srv = scripted_server(
+        responder=lambda req: text("Summary of the first run.") if is_summary_request(req) else text("answer " * 400)
+    )
+    graph = build_agent_graph(
+        model=openai_model(srv), registry=ToolRegistry(), checkpointer=InMemorySaver(), store=store
+    )
     limit = 3000
     await run(graph, "Read this report: " + "data " * 800, ctx(workspace, context_token_limit=limit), thread="m")
     assert len(srv.requests) == 1  # the first run fits without its memories
     events: list[dict] = []
-    final = await run(graph, "What did we find?", ctx(workspace, context_token_limit=limit, memory=True, memory_k=10), thread="m", events=events)
+    final = await run(
+        graph,
+        "What did we find?",
+        ctx(workspace, context_token_limit=limit, memory=True, memory_k=10),
+        thread="m",
+        events=events,
+    )
     recall = next(e for e in events if e["event"] == "memory_recall")
     assert recall["count"] == 10
     summ = [e for e in events if e["event"] == "summarization" and e["action"] == "summarize"]

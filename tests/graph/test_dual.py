@@ -37,7 +37,9 @@ async def test_dual_brainstorms_executes_through_the_planner_and_answers(scripte
     assert final["answer"] == "2 + 3 = 5"
     assert calls["add"] == 1
     assert final["thoughts"] == ["I need the sum of 2 and 3; the add tool computes it."]
-    assert final["assets"] == {"a1": {"id": "a1", "objective": "Add 2 and 3", "answer": "The sum is 5.", "status": "ok"}}
+    assert final["assets"] == {
+        "a1": {"id": "a1", "objective": "Add 2 and 3", "answer": "The sum is 5.", "status": "ok"}
+    }
     assert final["iterations"] == 4
     reqs = srv.requests
     assert offered(reqs[0]) == [DECIDE] and offered(reqs[2]) == ["submit_plan"]
@@ -64,7 +66,10 @@ async def test_iteration_limit_forces_a_final_answer(scripted_server):
 
 @pytest.mark.unit  # no server: a function of the graph's nodes
 def test_parse_decision_is_lenient_about_shape():
-    assert parse_decision({"action": "Brainstorm", "thought": " x "}) == ({"action": "brainstorm", "thought": "x"}, None)
+    assert parse_decision({"action": "Brainstorm", "thought": " x "}) == (
+        {"action": "brainstorm", "thought": "x"},
+        None,
+    )
     assert parse_decision({"objective": "do it"}) == ({"action": "execute", "objective": "do it"}, None)
     assert parse_decision([{"action": "final", "response": "42"}]) == ({"action": "final", "answer": "42"}, None)
     assert parse_decision({"decision": {"action": "finish", "answer": "ok"}})[0] == {"action": "final", "answer": "ok"}

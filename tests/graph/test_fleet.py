@@ -70,7 +70,9 @@ async def test_four_workers_run_in_parallel_and_one_failure_is_isolated(scripted
     graph = build_fleet_graph(model=openai_model(srv), registry=ToolRegistry())
     final, events = await run(graph, "Compare the populations of four cities", ctx(max_workers=4))
 
-    assert in_flight["peak"] == 4, f"{in_flight['peak']} workers' requests in flight at most; parallel workers have all four"
+    assert in_flight["peak"] == 4, (
+        f"{in_flight['peak']} workers' requests in flight at most; parallel workers have all four"
+    )
     results = final["results"]
     assert [s["task"] for s in final["subtasks"]] == [f"Population of {c}" for c in CITIES]
     assert {wid: r["ok"] for wid, r in results.items()} == {"w1": True, "w2": True, "w3": False, "w4": True}

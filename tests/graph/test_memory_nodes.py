@@ -30,9 +30,13 @@ def system_prompt(srv, i=-1) -> str:
 
 
 # -- graph: recall at start, write at the end ----------------------------------------------
-async def test_two_threads_share_long_term_memory_with_the_real_model(scripted_server, workspace, local_model, isolated_home):
+async def test_two_threads_share_long_term_memory_with_the_real_model(
+    scripted_server, workspace, local_model, isolated_home
+):
     srv = scripted_server([text("Noted: teal."), text("Your favourite colour is teal.")])
-    graph = build_agent_graph(model=openai_model(srv), checkpointer=InMemorySaver())  # default store under SMART_AGENT_HOME
+    graph = build_agent_graph(
+        model=openai_model(srv), checkpointer=InMemorySaver()
+    )  # default store under SMART_AGENT_HOME
     events: list[dict] = []
     first = await run(graph, "Remember that my favourite colour is teal", ctx(workspace), thread="a", events=events)
     assert first["answer"] == "Noted: teal." and first["memory_context"] == ""
@@ -129,8 +133,12 @@ async def test_memory_failures_never_break_a_run(scripted_server, workspace, tmp
 
 
 async def test_the_model_can_call_remember_in_the_graph(scripted_server, workspace, fake_memory):
-    srv = scripted_server([tool_call("remember", {"text": "The user's cat is called Miso."}), text("I'll remember that.")])
-    graph = build_agent_graph(model=openai_model(srv), registry=ToolRegistry(), tools=[t for t, _ in MEMORY_TOOLS], store=fake_memory)
+    srv = scripted_server(
+        [tool_call("remember", {"text": "The user's cat is called Miso."}), text("I'll remember that.")]
+    )
+    graph = build_agent_graph(
+        model=openai_model(srv), registry=ToolRegistry(), tools=[t for t, _ in MEMORY_TOOLS], store=fake_memory
+    )
     final = await run(graph, "My cat is called Miso.", ctx(workspace, user_id="u"))
     assert final["answer"] == "I'll remember that."
     texts = sorted(i.value["text"] for i in fake_memory.items(user_namespace("u")))

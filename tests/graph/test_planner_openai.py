@@ -29,7 +29,11 @@ async def test_four_slow_pages_are_browsed_in_parallel(scripted_server, workspac
         plan = {
             "steps": [
                 *({"id": f"p{i}", "tool": "browse_url", "args": {"url": pages.url(f"/page{i}")}} for i in range(4)),
-                {"id": "save", "tool": "write_file", "args": {"path": "pages.txt", "content": "${p0}\n${p1}\n${p2}\n${p3}"}},
+                {
+                    "id": "save",
+                    "tool": "write_file",
+                    "args": {"path": "pages.txt", "content": "${p0}\n${p1}\n${p2}\n${p3}"},
+                },
             ]
         }
         server = scripted_server([submit(plan), {"content": "All four pages say hello; saved to pages.txt."}])
@@ -62,7 +66,12 @@ async def test_cycle_is_sent_back_to_the_model(scripted_server):
             {"id": "b", "tool": "echo", "args": {"text": "${a}"}},
         ]
     }
-    fixed = {"steps": [{"id": "a", "tool": "echo", "args": {"text": "A"}}, {"id": "b", "tool": "echo", "args": {"text": "${a}B"}}]}
+    fixed = {
+        "steps": [
+            {"id": "a", "tool": "echo", "args": {"text": "A"}},
+            {"id": "b", "tool": "echo", "args": {"text": "${a}B"}},
+        ]
+    }
     server = scripted_server([submit(cyclic), submit(fixed), {"content": "AB"}])
     graph = build_planner_graph(model=openai_model(server), registry=registry)
     final, _ = await run_graph(graph, {"task": "t"}, context=Context(model="openai:scripted-model"))
@@ -95,10 +104,17 @@ async def test_structured_output_over_openai(scripted_server):
 
 async def test_approval_and_replan_over_openai(scripted_server):
     registry, calls = make_registry()
-    first = {"steps": [{"id": "s1", "tool": "echo", "args": {"text": "kept"}}, {"id": "s2", "tool": "fail", "args": {"message": "quota"}, "depends_on": ["s1"]}]}
+    first = {
+        "steps": [
+            {"id": "s1", "tool": "echo", "args": {"text": "kept"}},
+            {"id": "s2", "tool": "fail", "args": {"message": "quota"}, "depends_on": ["s1"]},
+        ]
+    }
     revised = {"steps": [{"id": "r1", "tool": "upper", "args": {"text": "${s1}"}}]}
     server = scripted_server([submit(first), submit(revised), {"content": "KEPT"}])
-    graph = build_planner_graph(model=openai_model(server), registry=registry, checkpointer=InMemorySaver(), backoff_base_s=0.01)
+    graph = build_planner_graph(
+        model=openai_model(server), registry=registry, checkpointer=InMemorySaver(), backoff_base_s=0.01
+    )
     ctx = Context(model="openai:scripted-model", approve_plan=True)
     config = {"configurable": {"thread_id": "t1"}}
     await graph.ainvoke({"task": "t"}, config, context=ctx)

@@ -62,6 +62,8 @@ async def test_direct_mode_is_one_call_per_turn(scripted_server):
 def test_tools_named_and_read_reasoning():
     r = {"situation": "Use the Calculator, then lookup.", "plan": ["recalculate"], "done": False}
     assert tools_named(r, ["calculator", "lookup", "calc", "read_file"]) == ["calculator", "lookup"]
-    msg = AIMessage("", tool_calls=[{"name": REASONING, "args": {"situation": "s", "plan": "one step", "done": "true"}, "id": "1"}])
+    msg = AIMessage(
+        "", tool_calls=[{"name": REASONING, "args": {"situation": "s", "plan": "one step", "done": "true"}, "id": "1"}]
+    )
     assert read_reasoning(msg) == {"situation": "s", "plan": ["one step"], "done": True}
     assert read_reasoning(AIMessage("plain")) is None

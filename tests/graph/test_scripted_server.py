@@ -121,7 +121,9 @@ def test_streaming_text_and_tool_calls_with_usage(server):
     ]
     assert agg.response_metadata["finish_reason"] == "tool_calls"
     assert agg.usage_metadata["input_tokens"] > 0
-    assert agg.usage_metadata["total_tokens"] == agg.usage_metadata["input_tokens"] + agg.usage_metadata["output_tokens"]
+    assert (
+        agg.usage_metadata["total_tokens"] == agg.usage_metadata["input_tokens"] + agg.usage_metadata["output_tokens"]
+    )
 
 
 def test_streaming_without_stream_usage_has_no_usage(server):

@@ -22,7 +22,9 @@ def ctx(**kw):
 async def run(graph, task, thread):
     events, final = [], {}
     config = {"configurable": {"thread_id": thread}}
-    async for mode, chunk in graph.astream({"task": task}, config=config, context=ctx(), stream_mode=["custom", "values"]):
+    async for mode, chunk in graph.astream(
+        {"task": task}, config=config, context=ctx(), stream_mode=["custom", "values"]
+    ):
         if mode == "custom":
             events.append(chunk)
         else:
@@ -34,7 +36,9 @@ def team(model):
     return build_team_graph(
         agents={
             "triage": AgentSpec("You are triage.", description="Routes requests."),
-            "billing": AgentSpec("You are billing.", tools=[calculator], handoffs=["triage"], description="Invoices and refunds."),
+            "billing": AgentSpec(
+                "You are billing.", tools=[calculator], handoffs=["triage"], description="Invoices and refunds."
+            ),
             "support": AgentSpec("You are support.", handoffs=["triage"]),
         },
         model=model,
@@ -106,7 +110,10 @@ def test_route_after_tools_in_a_team():
     team = {"active_agent": "a"}
     assert route_after_tools({**team, "messages": [handoff, ToolMessage("ok", tool_call_id="1")]}) == "handoff"
     assert route_after_tools({**team, "messages": [plain], "tool_calls_made": 1, "max_tool_calls": 5}) == "agent"
-    assert route_after_tools({**team, "messages": [plain], "tool_calls_made": 5, "max_tool_calls": 5}) == "toolLimitFinalize"
+    assert (
+        route_after_tools({**team, "messages": [plain], "tool_calls_made": 5, "max_tool_calls": 5})
+        == "toolLimitFinalize"
+    )
     # outside a team a transfer-named tool is an ordinary tool
     assert route_after_tools({"messages": [handoff, ToolMessage("ok", tool_call_id="1")]}) == "agent"
     assert route_after_handoff({**team, "tool_calls_made": 5, "max_tool_calls": 5}) == "toolLimitFinalize"

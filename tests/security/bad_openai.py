@@ -25,12 +25,21 @@ def completion(message: Any, finish_reason: str = "stop") -> bytes:
 
 BODIES: dict[str, tuple[str, bytes]] = {
     "no choices": ("application/json", b'{"id": "x", "object": "chat.completion", "model": "m", "created": 0}'),
-    "empty choices": ("application/json", b'{"id": "x", "object": "chat.completion", "model": "m", "created": 0, "choices": []}'),
-    "null choices": ("application/json", b'{"id": "x", "object": "chat.completion", "model": "m", "created": 0, "choices": null}'),
+    "empty choices": (
+        "application/json",
+        b'{"id": "x", "object": "chat.completion", "model": "m", "created": 0, "choices": []}',
+    ),
+    "null choices": (
+        "application/json",
+        b'{"id": "x", "object": "chat.completion", "model": "m", "created": 0, "choices": null}',
+    ),
     "null message": ("application/json", completion(None)),
     "html body": ("text/html", b"<html><body><h1>502 Bad Gateway</h1></body></html>"),
     "html as json": ("application/json", b"<html><body>oops</body></html>"),
-    "invalid utf-8": ("application/json", completion({"role": "assistant", "content": "ok"}).replace(b'"ok"', b'"\xff\xfe\xc3("')),
+    "invalid utf-8": (
+        "application/json",
+        completion({"role": "assistant", "content": "ok"}).replace(b'"ok"', b'"\xff\xfe\xc3("'),
+    ),
     "truncated json": ("application/json", completion({"role": "assistant", "content": "ok"})[:40]),
 }
 

@@ -40,7 +40,9 @@ def test_an_undecodable_line_is_refused_alone_and_the_others_run(scripted_server
     env = {"PYTHONIOENCODING": stdin_encoding} if stdin_encoding else {}
     res = chat(srv, workspace, b"hello\nbad \xff\xfe line\nbye\n", **env)
     assert res.returncode == 2, res.stderr
-    assert error_lines(res) == ["smart-agent chat: error: input line 2 is not valid UTF-8 text (byte 5: b'\\xff'); skipped"]
+    assert error_lines(res) == [
+        "smart-agent chat: error: input line 2 is not valid UTF-8 text (byte 5: b'\\xff'); skipped"
+    ]
     assert res.stdout.decode().splitlines() == ["first answer", "second answer"]
     assert [r["messages"][-1]["content"] for r in srv.requests] == ["hello", "bye"]
 

@@ -25,12 +25,18 @@ def assert_usage_error(res, srv, *needles: str) -> None:
 @pytest.mark.parametrize(
     ("args", "needles"),
     [
-        (["--max-tool-calls", "1" + "0" * 30], ["--max-tool-calls", "max_tool_calls must be an integer from 0 to 10000"]),
+        (
+            ["--max-tool-calls", "1" + "0" * 30],
+            ["--max-tool-calls", "max_tool_calls must be an integer from 0 to 10000"],
+        ),
         (["--max-tool-calls", "1" + "0" * 5000], ["--max-tool-calls", "must be an integer"]),
         (["--max-tool-calls", "10**30"], ["--max-tool-calls", "must be an integer (got '10**30')"]),
         (["--max-tool-calls", "-1"], ["max_tool_calls must be an integer from 0 to 10000"]),
         (["--max-parallel-tools", "0"], ["max_parallel_tools must be an integer from 1 to 64"]),
-        (["--context-tokens", "99999999999"], ["--context-tokens", "context_token_limit must be an integer from 1000 to 10000000"]),
+        (
+            ["--context-tokens", "99999999999"],
+            ["--context-tokens", "context_token_limit must be an integer from 1000 to 10000000"],
+        ),
         (["--archive-chars", "-1"], ["--archive-chars", "archive_threshold_chars"]),
         (["--max-output-retries", "1000"], ["--max-output-retries", "max_output_retries"]),
     ],
@@ -80,7 +86,11 @@ def test_text_flags_with_undecodable_bytes_are_refused(scripted_server, workspac
     ("variable", "raw", "needle"),
     [
         ("SMART_AGENT_TOOL_TIMEOUT_S", "nan", "SMART_AGENT_TOOL_TIMEOUT_S must be a finite number (got 'nan')"),
-        ("SMART_AGENT_MAX_TOOL_CALLS", "1" + "0" * 30, "SMART_AGENT_MAX_TOOL_CALLS: max_tool_calls must be an integer from 0 to 10000"),
+        (
+            "SMART_AGENT_MAX_TOOL_CALLS",
+            "1" + "0" * 30,
+            "SMART_AGENT_MAX_TOOL_CALLS: max_tool_calls must be an integer from 0 to 10000",
+        ),
         ("SMART_AGENT_ALLOW_PRIVATE_NETWORK", "maybe", "SMART_AGENT_ALLOW_PRIVATE_NETWORK must be true or false"),
         ("SMART_AGENT_CONTEXT_TOKEN_LIMIT", "lots", "SMART_AGENT_CONTEXT_TOKEN_LIMIT must be an integer"),
     ],
@@ -94,7 +104,17 @@ def test_bad_environment_values_name_the_variable(scripted_server, workspace, va
 def test_good_input_still_runs(scripted_server, workspace):
     srv = scripted_server([text("fine")])
     res = run_cli(
-        ["run", "café ☕", "--workspace", str(workspace), "--max-tool-calls", "10000", "--tools", "calculator", "--quiet"],
+        [
+            "run",
+            "café ☕",
+            "--workspace",
+            str(workspace),
+            "--max-tool-calls",
+            "10000",
+            "--tools",
+            "calculator",
+            "--quiet",
+        ],
         env=cli_env(srv, SMART_AGENT_TOOL_TIMEOUT_S="2.5", SMART_AGENT_ALLOW_PRIVATE_NETWORK="OFF"),
     )
     assert res.returncode == 0, res.stderr
@@ -107,7 +127,10 @@ def test_good_input_still_runs(scripted_server, workspace):
     [
         (["plan", b"caf\xe9"], ["the task is not valid UTF-8"]),
         (["plan", "task", "--tools", "nosuch"], ["unknown tool(s) 'nosuch'", "Known tools:", "calculator"]),
-        (["plan", "task", "--max-plan-attempts", "1" + "0" * 30], ["max_plan_attempts must be an integer from 1 to 100"]),
+        (
+            ["plan", "task", "--max-plan-attempts", "1" + "0" * 30],
+            ["max_plan_attempts must be an integer from 1 to 100"],
+        ),
         (["execute", "-", "--workspace", "/no/such/folder"], ["--workspace", "does not exist"]),
         (["execute", "-", "--max-tool-calls", "1" + "0" * 30], ["max_tool_calls must be an integer from 0 to 10000"]),
     ],

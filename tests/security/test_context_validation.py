@@ -53,7 +53,9 @@ def test_every_field_has_a_known_type_and_numeric_fields_have_bounds():
         assert field_problem(f.name, object()).startswith(f.name)
     assert set(INT_FIELDS + FLOAT_FIELDS) == set(FIELD_BOUNDS), "FIELD_BOUNDS must list exactly the numeric fields"
     assert BOOL_FIELDS and INT_FIELDS and FLOAT_FIELDS and STR_FIELDS
-    assert "allow_private_network" in BOOL_FIELDS and "max_tool_calls" in INT_FIELDS and "tool_timeout_s" in FLOAT_FIELDS
+    assert (
+        "allow_private_network" in BOOL_FIELDS and "max_tool_calls" in INT_FIELDS and "tool_timeout_s" in FLOAT_FIELDS
+    )
 
 
 def test_an_unknown_annotation_or_a_missing_bound_is_reported_not_accepted():
@@ -143,7 +145,11 @@ def test_object_fields_hold_json_objects():
         ("SMART_AGENT_TOOL_TIMEOUT_S", "nan", "SMART_AGENT_TOOL_TIMEOUT_S must be a finite number"),
         ("SMART_AGENT_TOOL_TIMEOUT_S", "inf", "SMART_AGENT_TOOL_TIMEOUT_S must be a finite number"),
         ("SMART_AGENT_TOOL_TIMEOUT_S", "-3", "SMART_AGENT_TOOL_TIMEOUT_S: tool_timeout_s must be a number from"),
-        ("SMART_AGENT_MAX_TOOL_CALLS", "1" + "0" * 30, "SMART_AGENT_MAX_TOOL_CALLS: max_tool_calls must be an integer from 0 to 10000"),
+        (
+            "SMART_AGENT_MAX_TOOL_CALLS",
+            "1" + "0" * 30,
+            "SMART_AGENT_MAX_TOOL_CALLS: max_tool_calls must be an integer from 0 to 10000",
+        ),
         ("SMART_AGENT_MAX_TOOL_CALLS", "1e3", "SMART_AGENT_MAX_TOOL_CALLS must be an integer"),
         ("SMART_AGENT_ALLOW_PRIVATE_NETWORK", "maybe", "SMART_AGENT_ALLOW_PRIVATE_NETWORK must be true or false"),
         ("SMART_AGENT_MEMORY", "2", "SMART_AGENT_MEMORY must be true or false"),
@@ -161,7 +167,16 @@ def test_bad_environment_values_are_errors_naming_the_variable(monkeypatch, vari
 @pytest.mark.parametrize("name", BOOL_FIELDS)
 def test_environment_booleans_are_parsed_strictly(monkeypatch, name):
     variable = f"SMART_AGENT_{name.upper()}"
-    for raw, expected in (("false", False), ("OFF", False), ("0", False), ("No", False), ("true", True), (" on ", True), ("YES", True), ("1", True)):
+    for raw, expected in (
+        ("false", False),
+        ("OFF", False),
+        ("0", False),
+        ("No", False),
+        ("true", True),
+        (" on ", True),
+        ("YES", True),
+        ("1", True),
+    ):
         monkeypatch.setenv(variable, raw)
         assert getattr(Context(), name) is expected, (variable, raw)
     monkeypatch.setenv(variable, "nope")

@@ -133,7 +133,9 @@ def test_stores_created_at_once_in_a_new_folder_all_open(tmp_path):
 async def test_agent_run_answers_with_memory_off_and_an_error_event(scripted_server, workspace, isolated_home, kind):
     db, before = plant(isolated_home / "memory", kind)
     srv = scripted_server(responder=lambda req: text("Hello without memory."))
-    graph = build_agent_graph(model=openai_model(srv), checkpointer=InMemorySaver())  # default store under SMART_AGENT_HOME
+    graph = build_agent_graph(
+        model=openai_model(srv), checkpointer=InMemorySaver()
+    )  # default store under SMART_AGENT_HOME
     events: list[dict] = []
     final = await run_graph(
         graph, "Remember that I like tea", Context(workspace=str(workspace), model="openai:scripted-model"),
@@ -155,7 +157,9 @@ def test_memory_cli_refuses_with_one_line_and_exit_2(isolated_home, command):
     db, before = plant(isolated_home / "memory", "text file")
     out = run_cli(["memory", *command], env=cli_env())
     assert out.returncode == 2
-    assert out.stderr.splitlines() == [f"smart-agent: {db} is not a smart-agent memory database (not an SQLite file){TAIL}"]
+    assert out.stderr.splitlines() == [
+        f"smart-agent: {db} is not a smart-agent memory database (not an SQLite file){TAIL}"
+    ]
     assert out.stdout == ""
     assert db.read_bytes() == before
 

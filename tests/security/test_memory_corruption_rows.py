@@ -108,7 +108,9 @@ def test_a_row_whose_json_value_does_not_parse_is_skipped_and_reported(tmp_path)
     s = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())
     # Before anything read the row, stats finds it by scanning (and no longer fails on it).
     stats = s.stats()
-    assert stats["items"] == 3 and [(d["key"], d["reason"]) for d in stats["damaged"]] == [(bad, "value is not valid JSON")]
+    assert stats["items"] == 3 and [(d["key"], d["reason"]) for d in stats["damaged"]] == [
+        (bad, "value is not valid JSON")
+    ]
     hits = s.recall(NS, "the fish is called Nemo", k=5, min_similarity=-1.0)
     assert bad not in {h.key for h in hits} and len(hits) == 2
     assert bad not in {i.key for i in s.search(NS)} and len(s.search(NS)) == 2

@@ -42,11 +42,16 @@ async def test_non_object_arguments_get_a_corrective_tool_message(scripted_serve
 
 @pytest.mark.graph
 async def test_a_thousand_calls_in_one_turn_run_only_the_per_turn_cap(scripted_server, workspace):
-    many = tool_calls([{"name": "calculator", "arguments": {"expression": f"{i}+1"}, "id": f"c{i}"} for i in range(1000)])
+    many = tool_calls(
+        [{"name": "calculator", "arguments": {"expression": f"{i}+1"}, "id": f"c{i}"} for i in range(1000)]
+    )
     srv = scripted_server([many, text("done with what ran")])
     events: list = []
     final = await run_graph(
-        build_agent_graph(model=openai_model(srv)), "many", ctx(workspace, max_tool_calls=5000, max_tool_calls_per_turn=32), events=events,
+        build_agent_graph(model=openai_model(srv)),
+        "many",
+        ctx(workspace, max_tool_calls=5000, max_tool_calls_per_turn=32),
+        events=events,
     )
 
     assert final["answer"] == "done with what ran"  # no ContextBudgetError
@@ -67,15 +72,21 @@ async def test_a_thousand_calls_in_one_turn_run_only_the_per_turn_cap(scripted_s
 @pytest.mark.graph
 async def test_a_10_mb_argument_is_refused_before_it_runs_and_shrunk_in_history(scripted_server, workspace):
     huge = "x" * 10_000_000
-    srv = scripted_server([tool_call("write_file", {"path": "big.txt", "content": huge}, id="w"), text("I could not write it.")])
+    srv = scripted_server(
+        [tool_call("write_file", {"path": "big.txt", "content": huge}, id="w"), text("I could not write it.")]
+    )
     final = await run_graph(build_agent_graph(model=openai_model(srv)), "write", ctx(workspace))
 
     assert final["answer"] == "I could not write it."
     assert not (workspace / "big.txt").exists()  # the tool never ran
     (result,) = tool_results(srv.requests[1])
-    assert result["content"].startswith("Refused: the arguments are 10000") and "max_tool_arg_chars" in result["content"]
+    assert (
+        result["content"].startswith("Refused: the arguments are 10000") and "max_tool_arg_chars" in result["content"]
+    )
     sent = next(m for m in srv.requests[1]["messages"] if m["role"] == "assistant")
-    assert json.loads(sent["tool_calls"][0]["function"]["arguments"]) == {"_truncated": f"{len(json.dumps({'path': 'big.txt', 'content': huge}))} chars"}
+    assert json.loads(sent["tool_calls"][0]["function"]["arguments"]) == {
+        "_truncated": f"{len(json.dumps({'path': 'big.txt', 'content': huge}))} chars"
+    }
     assert srv.request_chars(1) < 100_000  # the next request does not carry the 10 MB
     ai = next(m for m in final["messages"] if isinstance(m, AIMessage) and (m.tool_calls or m.invalid_tool_calls))
     (call,) = [*ai.tool_calls, *ai.invalid_tool_calls]  # (too long to be parsed at all: an invalid call)
@@ -125,4 +136,6 @@ async def test_an_empty_reply_at_the_tool_limit_is_asked_again_before_the_fallba
     srv = scripted_server([tool_call("calculator", {"expression": "2+2"}), text(""), text("2+2 = 4")])
     final = await run_graph(build_agent_graph(model=openai_model(srv)), "2+2?", ctx(workspace, max_tool_calls=1))
     assert final["answer"] == "2+2 = 4"  # not the fixed "I reached the tool-call limit..." text
-    assert "tools" not in srv.requests[2] and "Your previous reply was empty" in srv.requests[2]["messages"][-1]["content"]
+    assert (
+        "tools" not in srv.requests[2] and "Your previous reply was empty" in srv.requests[2]["messages"][-1]["content"]
+    )

@@ -38,7 +38,10 @@ async def test_dual_decision_with_non_object_arguments_is_sent_back(scripted_ser
     graph = build_dual_graph(model=openai_model(srv), registry=ToolRegistry())
     final, _ = await run_with_events(graph, "2+2?", ctx())
     assert final["answer"] == "4"
-    assert "not a valid decision: expected a JSON object with an action, got str" in srv.requests[1]["messages"][-1]["content"]
+    assert (
+        "not a valid decision: expected a JSON object with an action, got str"
+        in srv.requests[1]["messages"][-1]["content"]
+    )
 
 
 async def test_fleet_subtasks_given_as_a_bare_list_are_read(scripted_server):
@@ -94,7 +97,11 @@ async def test_a_plan_nested_100k_deep_is_a_validation_error_for_the_model(scrip
     registry, calls = make_registry()
     good = {"steps": [{"id": "s1", "tool": "add", "args": {"a": 2, "b": 3}}]}
     first = tool_call("submit_plan", deep_plan()) if method == "tool" else text(deep_plan())
-    second = tool_call("submit_plan", good) if method == "tool" else text('{"steps": [{"id": "s1", "tool": "add", "args": {"a": 2, "b": 3}}]}')
+    second = (
+        tool_call("submit_plan", good)
+        if method == "tool"
+        else text('{"steps": [{"id": "s1", "tool": "add", "args": {"a": 2, "b": 3}}]}')
+    )
     srv = scripted_server([first, second, text("5")])
     graph = build_planner_graph(model=openai_model(srv), registry=registry, plan_method=method)
     final, _ = await run_planner(graph, {"task": "2+3"}, context=ctx())
@@ -107,6 +114,8 @@ async def test_a_structured_answer_nested_100k_deep_is_sent_back(scripted_server
     srv = scripted_server([text('{"city": ' + "[" * DEEP + "]" * DEEP + "}"), text('{"city": "Paris"}')])
     graph = build_agent_graph(model=openai_model(srv))
     # (a context budget that holds the 200 kB reply, so no summarization request intervenes)
-    final = await run_graph(graph, "city?", ctx(workspace=str(workspace), output_schema=schema, context_token_limit=200_000))
+    final = await run_graph(
+        graph, "city?", ctx(workspace=str(workspace), output_schema=schema, context_token_limit=200_000)
+    )
     assert final["structured_response"] == {"city": "Paris"}
     assert "nested too deeply" in srv.requests[1]["messages"][-1]["content"]

@@ -65,7 +65,12 @@ def records_model(summary, turns=8):
 async def summarize_run(srv, workspace, **model_kw):
     graph = build_agent_graph(model=openai_model(srv, **model_kw), registry=records_registry())
     events: list = []
-    final = await run_graph(graph, "Fetch the records.", Context(workspace=str(workspace), memory=False, context_token_limit=2000, archive_threshold_chars=0), events=events)
+    final = await run_graph(
+        graph,
+        "Fetch the records.",
+        Context(workspace=str(workspace), memory=False, context_token_limit=2000, archive_threshold_chars=0),
+        events=events,
+    )
     assert final["answer"] == "All records fetched."
     assert any(is_summary_request(r) for r in srv.requests)
     return final, [e for e in events if e["event"] == "summarization" and e["action"] == "summarize"]

@@ -47,7 +47,11 @@ def test_cli_garbage_reply_is_one_line_and_exit_1(workspace, name):
 @pytest.mark.e2e
 def test_cli_lone_surrogates_are_replaced_not_a_codec_crash(workspace):
     # Valid JSON escapes of lone surrogates, in the text and in a tool call's arguments.
-    call = {"id": "c1", "type": "function", "function": {"name": "calculator", "arguments": json.dumps({"expression": "1+1\ud800"})}}
+    call = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "calculator", "arguments": json.dumps({"expression": "1+1\ud800"})},
+    }
     bodies = [
         ("application/json", completion({"role": "assistant", "content": "", "tool_calls": [call]}, "tool_calls")),
         ("application/json", completion({"role": "assistant", "content": "caf\udce9 ok"})),

@@ -20,7 +20,9 @@ from planner_budget_support import executions, plugin_env, submit
 pytestmark = pytest.mark.e2e
 
 
-def test_a_plan_larger_than_the_budget_is_refused_and_never_more_than_the_budget_runs(scripted_server, tmp_path, isolated_home):
+def test_a_plan_larger_than_the_budget_is_refused_and_never_more_than_the_budget_runs(
+    scripted_server, tmp_path, isolated_home
+):
     huge = {"steps": [{"id": f"s{i}", "tool": "count", "args": {"label": f"s{i}"}} for i in range(200)]}
     small = {"steps": [{"id": f"t{i}", "tool": "count", "args": {"label": f"t{i}"}} for i in range(3)]}
     server = scripted_server([submit(huge), submit(small), "three counted"])
@@ -46,7 +48,9 @@ def test_retries_count_against_the_budget_and_an_unpaid_step_does_not_run(script
     env, log = plugin_env(server, tmp_path, isolated_home)
 
     # One step at a time: the retryable step takes the whole budget, the next has none left.
-    proc = run_cli(["run", "--graph", "planner", "--max-tool-calls", "3", "--max-parallel-tools", "1", "--json", "t"], env=env)
+    proc = run_cli(
+        ["run", "--graph", "planner", "--max-tool-calls", "3", "--max-parallel-tools", "1", "--json", "t"], env=env
+    )
 
     assert proc.returncode == 0, proc.stderr
     assert executions(log) == ["net:n", "net:n", "net:n"]  # 1 attempt + 2 of its 5 retries; "after" never ran

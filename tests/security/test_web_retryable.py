@@ -109,9 +109,23 @@ def test_refusals_bad_urls_and_http_errors_are_not_retryable():
 @pytest.mark.graph
 async def test_the_planner_retries_a_browse_url_step_whose_connection_drops(scripted_server):
     with ClosingServer() as pages:
-        plan = {"steps": [{"id": "page", "tool": "browse_url", "args": {"url": f"{pages.url}/x"}, "retries": 2, "on_fail": "continue"}]}
-        server = scripted_server([{"tool_calls": [{"name": "submit_plan", "arguments": plan}]}, "the page could not be read"])
-        graph = build_planner_graph(model=openai_model(server), registry=default_registry(entry_points=False), backoff_base_s=0.01)
+        plan = {
+            "steps": [
+                {
+                    "id": "page",
+                    "tool": "browse_url",
+                    "args": {"url": f"{pages.url}/x"},
+                    "retries": 2,
+                    "on_fail": "continue",
+                }
+            ]
+        }
+        server = scripted_server(
+            [{"tool_calls": [{"name": "submit_plan", "arguments": plan}]}, "the page could not be read"]
+        )
+        graph = build_planner_graph(
+            model=openai_model(server), registry=default_registry(entry_points=False), backoff_base_s=0.01
+        )
         final = await run_graph(graph, "read the page", Context(model="openai:scripted", allow_private_network=True))
         connections = pages.connections
     assert connections == 3  # one attempt and both retries

@@ -60,9 +60,15 @@ def assert_untouched(ws: Path) -> None:
 async def test_model_cannot_plant_plugins_hooks_or_git_config(scripted_server, cwd_workspace: Path) -> None:
     ws = cwd_workspace
     marker = ws.parent / "PLUGIN_RAN"
-    payload = {".smart-agent/plugins/evil.py": evil_plugin(marker), ".git/config": "[core]\n\tfsmonitor = touch pwned\n"}
+    payload = {
+        ".smart-agent/plugins/evil.py": evil_plugin(marker),
+        ".git/config": "[core]\n\tfsmonitor = touch pwned\n",
+    }
     calls = [("write_file", {"path": p, "content": payload.get(p, "#!/bin/sh\ntouch pwned\n")}) for p in TARGETS]
-    calls += [("read_file", {"path": ".git/config"}), ("read_file", {"path": str(ws / ".smart-agent" / "sessions.sqlite")})]
+    calls += [
+        ("read_file", {"path": ".git/config"}),
+        ("read_file", {"path": str(ws / ".smart-agent" / "sessions.sqlite")}),
+    ]
     srv = scripted_server([tool_calls(calls), text("done")])
     final = await run_graph(build_agent_graph(model=openai_model(srv)), "plant it",
                             Context(workspace=str(ws), memory=False, max_tool_calls=20))
@@ -102,7 +108,9 @@ def test_planted_data_home_plugin_is_not_loaded_but_a_configured_folder_is(cwd_w
 
 
 @pytest.mark.unit
-def test_configured_plugins_folder_and_custom_data_home_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_configured_plugins_folder_and_custom_data_home_are_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ws = tmp_path / "ws"
     (ws / "tools-dir").mkdir(parents=True)
     (ws / "state").mkdir()

@@ -152,7 +152,11 @@ def test_fifo_is_refused_without_blocking(dirs: tuple[Path, Path], tool: str) ->
     fifo = ws / "pipe"
     os.mkfifo(fifo)
     rt = runtime(ws, tool_timeout_s=5)
-    fn = (lambda: read_file.func("pipe", runtime=rt)) if tool == "read_file" else (lambda: write_file.func("pipe", "x", runtime=rt))
+    fn = (
+        (lambda: read_file.func("pipe", runtime=rt))
+        if tool == "read_file"
+        else (lambda: write_file.func("pipe", "x", runtime=rt))
+    )
     thread, box = _in_thread(fn)
     thread.join(timeout=5 + 10)  # the run's tool timeout + 10 s: a blocked open fails the test instead of hanging it
     try:

@@ -27,7 +27,16 @@ from smart_agent.tools.registry import ToolMeta
 from smart_agent.tools.web import browse_url, fetch_url, web_search
 
 PUBLIC_IP = "93.184.216.34"
-BUILTIN_NAMES = ["calculator", "read_file", "list_files", "write_file", "browse_url", "web_search", "remember", "search_memory"]
+BUILTIN_NAMES = [
+    "calculator",
+    "read_file",
+    "list_files",
+    "write_file",
+    "browse_url",
+    "web_search",
+    "remember",
+    "search_memory",
+]
 
 
 def make_runtime(workspace: Path, **context: Any) -> ToolRuntime:
@@ -404,7 +413,12 @@ def test_connection_is_pinned_to_the_checked_address() -> None:
         requests.append(request)
         return httpx.Response(200, text="public page", headers={"Content-Type": "text/plain"})
 
-    result = fetch_url("https://rebind.example:8443/p?q=1", allow_private_network=False, transport=httpx.MockTransport(handler), resolve=rebinding)
+    result = fetch_url(
+        "https://rebind.example:8443/p?q=1",
+        allow_private_network=False,
+        transport=httpx.MockTransport(handler),
+        resolve=rebinding,
+    )
     assert result.body == b"public page" and result.url == "https://rebind.example:8443/p?q=1"
     assert resolved == ["rebind.example"]
     (request,) = requests

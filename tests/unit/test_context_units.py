@@ -53,7 +53,10 @@ def test_route_after_structured_output():
     feedback = HumanMessage("fix it", additional_kwargs={"smart_agent": {"kind": "output_feedback"}})
     assert route_after_structured_output({"messages": [AIMessage("{}")]}) == END
     assert route_after_structured_output({"messages": [feedback]}) == "agent"
-    assert route_after_structured_output({"messages": [feedback], "context_token_limit": 4000, "request_tokens": 9999}) == "summarize"
+    assert (
+        route_after_structured_output({"messages": [feedback], "context_token_limit": 4000, "request_tokens": 9999})
+        == "summarize"
+    )
 
 
 # -- units and compaction ---------------------------------------------------------------
@@ -82,8 +85,12 @@ def test_compaction_never_splits_pairs_and_keeps_task_and_last_turn(keep):
 
 
 def test_digest_is_lossless_for_archived_and_short_outputs():
-    view = ToolMessage("[Large output archived ...]", tool_call_id="c1_0", name="read_file",
-                       additional_kwargs={"smart_agent_archive": {"execution_id": "ex_0123456789abcdef", "chars": 9000}})
+    view = ToolMessage(
+        "[Large output archived ...]",
+        tool_call_id="c1_0",
+        name="read_file",
+        additional_kwargs={"smart_agent_archive": {"execution_id": "ex_0123456789abcdef", "chars": 9000}},
+    )
     lines, lossless = digest([call(1), view, call(2), *results(2, size=20)])
     assert lossless
     assert lines[0] == "- calc(x=1) → archived as ex_0123456789abcdef (9000 chars)"
@@ -93,8 +100,12 @@ def test_digest_is_lossless_for_archived_and_short_outputs():
 
 
 def test_summary_header_lists_the_execution_ids_it_covers():
-    view = ToolMessage("v", tool_call_id="c1_0", name="read_file",
-                       additional_kwargs={"smart_agent_archive": {"execution_id": "ex_0123456789abcdef", "chars": 9000}})
+    view = ToolMessage(
+        "v",
+        tool_call_id="c1_0",
+        name="read_file",
+        additional_kwargs={"smart_agent_archive": {"execution_id": "ex_0123456789abcdef", "chars": 9000}},
+    )
     s1 = summary_message("b1", [call(1), view], {"ex_0123456789abcdef": {"tool": "read_file", "args": 'path="a"'}}, 1)
     assert 'ex_0123456789abcdef read_file(path="a")' in s1.content
     s2 = summary_message("b2", [s1, AIMessage("x")], {}, 2)  # a later summary still covers it
@@ -107,7 +118,9 @@ def test_approx_counter_is_an_upper_bound_of_the_sent_body():
     from langchain_core.messages import convert_to_openai_messages
 
     msgs = [SystemMessage("sys é 中"), HumanMessage('line\n"quoted"\ttab ' * 50), call(1), *results(1)]
-    body = json.dumps({"model": "m", "messages": convert_to_openai_messages(msgs)}, ensure_ascii=False, separators=(",", ":")).encode()
+    body = json.dumps(
+        {"model": "m", "messages": convert_to_openai_messages(msgs)}, ensure_ascii=False, separators=(",", ":")
+    ).encode()
     assert count_request(approx_counter, msgs) >= len(body) / 4
     assert count_messages(approx_counter, msgs[:1]) > 0
 

@@ -21,7 +21,9 @@ def test_readme_drawings_are_generated_from_the_graphs():
     for name, drawn in blocks:
         kwargs = {"registry": ToolRegistry()} if name == "agent" else {}
         graph = get_builder(name)(**kwargs)
-        assert mermaid_body(drawn) == mermaid_body(graph.get_graph().draw_mermaid()), f"README drawing of {name!r} is stale"
+        assert mermaid_body(drawn) == mermaid_body(graph.get_graph().draw_mermaid()), (
+            f"README drawing of {name!r} is stale"
+        )
 
 
 def test_readme_starts_with_the_two_setup_commands_ci_runs():

@@ -89,7 +89,12 @@ def layer(module: str) -> int:
 
 def test_the_import_graph_sees_the_package() -> None:
     graph = import_graph()
-    assert {"smart_agent.cli", "smart_agent.graphs.agent", "smart_agent.nodes.agent", "smart_agent.tools.registry"} <= set(graph)
+    assert {
+        "smart_agent.cli",
+        "smart_agent.graphs.agent",
+        "smart_agent.nodes.agent",
+        "smart_agent.tools.registry",
+    } <= set(graph)
     assert "smart_agent.tools.registry" in graph["smart_agent.tools.builtins"]  # a relative import resolved by file
     assert "smart_agent.graphs.agent" in graph["smart_agent.graphs.fleet"]
 
@@ -117,12 +122,19 @@ def test_lower_layers_never_import_upper_ones() -> None:
         for target in targets
         if layer(target) > layer(module)
     )
-    assert not upward, "imports against the layering core <- memory <- tools <- history <- nodes <- graphs <- cli:\n" + "\n".join(upward)
+    assert not upward, (
+        "imports against the layering core <- memory <- tools <- history <- nodes <- graphs <- cli:\n"
+        + "\n".join(upward)
+    )
 
 
 def test_only_cli_imports_cli() -> None:
     graph = import_graph()
-    outside = sorted(m for m, targets in graph.items() if not m.startswith("smart_agent.cli") and any(t.startswith("smart_agent.cli") for t in targets))
+    outside = sorted(
+        m
+        for m, targets in graph.items()
+        if not m.startswith("smart_agent.cli") and any(t.startswith("smart_agent.cli") for t in targets)
+    )
     assert not outside, f"CLI code imported outside cli/: {outside}"
 
 

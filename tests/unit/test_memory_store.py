@@ -191,11 +191,16 @@ def test_namespaces_are_isolated(fake_store):
     s = fake_store()
     s.remember(user_namespace("alice"), "secret of alice")
     s.remember(user_namespace("bob"), "secret of bob")
-    assert [r.text for r in s.recall(user_namespace("bob"), "secret of alice", k=5, min_similarity=-1)] == ["secret of bob"]
+    assert [r.text for r in s.recall(user_namespace("bob"), "secret of alice", k=5, min_similarity=-1)] == [
+        "secret of bob"
+    ]
     assert [r.text for r in s.recall(user_namespace("alice"), "secret of alice", k=5)] == ["secret of alice"]
     assert s.count(user_namespace("alice")) == 1 and s.count(("memories",)) == 2
     # A prefix search spans both.
-    assert {r.text for r in s.recall(("memories",), "secret", k=5, min_similarity=-1)} == {"secret of alice", "secret of bob"}
+    assert {r.text for r in s.recall(("memories",), "secret", k=5, min_similarity=-1)} == {
+        "secret of alice",
+        "secret of bob",
+    }
     assert not s.forget(user_namespace("bob"), s.recall(user_namespace("alice"), "x", k=1, min_similarity=-1)[0].key)
 
 
@@ -217,7 +222,9 @@ def test_near_duplicates_merge_with_controlled_vectors(fake_store):
     item = s.get(("m",), first.key)
     assert item.value["text"] == "colour is teal!"  # the newer text wins
     assert item.value["importance"] == pytest.approx(0.75)  # max(0.4, 0.7) + 0.05
-    assert item.updated_at.timestamp() == pytest.approx(clock.t) and item.created_at.timestamp() == pytest.approx(clock.t - DAY)
+    assert item.updated_at.timestamp() == pytest.approx(clock.t) and item.created_at.timestamp() == pytest.approx(
+        clock.t - DAY
+    )
     assert s.remember(("m",), "lives in Lisbon").action == "created"
     assert s.remember(("m",), "half related").action == "created"
     assert s.count(("m",)) == 3
@@ -245,7 +252,9 @@ def test_dedupe_with_the_real_model(tmp_path, local_model):
 def test_ranking_formula():
     r = RankingConfig()
     assert r.w_similarity + r.w_recency + r.w_importance == pytest.approx(1.0)
-    assert r.recency(0) == 1.0 and r.recency(30 * DAY) == pytest.approx(0.5) and r.recency(60 * DAY) == pytest.approx(0.25)
+    assert (
+        r.recency(0) == 1.0 and r.recency(30 * DAY) == pytest.approx(0.5) and r.recency(60 * DAY) == pytest.approx(0.25)
+    )
     assert r.score(0.8, 30 * DAY, 0.5) == pytest.approx(0.7 * 0.8 + 0.15 * 0.5 + 0.15 * 0.5)
     assert r.score(-0.3, 0, 0) == pytest.approx(0.15)  # negative cosine clipped
 
@@ -348,7 +357,9 @@ def test_thread_safety(fake_store):
     assert s.count(("m",)) == 90
     # The in-memory indexes agree with SQLite.
     for ns in (("m", "t0"), ("m", "t1")):
-        assert s.recall(ns, "thread 2 fact 7" if ns[1] == "t0" else "thread 3 fact 7", k=1)[0].similarity == pytest.approx(1.0, abs=1e-5)
+        assert s.recall(ns, "thread 2 fact 7" if ns[1] == "t0" else "thread 3 fact 7", k=1)[
+            0
+        ].similarity == pytest.approx(1.0, abs=1e-5)
 
 
 # -- safety -------------------------------------------------------------------------------------------
@@ -392,7 +403,9 @@ def test_planted_pickles_execute_nothing(tmp_path):
 
 
 def test_no_pickle_in_the_memory_code():
-    files = [TESTS.parent / "memory" / f for f in ("store.py", "embeddings.py", "service.py")] + [TESTS.parent / "cli" / "memory.py"]
+    files = [TESTS.parent / "memory" / f for f in ("store.py", "embeddings.py", "service.py")] + [
+        TESTS.parent / "cli" / "memory.py"
+    ]
     src = "".join(f.read_text() for f in files)
     assert "import pickle" not in src and "pickle.load" not in src and "load_local" not in src
 

@@ -96,7 +96,9 @@ def test_memory_context_lists_ages(fake_memory):
 
 
 def tool_runtime(store, **context):
-    return ToolRuntime(state={}, context=Context(**context), config={}, stream_writer=lambda x: None, tool_call_id="c1", store=store)
+    return ToolRuntime(
+        state={}, context=Context(**context), config={}, stream_writer=lambda x: None, tool_call_id="c1", store=store
+    )
 
 
 def test_memory_tool_schemas_hide_the_runtime():
@@ -111,16 +113,26 @@ def test_memory_tool_schemas_hide_the_runtime():
 
 async def test_memory_tools_through_run_tool(fake_memory):
     ctx_ = Context(user_id="alice")
-    out = await run_tool(remember, {"text": "Alice likes green tea.", "importance": 0.9}, call_id="c1", context=ctx_, store=fake_memory)
+    out = await run_tool(
+        remember, {"text": "Alice likes green tea.", "importance": 0.9}, call_id="c1", context=ctx_, store=fake_memory
+    )
     assert out.ok and out.content.startswith("Remembered (id ")
     (item,) = fake_memory.items(user_namespace("alice"))
     assert item.value["importance"] == 0.9 and item.value["source"] == "remember_tool"
     again = await run_tool(remember, {"text": "Alice likes green tea."}, call_id="c2", context=ctx_, store=fake_memory)
     assert again.content.startswith("Updated an existing memory")
-    found = await run_tool(search_memory, {"query": "Alice likes green tea.", "k": 3}, call_id="c3", context=ctx_, store=fake_memory)
+    found = await run_tool(
+        search_memory, {"query": "Alice likes green tea.", "k": 3}, call_id="c3", context=ctx_, store=fake_memory
+    )
     rows = json.loads(found.content)
     assert rows[0]["text"] == "Alice likes green tea." and rows[0]["id"] == item.key
-    other = await run_tool(search_memory, {"query": "Alice likes green tea."}, call_id="c4", context=Context(user_id="bob"), store=fake_memory)
+    other = await run_tool(
+        search_memory,
+        {"query": "Alice likes green tea."},
+        call_id="c4",
+        context=Context(user_id="bob"),
+        store=fake_memory,
+    )
     assert other.content == "No memories found."
     bad = await run_tool(remember, {"text": "x", "importance": 3}, call_id="c5", context=ctx_, store=fake_memory)
     assert not bad.ok and "importance" in bad.content
@@ -135,7 +147,9 @@ def test_memory_tools_without_a_runtime_store_use_the_default_store(isolated_hom
 
     key = (str((isolated_home / "memory").resolve()), "local")
     store_mod._stores[key] = store
-    msg = remember.invoke({"type": "tool_call", "id": "c1", "name": "remember", "args": {"text": "hello there", "runtime": rt}})
+    msg = remember.invoke(
+        {"type": "tool_call", "id": "c1", "name": "remember", "args": {"text": "hello there", "runtime": rt}}
+    )
     assert isinstance(msg, ToolMessage) and "Remembered" in msg.content
     assert store.count(user_namespace("u")) == 1
     del store_mod._stores[key]
@@ -148,7 +162,13 @@ def test_context_fields_defaults_env_and_validation(monkeypatch):
     monkeypatch.setenv("SMART_AGENT_MEMORY_K", "3")
     monkeypatch.setenv("SMART_AGENT_USER_ID", "ada")
     assert (Context().memory, Context().memory_k, Context().user_id) == (False, 3, "ada")
-    for bad in ({"memory_k": -1}, {"memory_k": 1000}, {"user_id": " "}, {"embedding_model": "nonsense"}, {"memory": "yes"}):
+    for bad in (
+        {"memory_k": -1},
+        {"memory_k": 1000},
+        {"user_id": " "},
+        {"embedding_model": "nonsense"},
+        {"memory": "yes"},
+    ):
         with pytest.raises(ValueError):
             Context(**bad)
     assert validate_context(Context(embedding_model="openai:text-embedding-3-small")) == []
@@ -162,7 +182,9 @@ def test_context_fields_defaults_env_and_validation(monkeypatch):
 def test_run_flags_map_onto_the_context():
     from smart_agent.cli import build_parser, context_from_args
 
-    args = build_parser().parse_args(["run", "x", "--user", "ada", "--no-memory", "--memory-k", "7", "--embedding-model", "openai:e"])
+    args = build_parser().parse_args(
+        ["run", "x", "--user", "ada", "--no-memory", "--memory-k", "7", "--embedding-model", "openai:e"]
+    )
     c = context_from_args(args)
     assert (c.user_id, c.memory, c.memory_k, c.embedding_model) == ("ada", False, 7, "openai:e")
     c2 = context_from_args(build_parser().parse_args(["run", "x"]))

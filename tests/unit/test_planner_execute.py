@@ -63,7 +63,10 @@ def test_halt_on_a_failed_halting_step():
 
 def test_continue_skips_dependents_transitively_but_runs_the_rest():
     plan = plan_of(
-        {"id": "a", "on_fail": "continue"}, {"id": "b"}, {"id": "c", "depends_on": ["a"]}, {"id": "d", "depends_on": ["c"]},
+        {"id": "a", "on_fail": "continue"},
+        {"id": "b"},
+        {"id": "c", "depends_on": ["a"]},
+        {"id": "d", "depends_on": ["c"]},
         {"id": "e", "depends_on": ["b"]},
     )
     decision = schedule(plan, {"a": failed("a"), "b": ok("b")}, max_parallel=5, round_=2)
@@ -88,7 +91,13 @@ def test_trace_order_is_stable_and_lists_steps_that_never_ran():
     }
     plan = plan_of({"id": "r1"}, {"id": "r2"})
     trace = build_trace(plan, results, plan_round=1)
-    assert [(e["id"], e["status"]) for e in trace] == [("a", "ok"), ("b", "ok"), ("c", "failed"), ("r1", "ok"), ("r2", "not_run")]
+    assert [(e["id"], e["status"]) for e in trace] == [
+        ("a", "ok"),
+        ("b", "ok"),
+        ("c", "failed"),
+        ("r1", "ok"),
+        ("r2", "not_run"),
+    ]
     assert build_trace(plan, dict(reversed(list(results.items()))), plan_round=1) == trace
 
 
@@ -135,7 +144,9 @@ async def test_deterministic_failures_are_not_retried(tools):
     async def fake_sleep(s):
         delays.append(s)
 
-    result = await execute_step(Step(id="s1", tool="fail", args={}, retries=2), {}, registry, Context(), sleep=fake_sleep)
+    result = await execute_step(
+        Step(id="s1", tool="fail", args={}, retries=2), {}, registry, Context(), sleep=fake_sleep
+    )
     assert result["status"] == "failed" and result["attempts"] == 1 and calls["fail"] == 1
     assert delays == [] and "boom" in result["error"]
 
@@ -160,7 +171,9 @@ def test_backoff_and_policy():
     ctx = Context(tool_timeout_s=60)
     assert step_policy(Step(id="a", tool="t", args={}), ToolMeta(timeout_s=30, retries=2), ctx) == (2, 30)
     assert step_policy(Step(id="a", tool="t", args={}), ToolMeta(), ctx) == (0, 60)
-    assert step_policy(Step(id="a", tool="t", args={}, retries=0, timeout_s=5), ToolMeta(timeout_s=30, retries=2), ctx) == (0, 5)
+    assert step_policy(
+        Step(id="a", tool="t", args={}, retries=0, timeout_s=5), ToolMeta(timeout_s=30, retries=2), ctx
+    ) == (0, 5)
 
 
 # -- routing -------------------------------------------------------------------------
@@ -206,9 +219,18 @@ def test_route_after_dispatch_fans_out_sends():
 
 def test_step_task_carries_only_referenced_outputs():
     plan = Plan.model_validate(
-        {"steps": [{"id": "a", "tool": "echo", "args": {"text": "1"}}, {"id": "b", "tool": "echo", "args": {"text": "${a}"}, "depends_on": ["a"]}]}
+        {
+            "steps": [
+                {"id": "a", "tool": "echo", "args": {"text": "1"}},
+                {"id": "b", "tool": "echo", "args": {"text": "${a}"}, "depends_on": ["a"]},
+            ]
+        }
     )
-    state = {"plan": plan.model_dump(), "step_results": {"a": ok("a", output="A"), "z": ok("z", output="Z")}, "round": 1}
+    state = {
+        "plan": plan.model_dump(),
+        "step_results": {"a": ok("a", output="A"), "z": ok("z", output="Z")},
+        "round": 1,
+    }
     assert step_task(state, "b")["outputs"] == {"a": "A"}
 
 
@@ -245,7 +267,13 @@ def test_which_failures_are_retryable():
         except ToolError as exc:
             return exc
 
-    assert is_retryable(TimeoutError()) and is_retryable(ConnectionRefusedError()) and is_retryable(RetryableToolError("429"))
+    assert (
+        is_retryable(TimeoutError())
+        and is_retryable(ConnectionRefusedError())
+        and is_retryable(RetryableToolError("429"))
+    )
     assert is_retryable(httpx.ConnectError("down")) and is_retryable(wrapped(httpx.ReadTimeout("slow")))
-    assert not is_retryable(ZeroDivisionError()) and not is_retryable(ToolError("bad")) and not is_retryable(ValueError())
+    assert (
+        not is_retryable(ZeroDivisionError()) and not is_retryable(ToolError("bad")) and not is_retryable(ValueError())
+    )
     assert not is_retryable(NotAgain()) and not is_retryable(httpx.UnsupportedProtocol("ftp"))

@@ -47,7 +47,12 @@ async def test_plan_execute_synthesize(tools):
         {"id": "s2", "tool": "search", "args": {"query": "dags"}},
         {"id": "s3", "tool": "echo", "args": {"text": "sum=${s1.sum}; first=${s2.results[0].title}"}},
     )
-    model = ScriptedChatModel(responses=[plan_call(plan), AIMessage("Sum is 5.", usage_metadata={"input_tokens": 7, "output_tokens": 3, "total_tokens": 10})])
+    model = ScriptedChatModel(
+        responses=[
+            plan_call(plan),
+            AIMessage("Sum is 5.", usage_metadata={"input_tokens": 7, "output_tokens": 3, "total_tokens": 10}),
+        ]
+    )
     final, events = await run_graph(build(model, registry), {"task": "add and search"}, context=CTX)
 
     assert final["answer"] == "Sum is 5." and final["status"] == "done"
@@ -97,7 +102,13 @@ async def test_no_task():
 
 async def test_context_tools_restricts_the_registry(tools):
     registry, calls = tools
-    model = ScriptedChatModel(responses=[plan_call(steps({"id": "s1", "tool": "add", "args": {"a": 1, "b": 1}})), plan_call(steps(echo("s1", "x"))), "ok"])
+    model = ScriptedChatModel(
+        responses=[
+            plan_call(steps({"id": "s1", "tool": "add", "args": {"a": 1, "b": 1}})),
+            plan_call(steps(echo("s1", "x"))),
+            "ok",
+        ]
+    )
     ctx = Context(model="scripted:model", tools=["echo"])
     final, _ = await run_graph(build(model, registry), {"task": "t"}, context=ctx)
     system = model.calls[0]["messages"][0].content
@@ -108,7 +119,9 @@ async def test_context_tools_restricts_the_registry(tools):
 # -- planning errors go back to the model --------------------------------------------
 async def test_invalid_plan_is_sent_back_with_all_errors(tools):
     registry, calls = tools
-    bad = steps(echo("a", "1", depends_on=["b"]), echo("b", "2", depends_on=["a"]), {"id": "c", "tool": "nope", "args": {}})
+    bad = steps(
+        echo("a", "1", depends_on=["b"]), echo("b", "2", depends_on=["a"]), {"id": "c", "tool": "nope", "args": {}}
+    )
     model = ScriptedChatModel(responses=[plan_call(bad), plan_call(steps(echo("a", "1"))), "fine"])
     final, events = await run_graph(build(model, registry), {"task": "t"}, context=CTX)
     assert final["answer"] == "fine"
@@ -144,7 +157,11 @@ async def test_planning_fails_after_max_attempts_and_nothing_runs(tools):
     ctx = Context(model="scripted:model", max_plan_attempts=2)
     final, events = await run_graph(build(model, registry), {"task": "t"}, context=ctx)
     assert final["status"] == "planning_failed" and final["plan"] is None
-    assert final["answer"].startswith("Planning failed") and "2 attempts" in final["answer"] and "unknown_tool" in final["answer"]
+    assert (
+        final["answer"].startswith("Planning failed")
+        and "2 attempts" in final["answer"]
+        and "unknown_tool" in final["answer"]
+    )
     assert final["error"] == final["answer"] and sum(calls.values()) == 0 and len(model.calls) == 2
     assert not any(e["event"] == "step_start" for e in events)
     assert events[-1]["event"] == "final_answer"
@@ -171,11 +188,18 @@ async def test_continue_skips_dependents_and_runs_independent_steps(tools):
 
 async def test_halt_stops_and_reports_without_replanning(tools):
     registry, calls = tools
-    plan = steps({"id": "f", "tool": "fail", "args": {"message": "disk full"}}, echo("ind", "1"), echo("after", "${f}"), echo("later", "${ind}"))
+    plan = steps(
+        {"id": "f", "tool": "fail", "args": {"message": "disk full"}},
+        echo("ind", "1"),
+        echo("after", "${f}"),
+        echo("later", "${ind}"),
+    )
     model = ScriptedChatModel(responses=[plan_call(plan), "could not finish"])
     ctx = Context(model="scripted:model", max_replans=0)
     final, _ = await run_graph(build(model, registry), {"task": "t"}, context=ctx)
-    assert final["status"] == "halted" and final["halt"]["steps"] == ["f"] and "disk full" in final["halt"]["errors"]["f"]
+    assert (
+        final["status"] == "halted" and final["halt"]["steps"] == ["f"] and "disk full" in final["halt"]["errors"]["f"]
+    )
     assert calls["echo:1"] == 1 and calls["echo:${ind}"] == 0 and calls["echo:${f}"] == 0  # nothing after the halt
     prompt = human_texts(model.calls[1])
     assert "Execution halted" in prompt and "later echo" in prompt and "not_run" in prompt
@@ -184,7 +208,9 @@ async def test_halt_stops_and_reports_without_replanning(tools):
 
 async def test_retries_then_success_inside_the_graph(tools):
     registry, calls = tools
-    model = ScriptedChatModel(responses=[plan_call(steps({"id": "s1", "tool": "flaky", "args": {"text": "ok"}, "retries": 2})), "ok"])
+    model = ScriptedChatModel(
+        responses=[plan_call(steps({"id": "s1", "tool": "flaky", "args": {"text": "ok"}, "retries": 2})), "ok"]
+    )
     final, events = await run_graph(build(model, registry), {"task": "t"}, context=CTX)
     assert final["step_results"]["s1"]["status"] == "ok" and final["step_results"]["s1"]["attempts"] == 3
     assert [e["attempts"] for e in events if e["event"] == "step_result"] == [3]
@@ -203,7 +229,10 @@ async def test_timeout_inside_the_graph(tools):
 # -- parallelism -----------------------------------------------------------------------
 async def test_independent_steps_run_in_parallel(tools):
     registry, calls = tools
-    plan = steps(*({"id": f"s{i}", "tool": "sleep", "args": {"seconds": 0.4, "label": f"L{i}"}} for i in range(4)), echo("join", "${s0}${s1}${s2}${s3}"))
+    plan = steps(
+        *({"id": f"s{i}", "tool": "sleep", "args": {"seconds": 0.4, "label": f"L{i}"}} for i in range(4)),
+        echo("join", "${s0}${s1}${s2}${s3}"),
+    )
     model = ScriptedChatModel(responses=[plan_call(plan), "joined"])
     final, _ = await run_graph(build(model, registry), {"task": "t"}, context=CTX)
     assert calls["sleep_peak"] == 4  # the four sleeps were in flight at once (sequential: 1)
@@ -232,7 +261,11 @@ async def test_a_long_sequential_plan_needs_no_recursion_limit(tools):
 # -- replanning ------------------------------------------------------------------------
 async def test_replan_after_halt_keeps_finished_steps(tools):
     registry, calls = tools
-    first = steps(echo("s1", "data"), {"id": "s2", "tool": "fail", "args": {"message": "API down"}, "depends_on": ["s1"]}, echo("s3", "${s2}"))
+    first = steps(
+        echo("s1", "data"),
+        {"id": "s2", "tool": "fail", "args": {"message": "API down"}, "depends_on": ["s1"]},
+        echo("s3", "${s2}"),
+    )
     revised = steps({"id": "r1", "tool": "upper", "args": {"text": "${s1}"}})
     model = ScriptedChatModel(responses=[plan_call(first), plan_call(revised, call_id="p2"), "DATA"])
     final, events = await run_graph(build(model, registry), {"task": "t"}, context=CTX)
@@ -254,7 +287,9 @@ async def test_replan_is_validated_against_finished_steps(tools):
     first = steps(echo("s1", "data"), {"id": "s2", "tool": "fail", "args": {}, "depends_on": ["s1"]})
     reuse = steps(echo("s2", "${s1}"))  # s2 is taken
     fixed = steps(echo("r1", "${s1}"))
-    model = ScriptedChatModel(responses=[plan_call(first), plan_call(reuse, call_id="p2"), plan_call(fixed, call_id="p3"), "ok"])
+    model = ScriptedChatModel(
+        responses=[plan_call(first), plan_call(reuse, call_id="p2"), plan_call(fixed, call_id="p3"), "ok"]
+    )
     final, _ = await run_graph(build(model, registry), {"task": "t"}, context=CTX)
     assert "duplicate_id" in human_texts(model.calls[2]) and final["step_results"]["r1"]["status"] == "ok"
 
@@ -296,10 +331,16 @@ async def test_approval_edit_is_revalidated(tools):
     graph = build(model, registry, checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "edit"}}
     await _interrupted(graph, config)
-    await graph.ainvoke(Command(resume={"action": "edit", "plan": steps({"id": "s1", "tool": "nope", "args": {}})}), config, context=APPROVE_CTX)
+    await graph.ainvoke(
+        Command(resume={"action": "edit", "plan": steps({"id": "s1", "tool": "nope", "args": {}})}),
+        config,
+        context=APPROVE_CTX,
+    )
     (again,) = (await graph.aget_state(config)).interrupts
     assert any("unknown_tool" in e for e in again.value["errors"]) and calls["echo"] == 0
-    final = await graph.ainvoke(Command(resume={"action": "edit", "plan": steps(echo("e1", "edited"))}), config, context=APPROVE_CTX)
+    final = await graph.ainvoke(
+        Command(resume={"action": "edit", "plan": steps(echo("e1", "edited"))}), config, context=APPROVE_CTX
+    )
     assert final["answer"] == "edited run" and calls["echo:edited"] == 1 and calls["echo:x"] == 0
     assert final["plan"]["steps"][0]["id"] == "e1"
 
@@ -310,7 +351,9 @@ async def test_approval_reject(tools):
     graph = build(model, registry, checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "reject"}}
     await _interrupted(graph, config)
-    final = await graph.ainvoke(Command(resume={"action": "reject", "reason": "too risky"}), config, context=APPROVE_CTX)
+    final = await graph.ainvoke(
+        Command(resume={"action": "reject", "reason": "too risky"}), config, context=APPROVE_CTX
+    )
     assert final["status"] == "rejected" and "too risky" in final["answer"] and sum(calls.values()) == 0
     assert len(model.calls) == 1
 
@@ -370,7 +413,9 @@ async def test_resume_after_crash_never_reruns_finished_steps(tools, checkpointe
 
 async def test_a_second_run_on_the_same_thread_starts_fresh(tools):
     registry, calls = tools
-    model = ScriptedChatModel(responses=[plan_call(steps(echo("s1", "a"))), "first", plan_call(steps(echo("t1", "b"))), "second"])
+    model = ScriptedChatModel(
+        responses=[plan_call(steps(echo("s1", "a"))), "first", plan_call(steps(echo("t1", "b"))), "second"]
+    )
     graph = build(model, registry, checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "two-runs"}}
     await graph.ainvoke({"task": "one"}, config, context=CTX)
@@ -419,5 +464,7 @@ def test_docs_drawing_is_the_graphs_own():
 
     doc = (Path(__file__).resolve().parents[2] / "docs" / "planner.md").read_text()
     (drawn,) = re.findall(r"<!-- mermaid:planner -->\n```mermaid\n(.*?)```\n<!-- /mermaid:planner -->", doc, re.S)
-    strip = lambda t: "\n".join(line.rstrip() for line in re.sub(r"^---\n.*?\n---\n", "", t, flags=re.S).strip().splitlines())  # noqa: E731
+    strip = lambda t: "\n".join(
+        line.rstrip() for line in re.sub(r"^---\n.*?\n---\n", "", t, flags=re.S).strip().splitlines()
+    )  # noqa: E731
     assert strip(drawn) == strip(planner.graph.get_graph().draw_mermaid()), "docs/planner.md drawing is stale"

@@ -46,7 +46,9 @@ def test_published_schema_is_generated_from_the_model():
     assert sorted(step["required"]) == ["args", "id", "tool"]
     assert step["properties"]["on_fail"]["enum"] == ["halt", "continue"]
     published = json.loads((REPO / "docs" / "plan.schema.json").read_text())
-    assert published == json.loads(json.dumps(schema)), "regenerate: python -m smart_agent.nodes.planner.schema docs/plan.schema.json"
+    assert published == json.loads(json.dumps(schema)), (
+        "regenerate: python -m smart_agent.nodes.planner.schema docs/plan.schema.json"
+    )
 
 
 def test_submit_plan_tool_has_no_refs():
@@ -130,7 +132,7 @@ def test_find_refs_and_malformed():
         '{steps: [{id: "s1", tool: "echo", args: {text: "hi"}}]}',
         '{"steps": [{"id": "s1", "tool": "echo", "args": {"text": "hi"}}',  # cut short
         '[{"id": "s1", "tool": "echo", "args": {"text": "hi"}}]',  # a bare list of steps
-        '{“steps”: [{“id”: “s1”, “tool”: “echo”, “args”: {“text”: “hi”}}]}',
+        "{“steps”: [{“id”: “s1”, “tool”: “echo”, “args”: {“text”: “hi”}}]}",
         '```\n{"steps": [{"id": "s1" "tool": "echo" "args": {"text": "hi"}}]}\n```',  # missing commas
     ],
 )
@@ -150,7 +152,10 @@ def test_strictly_valid_candidate_wins():
     assert extract_json('Plan [final]: {"steps": []}') == {"steps": []}
 
 
-@pytest.mark.parametrize("text, message", [("", "empty"), ("I cannot plan this.", "no JSON object"), ('{"steps": [{"id": @@}]}', "invalid JSON")])
+@pytest.mark.parametrize(
+    "text, message",
+    [("", "empty"), ("I cannot plan this.", "no JSON object"), ('{"steps": [{"id": @@}]}', "invalid JSON")],
+)
 def test_unreadable_text(text, message):
     with pytest.raises(PlanSyntaxError, match=message):
         extract_json(text)
@@ -167,7 +172,9 @@ def step(id, tool="echo", args=None, **kw):
 
 
 def test_valid_plan_is_normalised_with_implied_dependencies(registry):
-    plan = {"steps": [step("a"), step("b", args={"text": "${a}"}), step("c", args={"text": "${a} ${b}"}, depends_on=["a"])]}
+    plan = {
+        "steps": [step("a"), step("b", args={"text": "${a}"}), step("c", args={"text": "${a} ${b}"}, depends_on=["a"])]
+    }
     result = validate_plan(plan, registry)
     assert result.ok, result.errors
     assert [s.depends_on for s in result.plan.steps] == [[], ["a"], ["a", "b"]]
@@ -201,7 +208,16 @@ def test_empty_plan_is_valid(registry):
         ({"steps": [step("s1", args={"text": "${s1 .x}"})]}, "invalid_reference"),  # malformed
         ({"steps": [step("s1", depends_on=["s1"])]}, "cycle"),
         ({"steps": [step("a", depends_on=["b"]), step("b", depends_on=["a"])]}, "cycle"),
-        ({"steps": [step("a", args={"text": "${b}"}), step("b", args={"text": "${c}"}), step("c", args={"text": "${a}"})]}, "cycle"),
+        (
+            {
+                "steps": [
+                    step("a", args={"text": "${b}"}),
+                    step("b", args={"text": "${c}"}),
+                    step("c", args={"text": "${a}"}),
+                ]
+            },
+            "cycle",
+        ),
         ({"steps": [step("a", args={"text": "${b}"}), step("b", depends_on=["a"])]}, "not_ancestor"),
     ],
 )
@@ -224,11 +240,22 @@ def test_all_errors_are_reported_together(registry):
         ]
     }
     result = validate_plan(plan, registry)
-    assert codes(result.errors) == ["cycle", "duplicate_id", "invalid_args", "schema", "unknown_dependency", "unknown_tool"]
+    assert codes(result.errors) == [
+        "cycle",
+        "duplicate_id",
+        "invalid_args",
+        "schema",
+        "unknown_dependency",
+        "unknown_tool",
+    ]
     text = "\n".join(result.errors)
     assert "s4 -> s5 -> s4" in text and "'ghost'" in text and "Available tools" in text
     # a step whose schema failed still counts as a known id (no cascade of unknown dependencies)
-    assert validate_plan({"steps": [{"id": "a", "tool": "echo"}, step("b", depends_on=["a"])]}, registry).errors[0].startswith("schema")
+    assert (
+        validate_plan({"steps": [{"id": "a", "tool": "echo"}, step("b", depends_on=["a"])]}, registry)
+        .errors[0]
+        .startswith("schema")
+    )
 
 
 def test_unknown_tool_suggests_the_closest_name(registry):
@@ -260,14 +287,20 @@ def test_json_schema_tools_are_validated_too(registry):
         lookup,
         name="lookup",
         description="Look up a key.",
-        args_schema={"type": "object", "properties": {"key": {"type": "string"}, "n": {"type": "integer"}}, "required": ["key"]},
+        args_schema={
+            "type": "object",
+            "properties": {"key": {"type": "string"}, "n": {"type": "integer"}},
+            "required": ["key"],
+        },
     )
     registry.register(tool)
     assert validate_plan({"steps": [step("s1", tool="lookup", args={"key": "k", "n": 2})]}, registry).ok
     errors = validate_plan({"steps": [step("s1", tool="lookup", args={"n": "two", "x": 1})]}, registry).errors
     text = "\n".join(errors)
     assert "missing required argument 'key'" in text and "unknown argument 'x'" in text and "'n'" in text
-    assert validate_plan({"steps": [step("s0"), step("s1", tool="lookup", args={"key": "k", "n": "${s0}"})]}, registry).ok
+    assert validate_plan(
+        {"steps": [step("s0"), step("s1", tool="lookup", args={"key": "k", "n": "${s0}"})]}, registry
+    ).ok
 
 
 def test_replan_validation_knows_finished_and_failed_steps(registry):
@@ -277,7 +310,9 @@ def test_replan_validation_knows_finished_and_failed_steps(registry):
     assert result.ok and result.plan.steps[0].depends_on == ["s1"]
     reuse = validate_plan({"steps": [step("s2")]}, registry, finished=finished, used_ids=used)
     assert codes(reuse.errors) == ["duplicate_id"]
-    ref_failed = validate_plan({"steps": [step("r1", args={"text": "${s2}"})]}, registry, finished=finished, used_ids=used)
+    ref_failed = validate_plan(
+        {"steps": [step("r1", args={"text": "${s2}"})]}, registry, finished=finished, used_ids=used
+    )
     assert codes(ref_failed.errors) == ["invalid_reference"] and "failed or was skipped" in ref_failed.errors[0]
     dep_failed = validate_plan({"steps": [step("r1", depends_on=["s3"])]}, registry, finished=finished, used_ids=used)
     assert codes(dep_failed.errors) == ["unknown_dependency"]
@@ -301,7 +336,9 @@ def _check_snapshot(name: str, text: str) -> None:
         path.write_text(text, encoding="utf-8")
     # A missing snapshot fails: a run that creates its own reference proves nothing.
     assert path.exists(), f"no snapshot {path}; create it with UPDATE_SNAPSHOTS=1, review it and commit it"
-    assert text == path.read_text(encoding="utf-8"), f"prompt changed; review and rerun with UPDATE_SNAPSHOTS=1 ({path})"
+    assert text == path.read_text(encoding="utf-8"), (
+        f"prompt changed; review and rerun with UPDATE_SNAPSHOTS=1 ({path})"
+    )
 
 
 def test_planner_prompt_snapshot(registry):
@@ -314,9 +351,25 @@ def test_replan_and_synthesis_prompt_snapshot():
     from smart_agent.nodes.planner.prompts import replan_prompt, synthesize_prompt
 
     trace = [
-        {"id": "s1", "tool": "echo", "args": {"text": "a"}, "status": "ok", "output": "a", "error": None, "attempts": 1},
+        {
+            "id": "s1",
+            "tool": "echo",
+            "args": {"text": "a"},
+            "status": "ok",
+            "output": "a",
+            "error": None,
+            "attempts": 1,
+        },
         {"id": "s2", "tool": "fail", "args": {}, "status": "failed", "output": None, "error": "boom", "attempts": 2},
-        {"id": "s3", "tool": "echo", "args": {"text": "${s2}"}, "status": "not_run", "output": None, "error": None, "attempts": 0},
+        {
+            "id": "s3",
+            "tool": "echo",
+            "args": {"text": "${s2}"},
+            "status": "not_run",
+            "output": None,
+            "error": None,
+            "attempts": 0,
+        },
     ]
     plan = {"steps": [{"id": "s1", "tool": "echo", "args": {"text": "a"}}]}
     text = replan_prompt("the task", plan, trace, {"steps": ["s2"], "errors": {"s2": "boom"}}, ["s1", "s2", "s3"])

@@ -19,7 +19,9 @@ def python(code: str) -> str:
 
 def test_every_graph_module_imported_loads_no_plugin(counting_plugin: Path) -> None:
     """Each graph module builds its graph at import (what langgraph.json serves)."""
-    python("import smart_agent.graphs.fleet, smart_agent.graphs.dual, smart_agent.graphs.planner, smart_agent.graphs.team")
+    python(
+        "import smart_agent.graphs.fleet, smart_agent.graphs.dual, smart_agent.graphs.planner, smart_agent.graphs.team"
+    )
     assert loads(counting_plugin) == 0
 
 

@@ -46,7 +46,11 @@ def test_interrupted_tool_calls_are_answered_before_the_new_turn():
     human = HumanMessage("next question", id="h2")
     history = [
         HumanMessage("q", id="h1"),
-        AIMessage("", id="a1", tool_calls=[{"name": "calculator", "args": {}, "id": "c1"}, {"name": "calculator", "args": {}, "id": "c2"}]),
+        AIMessage(
+            "",
+            id="a1",
+            tool_calls=[{"name": "calculator", "args": {}, "id": "c1"}, {"name": "calculator", "args": {}, "id": "c2"}],
+        ),
         ToolMessage("1", tool_call_id="c1", id="t1"),
         human,
     ]

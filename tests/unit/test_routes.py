@@ -7,7 +7,9 @@ from smart_agent.nodes.tools import plan_calls
 
 
 def ai_with_calls(n=1):
-    return AIMessage("", tool_calls=[{"name": "calculator", "args": {"expression": "1"}, "id": f"c{i}"} for i in range(n)])
+    return AIMessage(
+        "", tool_calls=[{"name": "calculator", "args": {"expression": "1"}, "id": f"c{i}"} for i in range(n)]
+    )
 
 
 def test_after_agent_runs_tools_when_model_asked():
@@ -23,7 +25,12 @@ def test_after_agent_ends_when_finalizing_even_with_calls():
 
 
 def test_after_agent_treats_malformed_calls_as_calls():
-    msg = AIMessage("", invalid_tool_calls=[{"name": "calculator", "args": "{bad", "id": "x", "error": "bad json", "type": "invalid_tool_call"}])
+    msg = AIMessage(
+        "",
+        invalid_tool_calls=[
+            {"name": "calculator", "args": "{bad", "id": "x", "error": "bad json", "type": "invalid_tool_call"}
+        ],
+    )
     assert pending_tool_calls(msg)
     assert route_after_agent({"messages": [msg]}) == "tools"
 

@@ -19,7 +19,11 @@ def test_request_readers():
     request = {
         "messages": [
             {"role": "user", "content": "hi"},
-            {"role": "assistant", "content": None, "tool_calls": [{"id": "a", "type": "function", "function": {"name": "calculator", "arguments": "{}"}}]},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "a", "type": "function", "function": {"name": "calculator", "arguments": "{}"}}],
+            },
             {"role": "tool", "tool_call_id": "a", "content": "1591"},
             {"role": "tool", "tool_call_id": "b", "content": [{"type": "text", "text": "ok"}]},
         ]
@@ -59,7 +63,9 @@ def test_demo_responder_reads_result_from_request_not_hardcoded():
 
 
 def _calc_msg(expr: str = "37*43", id: str | None = None) -> AIMessage:
-    return AIMessage(content="", tool_calls=[{"name": "calculator", "args": {"expression": expr}, "id": id}], id="reused")
+    return AIMessage(
+        content="", tool_calls=[{"name": "calculator", "args": {"expression": expr}, "id": id}], id="reused"
+    )
 
 
 def test_scripted_chat_model_bind_tools_and_calls_recorded():
