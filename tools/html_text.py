@@ -11,7 +11,7 @@ import codecs
 import re
 from html.parser import HTMLParser
 
-__all__ = ["MAX_HTML_CHARS", "decode_html", "html_to_text"]
+__all__ = ["MAX_HTML_CHARS", "decode_html", "html_to_text", "known_codec"]
 
 MAX_HTML_CHARS = 2 * 1024 * 1024  # bytes (or characters) of HTML converted; the rest is ignored
 
@@ -26,7 +26,8 @@ _META_CHARSET = re.compile(rb"""<meta[^>]{0,200}?charset\s*=\s*["']?\s*([A-Za-z0
 _BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
 
 
-def _codec(name: str | None) -> str | None:
+def known_codec(name: str | None) -> str | None:
+    """``name`` if Python knows that encoding, else None (a bogus charset must not crash decoding)."""
     if not name:
         return None
     try:
@@ -42,7 +43,7 @@ def decode_html(data: bytes, encoding: str | None = None) -> str:
         if data.startswith(bom):
             return data.decode(name, errors="replace")
     meta = _META_CHARSET.search(data[:4096])
-    for codec in (_codec(encoding), _codec(meta.group(1).decode("ascii")) if meta else None):
+    for codec in (known_codec(encoding), known_codec(meta.group(1).decode("ascii")) if meta else None):
         if codec:
             return data.decode(codec, errors="replace")
     try:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import codecs
 import re
 import threading
 import time
@@ -19,7 +18,7 @@ from ..events import clip
 from smart_agent import __version__
 from smart_agent.context import context_field
 from smart_agent.tools.guards import Resolver, ToolError, allow_private_network_of, check_url_allowed
-from smart_agent.tools.html_text import html_to_text
+from smart_agent.tools.html_text import html_to_text, known_codec
 
 __all__ = [
     "BrowseUrlArgs",
@@ -82,16 +81,6 @@ def _read_capped(response: httpx.Response, max_bytes: int, deadline: float, url:
         if size >= max_bytes:
             return b"".join(chunks)[:max_bytes], True
     return b"".join(chunks), False
-
-
-def _known_codec(name: str | None) -> str | None:
-    """``name`` if Python knows that encoding, else None (a bogus charset must not crash decoding)."""
-    if not name:
-        return None
-    try:
-        return codecs.lookup(name).name
-    except LookupError:
-        return None
 
 
 def pinned_request(client: httpx.Client, url: httpx.URL, addresses: list[str] | None) -> httpx.Request:
@@ -178,7 +167,7 @@ def _fetch(
                         raise ToolError(f"HTTP {response.status_code} {response.reason_phrase} for {current}.")
                     body, truncated = _read_capped(response, max_bytes, deadline, current)
                     content_type = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-                    charset = _known_codec(response.charset_encoding)
+                    charset = known_codec(response.charset_encoding)
                     return FetchResult(current, response.status_code, content_type, charset, body, truncated)
                 finally:
                     response.close()
