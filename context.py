@@ -252,7 +252,8 @@ class AgentContext(BaseContext):
     max_tool_arg_chars: int = field(
         default_factory=lambda: _env("max_tool_arg_chars", 100_000),
         metadata=_d(
-            "Largest tool-call arguments (characters of JSON) a call may carry; larger calls are refused and shrunk in the history."
+            "Largest tool-call arguments (characters of JSON) a call may carry; larger calls are refused and shrunk in "
+            "the history."
         ),
     )
 

@@ -12,6 +12,7 @@ unconditionally.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Any
 
@@ -68,8 +69,6 @@ def emit(event: str, **payload: Any) -> dict[str, Any]:
         writer = get_stream_writer()
     except Exception:  # not inside a runnable context
         return ev
-    try:
+    with contextlib.suppress(Exception):
         writer(ev)
-    except Exception:
-        pass
     return ev

@@ -162,7 +162,8 @@ def explain_model_error(exc: BaseException, spec: str | None = None) -> ModelCon
         )
     if names & {"APITimeoutError", "TimeoutException", "ReadTimeout"}:  # accepted, then no answer in time
         return ModelTimeoutError(
-            f"The model service{target} did not answer in time{where} ({_first_line(exc)}); see model_timeout_s / --model-timeout."
+            f"The model service{target} did not answer in time{where} ({_first_line(exc)}); see model_timeout_s / "
+            "--model-timeout."
         )
     if names & {"APIConnectionError", "APITimeoutError", "ConnectError", "ConnectTimeout", "ConnectionError"} or (
         "connect" in type(exc).__name__.lower() and any(m in module for m in ("httpx", "openai", "anthropic", "ollama"))

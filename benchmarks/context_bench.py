@@ -174,12 +174,14 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"## Context management: {result['task']}\n")
     print(
-        "| mode | requests | peak prompt tokens | total prompt tokens | summary model calls | compactions | archived | wall s |"
+        "| mode | requests | peak prompt tokens | total prompt tokens | summary model calls | compactions | archived | "
+        "wall s |"
     )
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(
-            f"| {r['mode']} | {r['requests']} | {r['peak_prompt_tokens']:,} | {r['total_prompt_tokens']:,} | {r['summary_model_calls']} | {r['compactions']} | {r['archived_outputs']} | {r['wall_s']} |"
+            f"| {r['mode']} | {r['requests']} | {r['peak_prompt_tokens']:,} | {r['total_prompt_tokens']:,} | "
+            f"{r['summary_model_calls']} | {r['compactions']} | {r['archived_outputs']} | {r['wall_s']} |"
         )
     for mode, r in ratio.items():
         print(f"\nwithout / {mode}: peak ×{r['peak']}, total ×{r['total']}", end="")

@@ -181,9 +181,9 @@ def bench_store(
     n_syn = size - n_real
     vecs = np.concatenate([real_vecs[:n_real], synthetic(real_vecs, n_syn, rng)]) if n_syn else real_vecs[:n_real]
     texts = real_texts[:n_real] + [f"synthetic memory #{i}" for i in range(n_syn)]
-    table = {t: v for t, v in zip(texts, vecs)}
+    table = {t: v for t, v in zip(texts, vecs, strict=True)}
     qtexts = [f"query #{i}" for i in range(len(queries))]
-    table.update({t: q for t, q in zip(qtexts, queries)})
+    table.update({t: q for t, q in zip(qtexts, queries, strict=True)})
     emb = LookupEmbeddings(table)
     ns = user_namespace("bench")
     now = time.time()
@@ -319,13 +319,16 @@ def main(argv: list[str] | None = None) -> int:
         )
     print("\n## Search (k=5, one FAISS thread)\n")
     print(
-        "| memories | real / synthetic vectors | FAISS median | FAISS p95 | recall median | recall p95 | build | cold open + first recall |"
+        "| memories | real / synthetic vectors | FAISS median | FAISS p95 | recall median | recall p95 | build | cold "
+        "open + first recall |"
     )
     print("|---:|---:|---:|---:|---:|---:|---:|---:|")
     for s in stores:
         print(
-            f"| {s['memories']:,} | {s['real_vectors']:,} / {s['synthetic_vectors']:,} | {s['faiss_search_ms_median']} ms | "
-            f"{s['faiss_search_ms_p95']} ms | {s['recall_ms_median']} ms | {s['recall_ms_p95']} ms | {s['build_s']} s | "
+            f"| {s['memories']:,} | {s['real_vectors']:,} / {s['synthetic_vectors']:,} | {s['faiss_search_ms_median']} "
+            "ms | "
+            f"{s['faiss_search_ms_p95']} ms | {s['recall_ms_median']} ms | {s['recall_ms_p95']} ms | {s['build_s']} s "
+            "| "
             f"{s['cold_open_and_first_recall_s']} s |"
         )
     print(f"\n{result['note']}")

@@ -224,7 +224,8 @@ def main(argv: list[str] | None = None) -> int:
     out.write_text(json.dumps(result, indent=2) + "\n")
 
     print(
-        f"{args.pages} pages x {args.page_delay:g} s, model latency {args.model_latency:g} s, median of {args.repeat} runs\n"
+        f"{args.pages} pages x {args.page_delay:g} s, model latency {args.model_latency:g} s, median of {args.repeat} "
+        "runs\n"
     )
     print("| run | wall time (s) | model calls | input tokens | output tokens |")
     print("|---|---:|---:|---:|---:|")

@@ -185,18 +185,22 @@ def _stats(args: argparse.Namespace) -> int:
     print(f"folder:          {stats['path']}")
     print(f"embedding model: {stats['embedding_model']} (dim {stats['dim']})")
     print(
-        f"memories:        {user_count} for user {user!r}, {stats['items']} in all ({len(stats['namespaces'])} namespaces)"
+        f"memories:        {user_count} for user {user!r}, {stats['items']} in all ({len(stats['namespaces'])} "
+        "namespaces)"
     )
     print(f"merges:          {sum(n['merges'] for n in stats['namespaces'])}")
     print(
-        f"cap:             {stats['max_items_per_namespace']} per namespace; dedupe at cosine >= {stats['dedupe_threshold']}"
+        f"cap:             {stats['max_items_per_namespace']} per namespace; dedupe at cosine >= "
+        f"{stats['dedupe_threshold']}"
     )
     r = stats["ranking"]
     print(
-        f"ranking:         {r['w_similarity']}·similarity + {r['w_recency']}·recency (half-life {r['half_life_days']} d) + {r['w_importance']}·importance"
+        f"ranking:         {r['w_similarity']}·similarity + {r['w_recency']}·recency (half-life {r['half_life_days']} "
+        f"d) + {r['w_importance']}·importance"
     )
     print(
-        f"disk:            {stats['db_bytes'] + stats['index_bytes']:,} bytes (SQLite {stats['db_bytes']:,}, FAISS {stats['index_bytes']:,})"
+        f"disk:            {stats['db_bytes'] + stats['index_bytes']:,} bytes (SQLite {stats['db_bytes']:,}, FAISS "
+        f"{stats['index_bytes']:,})"
     )
     damaged = stats["damaged"]
     shown = "; ".join(f"{d['key']}: {d['reason']}" for d in damaged[:5]) + (" …" if len(damaged) > 5 else "")

@@ -26,7 +26,10 @@ def format_event(ev: dict) -> str | None:
         ms = float(ev.get("duration_s") or 0) * 1000
         return f"  ← {ev.get('name')} {status} {ms:.0f} ms: {short(ev.get('preview', ''))}"
     if kind == "usage":
-        return f"  · model turn {ev.get('turn', '?')}: {ev.get('input_tokens', 0)} tokens in, {ev.get('output_tokens', 0)} out"
+        return (
+            f"  · model turn {ev.get('turn', '?')}: {ev.get('input_tokens', 0)} tokens in, "
+            f"{ev.get('output_tokens', 0)} out"
+        )
     if kind == "tool_limit":
         return f"  ! tool-call limit reached ({ev.get('limit')}): the next turn must answer"
     if kind == "final_answer":
@@ -45,7 +48,10 @@ def format_event(ev: dict) -> str | None:
     if kind == "plan":
         todos = ev.get("todos") or []
         done = sum(1 for t in todos if t.get("status") == "done")
-        return f"  ☰ plan: {done}/{len(todos)} done (+{len(ev.get('added') or [])} ~{len(ev.get('updated') or [])} -{len(ev.get('removed') or [])})"
+        return (
+            f"  ☰ plan: {done}/{len(todos)} done (+{len(ev.get('added') or [])} ~{len(ev.get('updated') or [])} "
+            f"-{len(ev.get('removed') or [])})"
+        )
     if kind == "step_start":  # planner steps, fleet workers, dual executions
         what = ev.get("tool") or ev.get("task") or ev.get("objective") or ""
         return f"  ▶ {ev.get('step')} {short(what, 80)}"

@@ -239,7 +239,8 @@ async def run_command(args: argparse.Namespace) -> int:
         print(final.get("answer", ""))
         if not args.quiet:
             print(
-                f"\n(thread {thread_id} · {len(summary.tool_calls)} tool calls · {summary.usage['total_tokens']} tokens)",
+                f"\n(thread {thread_id} · {len(summary.tool_calls)} tool calls · {summary.usage['total_tokens']} "
+                "tokens)",
                 file=sys.stderr,
             )
     return 0
@@ -324,7 +325,8 @@ async def demo_command(args: argparse.Namespace) -> int:
     print(f"\nanswer: {final.get('answer', '')}")
     print(
         f"\n{len(summary.tool_calls)} tool calls, {summary.usage['model_calls']} model calls, "
-        f"{summary.usage['total_tokens']} tokens; {len(state.values.get('messages', []))} messages checkpointed in thread {thread_id}."
+        f"{summary.usage['total_tokens']} tokens; {len(state.values.get('messages', []))} messages checkpointed in "
+        f"thread {thread_id}."
     )
     if os.path.exists(written):
         with open(written, encoding="utf-8") as fh:

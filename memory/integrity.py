@@ -23,6 +23,7 @@ left in SQLite as it was (``smart-agent memory forget ID`` deletes it).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -78,10 +79,8 @@ def open_database(path: Path, schema: str) -> sqlite3.Connection:
     conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=30.0)
     try:
         conn.execute("PRAGMA busy_timeout = 30000")
-        try:
+        with contextlib.suppress(sqlite3.DatabaseError):  # e.g. some network filesystems
             conn.execute("PRAGMA journal_mode = WAL")
-        except sqlite3.DatabaseError:  # pragma: no cover - e.g. some network filesystems
-            pass
         conn.executescript(schema + DAMAGE_SCHEMA + ("" if marked else _MARK))
     except BaseException:
         conn.close()
@@ -261,7 +260,8 @@ def damaged_rows(conn: sqlite3.Connection, ns_path: str, dim: int | None, *, sca
     """Damaged rows under a namespace prefix path: the recorded ones, and with ``scan``
     also those SQL can see without decoding (invalid JSON, wrong vector size)."""
     detect = (
-        " OR NOT json_valid(i.value) OR (i.vector IS NOT NULL AND (typeof(i.vector) != 'blob' OR length(i.vector) != ?))"
+        " OR NOT json_valid(i.value) OR (i.vector IS NOT NULL AND (typeof(i.vector) != 'blob' OR length(i.vector) != "
+        "?))"
         if scan
         else ""
     )

@@ -53,7 +53,7 @@ def _compare(item_value: Any, filter_value: Any) -> bool:
         return (
             isinstance(item_value, (list, tuple))
             and len(item_value) == len(filter_value)
-            and all(_compare(a, b) for a, b in zip(item_value, filter_value))
+            and all(_compare(a, b) for a, b in zip(item_value, filter_value, strict=True))
         )
     return item_value == filter_value
 
@@ -84,7 +84,10 @@ def _ns_matches(cond: MatchCondition, ns: tuple[str, ...]) -> bool:
     path = tuple(cond.path)
     if len(ns) < len(path):
         return False
-    pairs = zip(ns, path) if cond.match_type == "prefix" else zip(reversed(ns), reversed(path))
+    # The path may be shorter than the namespace: compare its length only.
+    pairs = (
+        zip(ns, path, strict=False) if cond.match_type == "prefix" else zip(reversed(ns), reversed(path), strict=False)
+    )
     if cond.match_type not in ("prefix", "suffix"):
         raise ValueError(f"Unsupported match type: {cond.match_type}")
     return all(p == "*" or a == p for a, p in pairs)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -155,13 +155,17 @@ class NumpyBertEncoder:
         def heads(h: np.ndarray) -> np.ndarray:
             return h.reshape(n, length, self.heads, hd).transpose(0, 2, 1, 3)
 
+        def dense_of(prefix: str) -> Callable[[np.ndarray, str], np.ndarray]:
+            def dense(h: np.ndarray, name: str) -> np.ndarray:
+                out = h @ w[prefix + name + ".weight"]
+                out += w[prefix + name + ".bias"]
+                return out
+
+            return dense
+
         for i in range(self.layers):
             p = f"encoder.layer.{i}."
-
-            def dense(h: np.ndarray, name: str) -> np.ndarray:
-                out = h @ w[p + name + ".weight"]
-                out += w[p + name + ".bias"]
-                return out
+            dense = dense_of(p)
 
             q = heads(dense(x, "attention.self.query"))
             k = heads(dense(x, "attention.self.key"))

@@ -158,7 +158,7 @@ class _Rows(_VectorIndexes):
             if entry.index.d != q.shape[1]:
                 raise ValueError(f"Query dimension {q.shape[1]} does not match the index's {entry.index.d}")
             dists, ids = entry.index.search(q, min(n, entry.index.ntotal))
-            out.extend((int(i), float(d)) for d, i in zip(dists[0], ids[0]) if i >= 0)
+            out.extend((int(i), float(d)) for d, i in zip(dists[0], ids[0], strict=True) if i >= 0)
         out.sort(key=lambda t: -t[1])
         return out[:n] if len(ns_list) > 1 else out
 
@@ -186,7 +186,8 @@ class _Rows(_VectorIndexes):
                 chunk = ids[start : start + 500]
                 rows.extend(
                     self._conn.execute(
-                        f"SELECT ns, key, value, created_at, updated_at, id FROM items WHERE id IN ({','.join('?' * len(chunk))})",
+                        "SELECT ns, key, value, created_at, updated_at, id FROM items WHERE id IN "
+                        f"({','.join('?' * len(chunk))})",
                         chunk,
                     ).fetchall()
                 )
@@ -243,10 +244,7 @@ class _Rows(_VectorIndexes):
         nss = [tuple(json.loads(r[0])) for r in self._conn.execute("SELECT DISTINCT ns FROM items")]
         if op.match_conditions:
             nss = [ns for ns in nss if all(_ns_matches(c, ns) for c in op.match_conditions)]
-        if op.max_depth is not None:
-            nss = sorted({ns[: op.max_depth] for ns in nss})
-        else:
-            nss = sorted(nss)
+        nss = sorted({ns[: op.max_depth] for ns in nss}) if op.max_depth is not None else sorted(nss)
         return nss[op.offset : op.offset + op.limit]
 
     # -- text to embed for a put ----------------------------------------------------

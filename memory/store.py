@@ -323,7 +323,8 @@ class FaissMemoryStore(_Rows, BaseStore):
             self._ensure_open()
             rows = self._conn.execute(
                 "SELECT i.ns, COUNT(*), SUM(i.vector IS NOT NULL), MIN(i.created_at), MAX(i.updated_at), "
-                "SUM(iif(json_valid(i.value), COALESCE(json_extract(i.value, '$.merges'), 0), 0)) FROM items i JOIN namespaces n ON n.ns = i.ns "
+                "SUM(iif(json_valid(i.value), COALESCE(json_extract(i.value, '$.merges'), 0), 0)) FROM items i JOIN "
+                "namespaces n ON n.ns = i.ns "
                 "WHERE substr(n.ns_path, 1, ?) = ? GROUP BY i.ns ORDER BY i.ns",
                 (len(p), p),
             ).fetchall()

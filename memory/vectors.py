@@ -130,7 +130,9 @@ class _VectorIndexes:
             vecs.extend(_vec_bytes(v) for v in arr)
         self._conn.execute("BEGIN IMMEDIATE")
         try:
-            self._conn.executemany("UPDATE items SET vector=? WHERE id=?", [(v, r[0]) for v, r in zip(vecs, rows)])
+            self._conn.executemany(
+                "UPDATE items SET vector=? WHERE id=?", [(v, r[0]) for v, r in zip(vecs, rows, strict=True)]
+            )
             self._conn.execute("UPDATE namespaces SET version = version + 1")
             self._conn.execute("DELETE FROM meta WHERE key='dim'")  # the new model's: set by the next write
             self._conn.execute(
@@ -271,7 +273,7 @@ class _VectorIndexes:
         with self._lock:
             self._ensure_open()
             with self._write_txn():
-                for (item_id, text), vec in zip(rows, vecs):
+                for (item_id, text), vec in zip(rows, vecs, strict=True):
                     row = self._conn.execute(
                         "SELECT i.ns, i.key FROM items i JOIN damaged d ON d.id = i.id WHERE i.id = ? AND i.text = ?",
                         (item_id, text),

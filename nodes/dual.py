@@ -120,7 +120,8 @@ def decide_prompt(state: Mapping[str, Any], last_step: bool) -> str:
         parts.append(
             "Assets (results of executed objectives):\n"
             + "\n".join(
-                f"[{a['id']}] objective: {a['objective']}\n  status: {a['status']}\n  result: {preview(a.get('answer') or '', ASSET_CHARS)}"
+                f"[{a['id']}] objective: {a['objective']}\n  status: {a['status']}\n  result: "
+                f"{preview(a.get('answer') or '', ASSET_CHARS)}"
                 for a in assets.values()
             )
         )

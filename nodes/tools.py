@@ -96,7 +96,10 @@ TOO_MANY_IN_TURN = (
     "skipped: too many tool calls in one turn ({count} calls; at most {cap} run per turn). "
     "This call and the {dropped} after it were not run; call what you still need in a later turn."
 )
-OVERSIZED = "Refused: the arguments are {chars} characters of JSON, more than the {limit} allowed (max_tool_arg_chars). The call was not run; pass smaller arguments."
+OVERSIZED = (
+    "Refused: the arguments are {chars} characters of JSON, more than the {limit} allowed "
+    "(max_tool_arg_chars). The call was not run; pass smaller arguments."
+)
 
 
 def arg_chars(call: Mapping[str, Any]) -> int:
@@ -216,7 +219,7 @@ def make_tools_node(registry: ToolRegistry, budget: ContextBudget | None = None)
         stateful = [c for c in runnable if _updates_state(registry, c)]
         parallel = [c for c in runnable if not _updates_state(registry, c)]
         outcomes: dict[int, ToolOutcome] = {}
-        for call, outcome in zip(parallel, await asyncio.gather(*(one(c, state) for c in parallel))):
+        for call, outcome in zip(parallel, await asyncio.gather(*(one(c, state) for c in parallel)), strict=True):
             outcomes[position[id(call)]] = outcome
         state_updates: dict[str, Any] = {}
         for i in sorted(outcomes):
@@ -226,42 +229,25 @@ def make_tools_node(registry: ToolRegistry, budget: ContextBudget | None = None)
             outcomes[position[id(call)]] = outcome
             state_updates.update(outcome.update or {})
         out_messages: list[ToolMessage] = []
+
+        def skip(call: dict, content: str, error: str, note: str) -> None:
+            """Answer a call that does not run: an error result and its event."""
+            out_messages.append(
+                ToolMessage(content=content, tool_call_id=call.get("id") or "", name=call.get("name"), status="error")
+            )
+            emit(
+                "tool_result", id=call.get("id"), name=call.get("name"), ok=False,
+                error=error, duration_s=0.0, preview=note,
+            )  # fmt: skip
+
         for i, call in enumerate(calls):
             if i in outcomes:
                 out_messages.append(outcomes[i].to_message())
-                continue
-            if any(call is c for c in too_many):
+            elif any(call is c for c in too_many):
                 note = TOO_MANY_IN_TURN.format(count=len(calls) + dropped, cap=cap, dropped=dropped)
-                out_messages.append(
-                    ToolMessage(content=note, tool_call_id=call.get("id") or "", name=call.get("name"), status="error")
-                )
-                emit(
-                    "tool_result",
-                    id=call.get("id"),
-                    name=call.get("name"),
-                    ok=False,
-                    error="skipped_turn_limit",
-                    duration_s=0.0,
-                    preview=f"skipped: {dropped + 1} calls over the per-turn limit",
-                )
-                continue
-            out_messages.append(
-                ToolMessage(
-                    content=SKIPPED_RESULT.format(limit=limit),
-                    tool_call_id=call.get("id") or "",
-                    name=call.get("name"),
-                    status="error",
-                )
-            )
-            emit(
-                "tool_result",
-                id=call.get("id"),
-                name=call.get("name"),
-                ok=False,
-                error="skipped_limit",
-                duration_s=0.0,
-                preview="skipped: tool-call limit",
-            )
+                skip(call, note, "skipped_turn_limit", f"skipped: {dropped + 1} calls over the per-turn limit")
+            else:
+                skip(call, SKIPPED_RESULT.format(limit=limit), "skipped_limit", "skipped: tool-call limit")
         # The bounded AI message replaces the original (same id) before its results.
         head = [replacement] if replacement is not None else []
         update: dict[str, Any] = {

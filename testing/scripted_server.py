@@ -47,6 +47,7 @@ and serves until killed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import re
@@ -124,10 +125,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
-        try:  # headers and body go out as separate writes: avoid the ~40 ms Nagle/delayed-ACK stall
+        # Headers and body go out as separate writes: avoid the ~40 ms Nagle/delayed-ACK stall.
+        with contextlib.suppress(OSError):
             self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        except OSError:
-            pass
         self.server.owner._track(self.connection, add=True)
 
     def finish(self) -> None:
@@ -270,10 +270,8 @@ class ScriptedOpenAIServer:
             conns = list(self._conns)
             self._conns.clear()
         for c in conns:  # drop idle keep-alive connections
-            try:
+            with contextlib.suppress(OSError):
                 c.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None
@@ -620,10 +618,8 @@ def main(argv: list[str] | None = None) -> int:
         stop.set()
 
     for sig in (signal.SIGTERM, signal.SIGINT):
-        try:
+        with contextlib.suppress(ValueError, OSError):  # not in the main thread
             signal.signal(sig, _on_signal)
-        except (ValueError, OSError):  # not in the main thread
-            pass
     try:
         while not stop.wait(0.5):
             pass

@@ -134,7 +134,10 @@ class SlowPages:
                 finally:
                     with lock:
                         in_flight[0] -= 1
-                body = f"<html><head><title>Page {self.path}</title></head><body><p>Content of {self.path}</p></body></html>".encode()
+                body = (
+                    f"<html><head><title>Page {self.path}</title></head><body><p>Content of "
+                    f"{self.path}</p></body></html>"
+                ).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "text/html; charset=utf-8")
                 self.send_header("Content-Length", str(len(body)))

@@ -14,6 +14,7 @@ timeout can abandon, and an abandoned thread never blocks process exit.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import itertools
 import threading
@@ -56,10 +57,8 @@ async def run_in_daemon_thread(fn: Callable[[], T], *, name: str = "smart-agent-
             value, error = context.run(fn), None
         except BaseException as exc:  # handed to the awaiting coroutine
             value, error = None, exc
-        try:
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
             loop.call_soon_threadsafe(settle, value, error)
-        except RuntimeError:  # the loop is closed: nobody waits any more
-            pass
 
     threading.Thread(target=target, name=f"{name}-{next(_names)}", daemon=True).start()
     return await future

@@ -133,7 +133,8 @@ def write_file(path: str, content: str, *, runtime: ToolRuntime = None) -> str: 
     limit = max_write_bytes_of(runtime)
     if len(data) > limit:  # refused before anything is created or opened
         raise ToolError(
-            f"Refused: the content is {len(data)} bytes, more than this run's max_write_bytes ({limit}); nothing was written."
+            f"Refused: the content is {len(data)} bytes, more than this run's max_write_bytes ({limit}); nothing was "
+            "written."
         )
     write_regular(workspace_of(runtime), path, data)
     return f"Wrote {len(content)} characters to {path}"

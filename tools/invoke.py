@@ -8,6 +8,7 @@ message the model can read and react to.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 import time
@@ -31,7 +32,8 @@ from .retry import is_retryable
 # warns although the real runtime object is what the tool receives.
 warnings.filterwarnings(
     "ignore",
-    message=r"Pydantic serializer warnings:\s+PydanticSerializationUnexpectedValue\(Expected `none`.*field_name='(context|state|store)'",
+    message=r"Pydantic serializer warnings:\s+PydanticSerializationUnexpectedValue\(Expected "
+        r"`none`.*field_name='(context|state|store)'",
     category=UserWarning,
 )
 
@@ -101,10 +103,8 @@ def runtime_param(tool: BaseTool) -> str | None:
             ) or (isinstance(ann, str) and ann.split("[")[0].endswith("ToolRuntime")):
                 name = pname
                 break
-    try:
+    with contextlib.suppress(Exception):
         object.__setattr__(tool, "__smart_agent_runtime_param__", name)
-    except Exception:
-        pass
     return name
 
 

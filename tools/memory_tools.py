@@ -27,7 +27,8 @@ class RememberArgs(BaseModel):
     text: str = Field(
         min_length=1,
         max_length=2000,
-        description='The fact to remember, as one self-contained sentence (e.g. "The user\'s favourite colour is teal.").',
+        description='The fact to remember, as one self-contained sentence (e.g. "The user\'s favourite colour is '
+            'teal.").',
     )
     importance: float = Field(
         default=0.5, ge=0.0, le=1.0, description="How important the fact is, from 0 (trivia) to 1 (essential)."

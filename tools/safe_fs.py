@@ -21,6 +21,7 @@ link is never written (it could be an outside file linked into the workspace).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
@@ -166,10 +167,8 @@ def _walk(workspace: str | Path, path: str, *, create: bool, guard: _Guard) -> I
             except FileNotFoundError:
                 if not create:
                     raise _not_found(path) from None
-                try:
+                with contextlib.suppress(FileExistsError):  # created concurrently: opened (and checked) below
                     os.mkdir(name, 0o777, dir_fd=fd)
-                except FileExistsError:
-                    pass  # created concurrently: opened (and checked) below
                 nxt = _open_step(fd, name, _DIR_FLAGS, path)
             except NotADirectoryError:
                 raise ToolError(f"{path!r}: {name!r} is a file, not a folder.") from None

@@ -237,7 +237,8 @@ def validate_plan(
                     errors.append(f"schema: {label}: missing required field {loc!r}")
                 elif err.get("type") == "extra_forbidden":
                     errors.append(
-                        f"schema: {label}: unknown field {loc!r} (allowed: id, tool, args, depends_on, retries, timeout_s, on_fail)"
+                        f"schema: {label}: unknown field {loc!r} (allowed: id, tool, args, depends_on, retries, "
+                        "timeout_s, on_fail)"
                     )
                 else:
                     errors.append(f"schema: {label}: {loc}: {err.get('msg')}")

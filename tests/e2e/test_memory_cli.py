@@ -15,7 +15,8 @@ def test_cli_start_up_imports_no_heavy_modules():
     import sys
 
     code = (
-        "import sys, smart_agent.cli, smart_agent.graphs.agent, smart_agent.tools.memory_tools, smart_agent.nodes.memory;"
+        "import sys, smart_agent.cli, smart_agent.graphs.agent, smart_agent.tools.memory_tools, "
+        "smart_agent.nodes.memory;"
         "print(sorted(m for m in ('torch', 'sentence_transformers', 'faiss', 'transformers') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -84,7 +84,10 @@ async def test_cycle_is_sent_back_to_the_model(scripted_server):
 
 async def test_plan_as_json_text_with_slips(scripted_server):
     registry, calls = make_registry()
-    reply = "Here you go:\n```json\n{\n  // one step\n  'steps': [{'id': 's1', 'tool': 'add', 'args': {'a': 20, 'b': 22},}],\n}\n```"
+    reply = (
+        "Here you go:\n```json\n{\n  // one step\n  'steps': [{'id': 's1', 'tool': 'add', 'args': {'a': 20, 'b': "
+        "22},}],\n}\n```"
+    )
     server = scripted_server([{"content": reply}, {"content": "42"}])
     graph = build_planner_graph(model=openai_model(server), registry=registry, plan_method="text")
     final, _ = await run_graph(graph, {"task": "20+22"}, context=Context(model="openai:scripted-model"))

@@ -213,9 +213,11 @@ def test_callable_entries_and_responder():
 
 
 def test_broken_callable_entry_reports_500():
-    with ScriptedOpenAIServer([lambda r: 1 / 0]) as srv:
-        with pytest.raises(openai.InternalServerError, match="ZeroDivisionError"):
-            _model(srv).invoke("hi")
+    with (
+        ScriptedOpenAIServer([lambda r: 1 / 0]) as srv,
+        pytest.raises(openai.InternalServerError, match="ZeroDivisionError"),
+    ):
+        _model(srv).invoke("hi")
 
 
 def test_loop_mode_repeats_script():

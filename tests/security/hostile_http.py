@@ -10,6 +10,7 @@ assert on the server's side of the story.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
@@ -42,10 +43,8 @@ class _RawServer:
         self._thread.join(5)
         with self._lock:
             for conn in self._clients:
-                try:
+                with contextlib.suppress(OSError):
                     conn.close()
-                except OSError:
-                    pass
         self._sock.close()
 
     def _accept_loop(self) -> None:

@@ -9,6 +9,7 @@ ToolErrors that ``tools/retry.is_retryable`` never retries.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -29,10 +30,8 @@ class ClosingServer(_RawServer):
     """Accepts, reads the request, closes the connection without a byte of reply."""
 
     def _serve(self, conn: socket.socket) -> None:
-        try:
+        with contextlib.suppress(OSError):
             conn.recv(65536)
-        except OSError:
-            pass
         conn.close()
 
 

@@ -464,7 +464,7 @@ def test_docs_drawing_is_the_graphs_own():
 
     doc = (Path(__file__).resolve().parents[2] / "docs" / "planner.md").read_text()
     (drawn,) = re.findall(r"<!-- mermaid:planner -->\n```mermaid\n(.*?)```\n<!-- /mermaid:planner -->", doc, re.S)
-    strip = lambda t: "\n".join(
-        line.rstrip() for line in re.sub(r"^---\n.*?\n---\n", "", t, flags=re.S).strip().splitlines()
-    )  # noqa: E731
+    def strip(t: str) -> str:
+        return "\n".join(line.rstrip() for line in re.sub(r"^---\n.*?\n---\n", "", t, flags=re.S).strip().splitlines())
+
     assert strip(drawn) == strip(planner.graph.get_graph().draw_mermaid()), "docs/planner.md drawing is stale"

@@ -125,7 +125,10 @@ def test_find_refs_and_malformed():
     "text",
     [
         '{"steps": [{"id": "s1", "tool": "echo", "args": {"text": "hi"}}]}',
-        'Here is the plan:\n```json\n{"steps": [{"id": "s1", "tool": "echo", "args": {"text": "hi"}}]}\n```\nGood luck.',
+        (
+            'Here is the plan:\n```json\n'
+            '{"steps": [{"id": "s1", "tool": "echo", "args": {"text": "hi"}}]}\n```\nGood luck.'
+        ),
         "Plan: {'steps': [{'id': 's1', 'tool': 'echo', 'args': {'text': 'hi'}}]}",
         '{"steps": [{"id": "s1", "tool": "echo", "args": {"text": "hi"},},],}',
         '{"steps": [ // the only step\n {"id": "s1", "tool": "echo", /* inline */ "args": {"text": "hi"}}]}',
