@@ -86,7 +86,8 @@ async def test_a_summary_with_lone_surrogates_is_cleaned_before_it_enters_histor
 
 
 async def test_a_summary_request_that_times_out_falls_back_to_the_digest_with_one_line(scripted_server, workspace):
-    srv = scripted_server(responder=records_model(lambda req: text("too late", delay_s=3)))
+    # two turns: one summary request, so one 1 s timeout (eight turns made seven, 7 s)
+    srv = scripted_server(responder=records_model(lambda req: text("too late", delay_s=3), turns=2))
     final, summ = await summarize_run(srv, workspace, timeout=1.0)
     assert summ and all(e["strategy"] == "fallback_digest" for e in summ)
     error = summ[0]["error"]
