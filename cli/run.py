@@ -195,7 +195,7 @@ def result_json(final: dict, thread_id: str, summary: RunSummary) -> dict:
         ),
         "usage": summary.usage,
     }
-    for key in ("structured_response", "todos", "error"):
+    for key in ("structured_response", "todos", "status", "error"):
         if final.get(key) is not None:
             out[key] = final[key]
     return out
@@ -233,6 +233,12 @@ async def run_command(args: argparse.Namespace) -> int:
             failed = {**result_json({}, thread_id, summary), "error": {"type": type(exc).__name__, "message": str(exc)}}
             print(json.dumps(failed, ensure_ascii=False, default=str))
         raise
+    if final.get("status") == "planning_failed":  # no valid plan within the bounded attempts
+        if args.json:
+            print(json.dumps(result_json(final, thread_id, summary), ensure_ascii=False, default=str))
+        first = next((line for line in str(final.get("error") or "").splitlines() if line.strip()), "no valid plan")
+        print(f"smart-agent: {first.strip().rstrip(':')} (details: --json)", file=sys.stderr)
+        return EXIT_FAILURE
     if args.json:
         print(json.dumps(result_json(final, thread_id, summary), ensure_ascii=False, default=str))
     else:

@@ -26,7 +26,7 @@ from langgraph.runtime import Runtime
 from ..context import DualContext
 from ..events import emit, preview
 from ..messages import as_ai_message, message_text, task_text, usage_of
-from ..models import aload_chat_model, invoke_model, model_options
+from ..models import ModelReplyError, aload_chat_model, invoke_model, model_options
 from ..replies.submit import bind_submit, reply_payload, submit_tool
 from ..state import DualState, count_of
 
@@ -149,13 +149,19 @@ def make_prepare_node() -> Callable:
     return prepare
 
 
-def forced_final(state: Mapping[str, Any], decision: dict | None) -> dict[str, str]:
-    """The final decision at the iteration limit when the model gave another one."""
+def forced_final(state: Mapping[str, Any], decision: dict | None, problem: str | None = None) -> dict[str, str]:
+    """The final decision at the iteration limit when the model gave another one.
+
+    Raises ModelReplyError when the model never gave one valid decision and nothing was
+    found to report: a canned answer would hide that every reply was malformed."""
     assets = [a for a in (state.get("assets") or {}).values() if a.get("status") == "ok"]
-    text = (decision or {}).get("answer") or (assets[-1]["answer"] if assets else "") or (
-        "I reached the step limit before reaching an answer."
-    )
-    return {"action": "final", "answer": text}
+    text = (decision or {}).get("answer") or (assets[-1]["answer"] if assets else "")
+    if not text and decision is None and not state.get("decisions"):
+        raise ModelReplyError(
+            f"The model gave no valid decision in {count_of(state, 'iterations') + 1} attempt(s)"
+            f" (last problem: {problem or 'invalid decision'}); no answer to report."
+        )
+    return {"action": "final", "answer": text or "I reached the step limit before reaching an answer."}
 
 
 def make_decide_node(model: BaseChatModel | None = None) -> Callable:
@@ -179,7 +185,7 @@ def make_decide_node(model: BaseChatModel | None = None) -> Callable:
         if decision is None and not response.tool_calls and message_text(response).strip() and last_step:
             decision = {"action": "final", "answer": message_text(response).strip()}  # plain prose at the end
         if last_step and (decision is None or decision["action"] != "final"):
-            decision = forced_final(state, decision)
+            decision = forced_final(state, decision, problem)
         update: dict[str, Any] = {"iterations": iterations}
         if decision is None:
             emit("error", node="decide", error=problem, iteration=iterations)

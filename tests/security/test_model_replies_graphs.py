@@ -119,3 +119,21 @@ async def test_a_structured_answer_nested_100k_deep_is_sent_back(scripted_server
     )
     assert final["structured_response"] == {"city": "Paris"}
     assert "nested too deeply" in srv.requests[1]["messages"][-1]["content"]
+
+
+async def test_dual_with_no_valid_decision_fails_the_run_instead_of_a_canned_answer(scripted_server):
+    srv = scripted_server(responder=lambda _req: text(""))  # every decision reply is empty
+    graph = build_dual_graph(model=openai_model(srv), registry=ToolRegistry())
+    with pytest.raises(ModelReplyError, match="no valid decision in 3 attempt"):
+        await run_with_events(graph, "2+2?", ctx(max_iterations=3))
+    assert len(srv.requests) == 3
+
+
+async def test_dual_keeps_a_real_answer_found_before_the_limit(scripted_server):
+    srv = scripted_server([
+        tool_call(DECIDE, {"action": "brainstorm", "thought": "think first"}),
+        text(""),
+    ])
+    graph = build_dual_graph(model=openai_model(srv), registry=ToolRegistry())
+    final, _ = await run_with_events(graph, "2+2?", ctx(max_iterations=2))
+    assert final["answer"] == "I reached the step limit before reaching an answer."  # a valid decision was made
