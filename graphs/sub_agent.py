@@ -87,6 +87,7 @@ class SubAgents:
         per_loop = self._semaphores.setdefault(asyncio.get_running_loop(), {})
         return per_loop.setdefault((depth, limit), asyncio.Semaphore(limit))
 
+    # LangChain injects only into a bare `ToolRuntime` annotation, hence `= None` (outside a graph) and the ignore
     async def _run(self, task: str, runtime: ToolRuntime = None) -> str:  # type: ignore[assignment]
         ctx: Context = coerce_context(getattr(runtime, "context", None))
         max_depth, concurrent = self.limits(ctx)

@@ -158,6 +158,7 @@ def as_tool(graph: Any, name: str, description: str, *, context: dict[str, Any] 
     """
     overrides = dict(context or {})
 
+    # LangChain injects only into a bare `ToolRuntime` annotation, hence `= None` (outside a graph) and the ignore
     async def run(task: str, runtime: ToolRuntime = None) -> str:  # type: ignore[assignment]
         ctx = child_context(coerce_context(getattr(runtime, "context", None)))
         if overrides:

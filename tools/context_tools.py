@@ -79,7 +79,8 @@ async def get_tool_response(
     offset: int = 0,
     max_chars: int | None = None,
     *,
-    runtime: ToolRuntime = None,  # type: ignore[assignment]  # injected
+    # LangChain injects only into a bare `ToolRuntime` annotation, hence `= None` (outside a graph) and the ignore
+    runtime: ToolRuntime = None,  # type: ignore[assignment]
 ) -> str:
     """Read the full, raw output of an earlier tool execution that was archived because it was large.
 
@@ -176,7 +177,8 @@ def manage_todo_list(
     update: list[TodoChange] | None = None,
     remove: list[int] | None = None,
     *,
-    runtime: ToolRuntime = None,  # type: ignore[assignment]  # injected
+    # LangChain injects only into a bare `ToolRuntime` annotation, hence `= None` (outside a graph) and the ignore
+    runtime: ToolRuntime = None,  # type: ignore[assignment]
 ) -> Command:
     """Keep your plan as a todo list: add items, change their status (pending, in_progress, done) or text, remove items.
 

@@ -70,7 +70,8 @@ def read_file(
     offset: int = 0,
     max_chars: int = MAX_READ_CHARS,
     *,
-    runtime: ToolRuntime = None,  # type: ignore[assignment]  # injected; None outside a graph
+    # LangChain injects only into a bare `ToolRuntime` annotation, hence `= None` (outside a graph) and the ignore
+    runtime: ToolRuntime = None,  # type: ignore[assignment]
 ) -> str:
     """Read a text file from the workspace.
 
@@ -124,6 +125,7 @@ class WriteFileArgs(BaseModel):
 
 
 @tool("write_file", args_schema=WriteFileArgs)
+# LangChain injects only into a bare `ToolRuntime` annotation, hence `= None` (outside a graph) and the ignore
 def write_file(path: str, content: str, *, runtime: ToolRuntime = None) -> str:  # type: ignore[assignment]
     """Write a text file in the workspace, creating or replacing it (UTF-8)."""
     try:
@@ -148,6 +150,7 @@ class ListFilesArgs(BaseModel):
 
 
 @tool("list_files", args_schema=ListFilesArgs)
+# LangChain injects only into a bare `ToolRuntime` annotation, hence `= None` (outside a graph) and the ignore
 def list_files(path: str = ".", *, runtime: ToolRuntime = None) -> str:  # type: ignore[assignment]
     """List the files and folders in a workspace folder (not recursive).
 

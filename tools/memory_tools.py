@@ -53,7 +53,8 @@ def remember(
     text: str,
     importance: float = 0.5,
     *,
-    runtime: ToolRuntime = None,  # type: ignore[assignment]  # injected; None outside a graph
+    # LangChain injects only into a bare `ToolRuntime` annotation, hence `= None` (outside a graph) and the ignore
+    runtime: ToolRuntime = None,  # type: ignore[assignment]
 ) -> str:
     """Save a fact to long-term memory so later sessions with this user can recall it.
 
@@ -71,6 +72,7 @@ def search_memory(
     query: str,
     k: int = 5,
     *,
+    # LangChain injects only into a bare `ToolRuntime` annotation, hence `= None` (outside a graph) and the ignore
     runtime: ToolRuntime = None,  # type: ignore[assignment]
 ) -> str:
     """Search long-term memory (facts and past tasks with this user) by meaning.
