@@ -9,6 +9,7 @@ touch SQLite are called with the store's lock held.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sqlite3
@@ -33,14 +34,14 @@ log = logging.getLogger("smart_agent.memory.store")
 INDEX_DIR = "index"
 
 
+@functools.cache
 def _faiss() -> Any:
+    """faiss, imported and configured on first use (once per process)."""
     import faiss
 
-    if not getattr(_faiss, "_configured", False):
-        # One thread is about twice as fast for single queries on a flat index
-        # (no OpenMP fork/join) and keeps the agent's other threads free.
-        faiss.omp_set_num_threads(1)
-        _faiss._configured = True  # type: ignore[attr-defined]
+    # One thread is about twice as fast for single queries on a flat index
+    # (no OpenMP fork/join) and keeps the agent's other threads free.
+    faiss.omp_set_num_threads(1)
     return faiss
 
 

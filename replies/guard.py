@@ -13,6 +13,7 @@ The size and nesting limits of JSON read out of model text are in ``replies.pars
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import threading
@@ -71,6 +72,7 @@ def guard_openai_tool_args() -> None:
             return
         original = base.parse_tool_call
 
+        @functools.wraps(original)
         def parse_tool_call(raw_tool_call: dict, *args: Any, **kwargs: Any) -> Any:
             raw_args = ((raw_tool_call or {}).get("function") or {}).get("arguments") or ""
             problem = json_depth_problem(raw_args) if isinstance(raw_args, str) else None
@@ -81,7 +83,6 @@ def guard_openai_tool_args() -> None:
                 raise ValueError(f"{NOT_AN_OBJECT} (got {type(parsed.get('args')).__name__})")
             return parsed
 
-        parse_tool_call.__wrapped__ = original  # type: ignore[attr-defined]
         base.parse_tool_call = parse_tool_call
 
 
