@@ -114,6 +114,14 @@ class BaseContext:
         default_factory=lambda: _env("tool_timeout_s", 60.0),
         metadata=_d("Default timeout of one tool execution in seconds (a tool's own metadata may set a lower one)."),
     )
+    tool_retries: int = field(
+        default_factory=lambda: _env("tool_retries", 0),
+        metadata=_d(
+            "Extra attempts of a tool call whose failure may not repeat (a timeout, a connection error, "
+            "a RetryableToolError), with exponential backoff; a tool's own ToolMeta.retries wins when set. "
+            "Each attempt counts against max_tool_calls."
+        ),
+    )
     model_timeout_s: float = field(
         default_factory=lambda: _env("model_timeout_s", 120.0),
         metadata=_d(

@@ -52,6 +52,7 @@ FIELD_BOUNDS: dict[str, tuple[float, float]] = {
     "step_time_cap_s": (0.001, 86_400.0),
     "model_timeout_s": (0.001, 3600.0),
     "model_max_retries": (0, 10),
+    "tool_retries": (0, 10),
     "max_write_bytes": (1, 1_000_000_000),
 }
 

@@ -25,6 +25,11 @@ def format_event(ev: dict) -> str | None:
         status = "ok" if ev.get("ok") else f"error[{ev.get('error')}]"
         ms = float(ev.get("duration_s") or 0) * 1000
         return f"  ← {ev.get('name')} {status} {ms:.0f} ms: {short(ev.get('preview', ''))}"
+    if kind == "tool_retry":
+        return (
+            f"  ↻ {ev.get('name')} failed ({ev.get('error')}): attempt {ev.get('attempt')} of {ev.get('of')} "
+            f"in {float(ev.get('delay_s') or 0):.1f} s"
+        )
     if kind == "usage":
         return (
             f"  · model turn {ev.get('turn', '?')}: {ev.get('input_tokens', 0)} tokens in, "

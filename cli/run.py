@@ -46,6 +46,7 @@ CONTEXT_FLAGS: dict[str, str] = {
     "tools": "tools",
     "model_timeout": "model_timeout_s",
     "model_retries": "model_max_retries",
+    "tool_retries": "tool_retries",
 }
 
 
@@ -80,6 +81,12 @@ def add_context_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--model-retries", type=int, metavar="N", help="retries of a timed-out or unreachable model request (default 2)"
+    )
+    p.add_argument(
+        "--tool-retries",
+        type=field_int("tool_retries"),
+        metavar="N",
+        help="extra attempts of a tool call that failed transiently (timeout, connection; default 0)",
     )
     p.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout; events go to stderr")
     p.add_argument("--quiet", "-q", action="store_true", help="do not print events")

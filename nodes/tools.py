@@ -24,7 +24,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
-from ..context import AgentContext
+from ..context import AgentContext, context_field
 from ..events import emit, preview
 from ..history.budget import ContextBudget
 from ..prompts import SKIPPED_RESULT
@@ -38,6 +38,7 @@ from ..tools.context_tools import (
 )
 from ..tools.invoke import ToolOutcome, run_tool, tool_timeout
 from ..tools.registry import ToolRegistry
+from ..tools.retry import BACKOFF_BASE_S, backoff_delay, jittered
 from .routes import pending_tool_calls
 
 
@@ -90,6 +91,49 @@ async def execute_call(
         stream_writer=stream_writer,
         timeout_s=tool_timeout(registry.meta(name), ctx),
     )
+
+
+# Failures another attempt cannot fix, whatever the outcome says.
+NOT_RETRIED = {"invalid_json", "unknown_tool", "invalid_args", "args_too_large"}
+
+
+def call_retries(registry: ToolRegistry, name: str, ctx: AgentContext) -> int:
+    """Extra attempts of a call: the tool's ``ToolMeta.retries`` when set, else the run's ``tool_retries``."""
+    own = registry.meta(name).retries if name in registry else 0
+    return int(own or context_field(ctx, "tool_retries", 0))
+
+
+async def execute_with_retries(
+    call: dict,
+    registry: ToolRegistry,
+    ctx: AgentContext,
+    retried: list[int],
+    spare: int,
+    backoff_base_s: float,
+    **kwargs: Any,
+) -> ToolOutcome:
+    """:func:`execute_call`, again after a retryable failure (``ToolOutcome.retryable``: a
+    timeout, a connection error, a RetryableToolError) up to the call's retries, with
+    exponential backoff and jitter. ``retried[0]`` counts the turn's extra attempts; one
+    starts only while it is below ``spare`` (what the run's tool budget leaves)."""
+    name = call.get("name") or ""
+    retries = call_retries(registry, name, ctx)
+    attempt = 1
+    while True:
+        outcome = await execute_call(call, registry, ctx, **kwargs)
+        if outcome.ok or outcome.error in NOT_RETRIED or not outcome.retryable or attempt > retries:
+            return outcome
+        if retried[0] >= spare:
+            outcome.content += f" (not retried: tool budget exhausted, max_tool_calls={ctx.max_tool_calls})"
+            return outcome
+        retried[0] += 1
+        delay = jittered(backoff_delay(attempt, backoff_base_s))
+        emit(
+            "tool_retry", id=call.get("id"), name=name, attempt=attempt + 1, of=retries + 1,
+            error=outcome.error, delay_s=round(delay, 3), preview=preview(outcome.content),
+        )  # fmt: skip
+        await asyncio.sleep(delay)
+        attempt += 1
 
 
 TOO_MANY_IN_TURN = (
@@ -161,8 +205,11 @@ def _updates_state(registry: ToolRegistry, call: dict) -> bool:
     return call.get("type") != "invalid_tool_call" and name in registry and STATE_TAG in registry.meta(name).tags
 
 
-def make_tools_node(registry: ToolRegistry, budget: ContextBudget | None = None) -> Callable:
-    """``budget`` (history/budget.py ContextBudget) archives large outputs."""
+def make_tools_node(
+    registry: ToolRegistry, budget: ContextBudget | None = None, *, backoff_base_s: float = BACKOFF_BASE_S
+) -> Callable:
+    """``budget`` (history/budget.py ContextBudget) archives large outputs; ``backoff_base_s``
+    is the first wait before a retry (doubled for each further one, jittered)."""
 
     async def tools(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         ctx = AgentContext.of(runtime)
@@ -182,6 +229,7 @@ def make_tools_node(registry: ToolRegistry, budget: ContextBudget | None = None)
         oversized = {id(c): arg_chars(c) for c in [*free, *to_run] if arg_chars(c) > max_chars}
         allowed = (set(ctx.tools) | CONTEXT_TOOL_NAMES) if ctx.tools else None
         sem = asyncio.Semaphore(max(1, ctx.max_parallel_tools))
+        retried = [0]  # extra attempts of this turn, shared by its calls: each one spends the budget
         try:
             config = get_config()
         except Exception:
@@ -202,8 +250,9 @@ def make_tools_node(registry: ToolRegistry, budget: ContextBudget | None = None)
                     )
                 else:
                     emit("tool_call", id=call.get("id"), name=call.get("name"), args=call.get("args"))
-                    outcome = await execute_call(
-                        call, registry, ctx, state=call_state, store=runtime.store, config=config,
+                    outcome = await execute_with_retries(
+                        call, registry, ctx, retried, limit - made - len(to_run), backoff_base_s,
+                        state=call_state, store=runtime.store, config=config,
                         stream_writer=runtime.stream_writer, allowed=allowed,
                     )
                 emit(
@@ -253,7 +302,7 @@ def make_tools_node(registry: ToolRegistry, budget: ContextBudget | None = None)
         update: dict[str, Any] = {
             **state_updates,
             "messages": [*head, *out_messages],
-            "tool_calls_made": made + len(to_run),
+            "tool_calls_made": made + len(to_run) + retried[0],
         }
         if free:
             update["retrievals_made"] = retrievals + len(free)

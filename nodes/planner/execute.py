@@ -25,6 +25,7 @@ from ...events import emit
 from ...state import PlannerState, count_of
 from ...tools.invoke import run_tool, tool_timeout
 from ...tools.registry import ToolMeta, ToolRegistry
+from ...tools.retry import BACKOFF_BASE_S, backoff_delay
 from .common import select_registry, task_text
 from .prompts import clip
 from .refs import ReferenceResolutionError, referenced_steps, resolve
@@ -32,18 +33,11 @@ from .scheduler import FAILED, OK, as_plan, schedule, skipped_result, step_outpu
 from .schema import Step
 from .validate import validate_plan
 
-BACKOFF_BASE_S = 0.5
-BACKOFF_MAX_S = 30.0
 PREVIEW_CHARS = 300
 # Failures that another attempt cannot fix (other failures are retried only when the
 # tool outcome says ``retryable``: a timeout, a connection error, a RetryableToolError).
 NOT_RETRIED = {"invalid_args", "reference", "unknown_tool"}
 BUDGET = "budget"
-
-
-def backoff_delay(attempt: int, base_s: float = BACKOFF_BASE_S, max_s: float = BACKOFF_MAX_S) -> float:
-    """Seconds to wait after failed attempt number ``attempt`` (1-based): base, 2*base, 4*base..."""
-    return min(max_s, base_s * (2 ** max(0, attempt - 1)))
 
 
 def step_policy(step: Step, meta: ToolMeta | None, ctx: PlannerContext) -> tuple[int, float | None]:

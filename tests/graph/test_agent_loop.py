@@ -240,3 +240,76 @@ async def test_tool_timeout_is_the_lower_of_tool_and_run(scripted_server, worksp
     final = await run(graph, "sleep", ctx(workspace, tool_timeout_s=0.1))  # the run's 0.1 s wins
     msg = next(m for m in final["messages"] if isinstance(m, ToolMessage))
     assert "timed out after 0.1 s" in msg.content
+
+
+def _flaky_registry(exc_factory, failures, **meta):
+    from smart_agent.tools.registry import ToolMeta
+
+    attempts = {"n": 0}
+
+    @tool
+    def flaky(x: int) -> str:
+        """A plugin tool that fails a few times."""
+        attempts["n"] += 1
+        if attempts["n"] <= failures:
+            raise exc_factory()
+        return f"ok after {attempts['n']}"
+
+    reg = ToolRegistry()
+    reg.register(flaky, ToolMeta(**meta))
+    return reg, attempts
+
+
+@pytest.mark.parametrize("exc_factory", [lambda: ConnectionError("reset"), None])
+async def test_flaky_plugin_tool_is_retried_within_one_turn(scripted_server, workspace, exc_factory):
+    from smart_agent.tools.retry import RetryableToolError
+
+    exc_factory = exc_factory or (lambda: RetryableToolError("busy"))
+    reg, attempts = _flaky_registry(exc_factory, 2, retries=2)
+    srv = scripted_server([tool_call("flaky", {"x": 1}), lambda req: text(req["messages"][-1]["content"])])
+    graph = build_agent_graph(model=openai_model(srv), registry=reg)
+    events = []
+    final = await run(graph, "go", ctx(workspace), events=events)
+    assert attempts["n"] == 3 and len(srv.requests) == 2  # one model turn for the tool, one to answer
+    msg = next(m for m in final["messages"] if isinstance(m, ToolMessage))
+    assert msg.content == "ok after 3" and msg.status != "error" and final["answer"] == "ok after 3"
+    retries = [e for e in events if e["event"] == "tool_retry"]
+    assert [e["attempt"] for e in retries] == [2, 3] and all(e["of"] == 3 for e in retries)
+    assert final["tool_calls_made"] == 3  # every attempt spends the budget
+
+
+async def test_run_default_tool_retries_and_budget(scripted_server, workspace):
+    reg, attempts = _flaky_registry(lambda: ConnectionError("reset"), 5)
+    srv = scripted_server([tool_call("flaky", {"x": 1}), text("gave up")])
+    graph = build_agent_graph(model=openai_model(srv), registry=reg)
+    final = await run(graph, "go", ctx(workspace, tool_retries=3, max_tool_calls=2))
+    assert attempts["n"] == 2 and final["tool_calls_made"] == 2  # the budget, not tool_retries, stopped it
+    msg = next(m for m in final["messages"] if isinstance(m, ToolMessage))
+    assert msg.status == "error" and "not retried: tool budget exhausted" in msg.content
+
+
+@pytest.mark.parametrize("exc_factory", [lambda: ZeroDivisionError("x"), None])
+async def test_deterministic_tool_errors_are_not_retried(scripted_server, workspace, exc_factory):
+    from smart_agent.tools.guards import ToolError
+
+    exc_factory = exc_factory or (lambda: ToolError("bad input"))
+    reg, attempts = _flaky_registry(exc_factory, 5, retries=2)
+    srv = scripted_server([tool_call("flaky", {"x": 1}), text("failed")])
+    graph = build_agent_graph(model=openai_model(srv), registry=reg)
+    events = []
+    final = await run(graph, "go", ctx(workspace, tool_retries=2), events=events)
+    assert attempts["n"] == 1 and final["tool_calls_made"] == 1
+    assert not any(e["event"] == "tool_retry" for e in events)
+
+
+async def test_validation_errors_are_not_retried(scripted_server, workspace):
+    reg, attempts = _flaky_registry(lambda: ConnectionError("reset"), 2, retries=2)
+    calls = [{"name": "flaky", "arguments": {"x": "not a number"}}, {"name": "flaky", "arguments": {"x": 1}}]
+    srv = scripted_server([tool_calls(calls), text("done")])
+    graph = build_agent_graph(model=openai_model(srv), registry=reg)
+    events = []
+    final = await run(graph, "go", ctx(workspace), events=events)
+    bad, good = [m for m in final["messages"] if isinstance(m, ToolMessage)]
+    assert bad.status == "error" and good.content == "ok after 3"  # only the valid call ran, and was retried
+    retried_ids = {e["id"] for e in events if e["event"] == "tool_retry"}
+    assert retried_ids == {good.tool_call_id} and final["tool_calls_made"] == 4
