@@ -3,7 +3,7 @@
 
 * :class:`OneLineParser` - argparse errors as one line (no usage dump, no traceback).
 * :func:`field_int` - an integer flag checked with its context field's type and bounds.
-* :func:`existing_dir` - ``--workspace`` must name an existing folder.
+* :func:`existing_dir` - ``--workspace`` must name an existing folder (:func:`add_workspace_args`).
 * :func:`utf8_text` - text arguments (the task) must be valid UTF-8; undecodable
   bytes in argv are refused, not replaced.
 * :func:`check_tool_names` - ``--tools`` names must be registered tools.
@@ -124,6 +124,20 @@ def check_tool_names(ctx: C) -> C:
             f"--tools: unknown tool(s) {', '.join(map(shown, unknown))}. Known tools: {', '.join(known)}"
         )
     return ctx
+
+
+def add_workspace_args(p: argparse.ArgumentParser) -> None:
+    """Where the file tools work and whether URL tools may reach private addresses (run, chat,
+    demo and execute)."""
+    p.add_argument(
+        "--workspace", type=existing_dir, help="folder the file tools are confined to (default: current folder)"
+    )
+    p.add_argument(
+        "--allow-private-network",
+        action="store_true",
+        default=None,
+        help="let URL tools reach private/loopback addresses",
+    )
 
 
 # -- flags of features that have no module of their own ------------------------------

@@ -22,7 +22,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from .options import DURABILITY, check_tool_names, existing_dir, field_int, tool_list, utf8_text
+from .options import DURABILITY, add_workspace_args, check_tool_names, field_int, tool_list, utf8_text
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -59,15 +59,7 @@ def register_cli(subparsers: Any) -> None:
         description="Validate and execute a plan file: parallel steps, retries, timeouts, on_fail; no model calls.",
     )
     p.add_argument("plan_file", metavar="PLAN", help="plan JSON file ('-' for stdin)")
-    p.add_argument(
-        "--workspace", type=existing_dir, help="folder the file tools are confined to (default: current folder)"
-    )
-    p.add_argument(
-        "--allow-private-network",
-        action="store_true",
-        default=None,
-        help="let URL tools reach private/loopback addresses",
-    )
+    add_workspace_args(p)
     p.add_argument(
         "--max-parallel-tools", type=field_int("max_parallel_tools"), default=None, help="steps run at once (default 5)"
     )

@@ -18,10 +18,10 @@ from .options import (
     DURABILITY,
     add_context_budget_args,
     add_reasoning_args,
+    add_workspace_args,
     chat_line,
     check_tool_names,
     context_budget_values,
-    existing_dir,
     field_int,
     reasoning_values,
     tool_list,
@@ -63,15 +63,7 @@ def add_context_args(p: argparse.ArgumentParser) -> None:
         type=field_int("max_parallel_tools"),
         help="tool calls of one turn run at once (default 5)",
     )
-    p.add_argument(
-        "--workspace", type=existing_dir, help="folder the file tools are confined to (default: current folder)"
-    )
-    p.add_argument(
-        "--allow-private-network",
-        action="store_true",
-        default=None,
-        help="let URL tools reach private/loopback addresses",
-    )
+    add_workspace_args(p)
     p.add_argument("--tools", type=tool_list, help="comma-separated tool names to offer")
     p.add_argument(
         "--model-timeout",
