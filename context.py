@@ -122,6 +122,14 @@ class BaseContext:
             "Each attempt counts against max_tool_calls."
         ),
     )
+    fallback_models: list[str] = field(
+        default_factory=lambda: _env("fallback_models", []),
+        metadata=_d(
+            "Models ('provider:model') that get the same request, in order, when a model call fails with "
+            "a provider error (HTTP 429/5xx, unreachable, timed out) after its retries; never for "
+            "configuration errors (credentials, unknown model)."
+        ),
+    )
     model_timeout_s: float = field(
         default_factory=lambda: _env("model_timeout_s", 120.0),
         metadata=_d(

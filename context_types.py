@@ -61,6 +61,10 @@ FIELD_RULES: dict[str, tuple[Callable[[str], bool], str]] = {
     "model": (lambda v: bool(v.strip()), "a non-empty 'provider:model' string"),
     "user_id": (lambda v: bool(v.strip()), "a non-empty string"),
     "embedding_model": (lambda v: v.strip() == "local" or ":" in v, "'local' or 'provider:model'"),
+    "fallback_models": (
+        lambda v: all(len(p := m.split(":", 1)) == 2 and p[0].strip() and p[1].strip() for m in v),
+        "a list of 'provider:model' strings",
+    ),
 }
 
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, NoReturn
 
 from langchain_core.language_models import BaseChatModel
 
@@ -53,6 +55,58 @@ def model_options(ctx: Any) -> dict[str, Any]:
         "timeout": float(context_field(ctx, "model_timeout_s", 120.0)),
         "max_retries": int(context_field(ctx, "model_max_retries", 2)),
     }
+
+
+@dataclass(frozen=True)
+class Fallback:
+    """A model tried with the same request when the previous one fails with a provider
+    error: its spec, the run's request limits, and how the caller turns the bare chat model
+    into what it invokes (``bind_tools``, ``with_structured_output``, ``with_config``...).
+    Built only when needed."""
+
+    spec: str
+    options: dict[str, Any] = field(default_factory=dict)
+    rebind: Callable[[Any], Any] | None = None
+
+    def bound(self, fn: Callable[[Any], Any]) -> Fallback:
+        """This fallback with ``fn`` applied after its current rebinding."""
+        before = self.rebind
+        return replace(self, rebind=fn if before is None else (lambda m: fn(before(m))))
+
+    def build(self) -> Any:
+        model = load_chat_model(self.spec, **self.options)
+        return model if self.rebind is None else self.rebind(model)
+
+
+def model_fallbacks(ctx: Any) -> list[Fallback]:
+    """The run's fallback models (context field ``fallback_models``), in order, each with
+    the run's request limits (:func:`model_options`)."""
+    from .context import context_field
+
+    options = model_options(ctx)
+    return [Fallback(spec, options) for spec in context_field(ctx, "fallback_models", []) or []]
+
+
+def rebind_all(fallbacks: Sequence[Fallback], fn: Callable[[Any], Any]) -> list[Fallback]:
+    """``fallbacks`` with ``fn`` applied to each one's model, as the caller did to its own."""
+    return [f.bound(fn) for f in fallbacks]
+
+
+# Failures of the service, not of the request or its configuration: another model may answer.
+_PROVIDER_ERRORS = {
+    "RateLimitError", "InternalServerError", "APIConnectionError", "APITimeoutError", "ModelTimeoutError",
+}  # fmt: skip
+
+
+def is_provider_error(exc: BaseException) -> bool:
+    """True for a rate limit, a server error (HTTP 429 / 5xx), an unreachable or timed-out
+    service; False for credentials, an unknown model, a bad request or a configuration error."""
+    if isinstance(exc, ModelConfigError):
+        return False
+    if {cls.__name__ for cls in type(exc).__mro__} & _PROVIDER_ERRORS:
+        return True
+    status = getattr(exc, "status_code", None)
+    return isinstance(status, int) and (status == 429 or status >= 500)
 
 
 def _limit_kwargs(provider: str | None, timeout: float | None, max_retries: int | None) -> dict[str, Any]:
@@ -178,24 +232,46 @@ def explain_model_error(exc: BaseException, spec: str | None = None) -> ModelCon
     return None
 
 
-async def invoke_model(runnable: Any, messages: list, *, spec: str | None = None) -> Any:
+async def invoke_model(
+    runnable: Any, messages: list, *, spec: str | None = None, fallbacks: Sequence[Fallback] = ()
+) -> Any:
     """Call a chat model (or a runnable built on one); configuration and reachability
     failures become ModelConfigError, an unreadable reply (no choices, HTML, invalid
-    UTF-8...) a one-line ModelReplyError; lone surrogates in the reply are replaced."""
-    from .replies import guard_openai_tool_args, reply_problem, sanitize_reply
+    UTF-8...) a one-line ModelReplyError; lone surrogates in the reply are replaced.
+
+    A provider error (:func:`is_provider_error`, after the client's own retries) sends the
+    same request to the next of ``fallbacks`` (:func:`model_fallbacks`, rebound like
+    ``runnable``), with a ``model_fallback`` event; configuration errors never do."""
+    from .events import emit
+    from .replies import guard_openai_tool_args, sanitize_reply
 
     guard_openai_tool_args()  # non-object tool arguments become invalid tool calls
-    try:
-        result = await runnable.ainvoke(messages)
-    except Exception as exc:
-        explained = explain_model_error(exc, spec)
-        if explained is not None:
-            raise explained from None
-        problem = reply_problem(exc)
-        if problem is not None:
-            where = f" from model {spec!r}" if spec else ""
-            raise ModelReplyError(f"Unusable reply{where}: {problem}.") from None
-        raise
+    pending = list(fallbacks)
+    while True:
+        try:
+            result = await runnable.ainvoke(messages)
+            break
+        except Exception as exc:
+            if not pending or not is_provider_error(exc):
+                _raise_model_error(exc, spec)
+            fallback = pending.pop(0)
+            emit("model_fallback", **{"from": spec or "model", "to": fallback.spec, "error": _first_line(exc)})
+            spec = fallback.spec
+            runnable = await asyncio.to_thread(fallback.build)
     if isinstance(result, dict) and "raw" in result:  # with_structured_output(include_raw=True)
         return {**result, "raw": sanitize_reply(result["raw"])}
     return sanitize_reply(result)
+
+
+def _raise_model_error(exc: Exception, spec: str | None) -> NoReturn:
+    """Raise what a failed model call means: a configuration, timeout or reply error, else ``exc``."""
+    from .replies import reply_problem
+
+    explained = explain_model_error(exc, spec)
+    if explained is not None:
+        raise explained from None
+    problem = reply_problem(exc)
+    if problem is not None:
+        where = f" from model {spec!r}" if spec else ""
+        raise ModelReplyError(f"Unusable reply{where}: {problem}.") from None
+    raise exc

@@ -30,6 +30,8 @@ def format_event(ev: dict) -> str | None:
             f"  ↻ {ev.get('name')} failed ({ev.get('error')}): attempt {ev.get('attempt')} of {ev.get('of')} "
             f"in {float(ev.get('delay_s') or 0):.1f} s"
         )
+    if kind == "model_fallback":
+        return f"  ↻ model {ev.get('from')} failed ({short(ev.get('error', ''))}): trying {ev.get('to')}"
     if kind == "usage":
         return (
             f"  · model turn {ev.get('turn', '?')}: {ev.get('input_tokens', 0)} tokens in, "

@@ -47,6 +47,7 @@ CONTEXT_FLAGS: dict[str, str] = {
     "model_timeout": "model_timeout_s",
     "model_retries": "model_max_retries",
     "tool_retries": "tool_retries",
+    "fallback_model": "fallback_models",
 }
 
 
@@ -79,6 +80,12 @@ def add_context_args(p: argparse.ArgumentParser) -> None:
         type=field_int("tool_retries"),
         metavar="N",
         help="extra attempts of a tool call that failed transiently (timeout, connection; default 0)",
+    )
+    p.add_argument(
+        "--fallback-model",
+        action="append",
+        metavar="SPEC",
+        help="provider:model tried next when a model call fails with a provider error (repeatable)",
     )
     p.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout; events go to stderr")
     p.add_argument("--quiet", "-q", action="store_true", help="do not print events")

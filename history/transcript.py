@@ -13,11 +13,12 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
+from langchain_core.runnables import Runnable
 
 from ..archive import clip_text
 from ..messages import message_text as text_of
 from ..messages import pending_tool_calls
-from ..models import invoke_model
+from ..models import Fallback, invoke_model, rebind_all
 from ..tokens import CHARS_PER_TOKEN, TokenCounter, count_request
 from .digest import args_text, summary_body
 from .markers import archived_meta, is_summary
@@ -88,6 +89,7 @@ async def model_summary(
     max_tokens: int,
     *,
     spec: str | None = None,
+    fallbacks: Sequence[Fallback] = (),
 ) -> str:
     """A model-written summary of at most ``max_tokens``; the request fits ``usable``
     tokens like every other request and is sent through :func:`invoke_model` like every
@@ -112,7 +114,11 @@ async def model_summary(
         request = [system, prompt(transcript(compacted, room))]
     if count_request(counter, request) > usable:
         raise ValueError("the history cannot be put in a summary request within the budget")
-    response = await invoke_model(llm.with_config(tags=SUMMARY_TAGS), request, spec=spec)
+
+    def tagged(m: Runnable) -> Runnable:
+        return m.with_config(tags=SUMMARY_TAGS)
+
+    response = await invoke_model(tagged(llm), request, spec=spec, fallbacks=rebind_all(fallbacks, tagged))
     text = text_of(response).strip() if isinstance(response, BaseMessage) else str(response).strip()
     if getattr(response, "tool_calls", None) or not text:
         raise ValueError("the summary model returned no text")

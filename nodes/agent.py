@@ -14,7 +14,15 @@ from ..context import AgentContext
 from ..events import emit
 from ..history.budget import ContextBudget
 from ..messages import as_ai_message, message_text, usage_of
-from ..models import ModelReplyError, aload_chat_model, invoke_model, model_options
+from ..models import (
+    Fallback,
+    ModelReplyError,
+    aload_chat_model,
+    invoke_model,
+    model_fallbacks,
+    model_options,
+    rebind_all,
+)
 from ..prompts import build_system_prompt
 from ..state import AgentState, count_of
 from ..tools.registry import ToolRegistry
@@ -43,11 +51,16 @@ async def call_model(
     tools: Sequence[BaseTool | dict[str, Any]],
     *,
     spec: str | None = None,
+    fallbacks: Sequence[Fallback] = (),
     **bind_kwargs: Any,
 ) -> AIMessage:
-    """Invoke the model; configuration and reachability failures become ModelConfigError."""
-    runnable = model.bind_tools(tools, **bind_kwargs) if tools else model
-    return as_ai_message(await invoke_model(runnable, messages, spec=spec))
+    """Invoke the model (then ``fallbacks``, each with the same tools bound, after a provider
+    error); configuration and reachability failures become ModelConfigError."""
+
+    def bind(llm: Any) -> Any:
+        return llm.bind_tools(tools, **bind_kwargs) if tools else llm
+
+    return as_ai_message(await invoke_model(bind(model), messages, spec=spec, fallbacks=rebind_all(fallbacks, bind)))
 
 
 EMPTY_REPLY_NOTE = (
@@ -66,7 +79,7 @@ def finish_reason(response: AIMessage) -> str:
 
 async def ask_again_if_empty(
     llm: BaseChatModel, request: list[BaseMessage], tools: list[BaseTool], response: AIMessage, *,
-    spec: str | None, fail: bool = True,
+    spec: str | None, fail: bool = True, fallbacks: Sequence[Fallback] = (),
 ) -> AIMessage:
     """An empty reply (content filter, or nothing at all) is asked again once with a
     short note; a second empty reply fails the run with a one-line ModelReplyError
@@ -76,7 +89,7 @@ async def ask_again_if_empty(
     reason = finish_reason(response)
     emit("error", node="agent", error="empty reply from the model; asking again", finish_reason=reason)
     note = EMPTY_REPLY_NOTE.format(why=f"; finish_reason {reason!r}" if reason and reason != "stop" else "")
-    again = await call_model(llm, [*request, HumanMessage(content=note)], tools, spec=spec)
+    again = await call_model(llm, [*request, HumanMessage(content=note)], tools, spec=spec, fallbacks=fallbacks)
     if is_empty_reply(again) and fail:
         reason = finish_reason(again) or reason
         why = f" (finish_reason {reason!r})" if reason else ""
@@ -101,11 +114,14 @@ def make_agent_node(
         if budget is not None:
             request = budget.fit_request(ctx, request, tools)
         spec = None if model else ctx.model
-        response = await call_model(llm, request, tools, spec=spec)
+        fallbacks = model_fallbacks(ctx)
+        response = await call_model(llm, request, tools, spec=spec, fallbacks=fallbacks)
         if not state.get("output_schema"):  # (with one, structuredOutput sends an empty answer back)
             # At the tool limit a second empty reply gets the fixed answer below.
             must_answer = bool(state.get("finalize") or tool_limit_reached(state))
-            response = await ask_again_if_empty(llm, request, tools, response, spec=spec, fail=not must_answer)
+            response = await ask_again_if_empty(
+                llm, request, tools, response, spec=spec, fail=not must_answer, fallbacks=fallbacks
+            )
         turns = count_of(state, "turns") + 1
         emit("usage", turn=turns, **usage_of(response))
         update: dict[str, Any] = {"turns": turns}

@@ -26,7 +26,7 @@ from langgraph.runtime import Runtime
 from ..context import DualContext
 from ..events import emit, preview
 from ..messages import as_ai_message, message_text, task_text, usage_of
-from ..models import ModelReplyError, aload_chat_model, invoke_model, model_options
+from ..models import ModelReplyError, aload_chat_model, invoke_model, model_fallbacks, model_options, rebind_all
 from ..replies.submit import bind_submit, reply_payload, submit_tool
 from ..state import DualState, count_of
 
@@ -177,8 +177,10 @@ def make_decide_node(model: BaseChatModel | None = None) -> Callable:
         iterations = count_of(state, "iterations") + 1
         last_step = iterations >= count_of(state, "max_iterations", ctx.max_iterations)
         runnable = bind_submit(llm, [decide_tool()])
+        fallbacks = rebind_all(model_fallbacks(ctx), lambda m: bind_submit(m, [decide_tool()]))
         messages = [SystemMessage(content=DUAL_SYSTEM), HumanMessage(content=decide_prompt(state, last_step))]
-        response = as_ai_message(await invoke_model(runnable, messages, spec=None if model else ctx.model))
+        spec = None if model else ctx.model
+        response = as_ai_message(await invoke_model(runnable, messages, spec=spec, fallbacks=fallbacks))
         emit("usage", node="decide", turn=iterations, **usage_of(response))
         payload, problem = reply_payload(response, DECIDE)
         decision, problem = parse_decision(payload) if problem is None else (None, problem)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -31,7 +31,7 @@ from langgraph.types import Send
 from ..context import FleetContext
 from ..events import emit, preview
 from ..messages import as_ai_message, message_text, task_text, usage_of
-from ..models import aload_chat_model, invoke_model, model_options
+from ..models import Fallback, aload_chat_model, invoke_model, model_fallbacks, model_options, rebind_all
 from ..replies.feedback import feedback
 from ..replies.submit import bind_submit, reply_payload, submit_tool
 from ..state import FleetState, count_of
@@ -107,10 +107,11 @@ def validate_subtasks(payload: Any, max_subtasks: int) -> tuple[list[str], list[
 
 
 async def decompose_goal(
-    model: BaseChatModel, goal: str, max_subtasks: int, *, spec: str | None = None
+    model: BaseChatModel, goal: str, max_subtasks: int, *, spec: str | None = None, fallbacks: Sequence[Fallback] = ()
 ) -> tuple[list[str], list[str], list[dict]]:
     """Ask the model for subtasks: ``(subtasks, last errors, usages)``; empty subtasks when it never succeeded."""
     runnable = bind_submit(model, [subtasks_tool(max_subtasks)])
+    fallbacks = rebind_all(fallbacks, lambda m: bind_submit(m, [subtasks_tool(max_subtasks)]))
     messages: list[BaseMessage] = [
         SystemMessage(content=DECOMPOSE_SYSTEM.format(max_subtasks=max_subtasks)),
         HumanMessage(content=goal),
@@ -118,7 +119,7 @@ async def decompose_goal(
     usages: list[dict] = []
     errors: list[str] = []
     for _ in range(DECOMPOSE_ATTEMPTS):
-        response = as_ai_message(await invoke_model(runnable, messages, spec=spec))
+        response = as_ai_message(await invoke_model(runnable, messages, spec=spec, fallbacks=fallbacks))
         usages.append(usage_of(response))
         payload, problem = reply_payload(response, SUBMIT_SUBTASKS)
         subtasks, errors = validate_subtasks(payload, max_subtasks) if problem is None else ([], [problem])
@@ -144,7 +145,9 @@ def make_decompose_node(model: BaseChatModel | None = None) -> Callable:
             answer = "Nothing to do: give a goal (the `task` input or a user message)."
             return {**update, "goal": "", "subtasks": [], "status": "done", "error": answer, "answer": answer}
         llm = model or await aload_chat_model(ctx.model, **model_options(ctx))
-        subtasks, errors, usages = await decompose_goal(llm, goal, ctx.max_subtasks, spec=None if model else ctx.model)
+        subtasks, errors, usages = await decompose_goal(
+            llm, goal, ctx.max_subtasks, spec=None if model else ctx.model, fallbacks=model_fallbacks(ctx)
+        )
         for usage in usages:
             emit("usage", node="decompose", **usage)
         if not subtasks:
@@ -272,12 +275,13 @@ def make_aggregate_node(model: BaseChatModel | None = None) -> Callable:
             HumanMessage(content=aggregate_prompt(state.get("goal") or "", subtasks, results)),
         ]
         spec = None if model else ctx.model
-        response = as_ai_message(await invoke_model(llm, messages, spec=spec))
+        fallbacks = model_fallbacks(ctx)
+        response = as_ai_message(await invoke_model(llm, messages, spec=spec, fallbacks=fallbacks))
         emit("usage", node="aggregate", **usage_of(response))
         # An empty answer is asked for once more, then fails the run (never an empty answer).
         from .agent import ask_again_if_empty
 
-        response = await ask_again_if_empty(llm, messages, [], response, spec=spec)
+        response = await ask_again_if_empty(llm, messages, [], response, spec=spec, fallbacks=fallbacks)
         answer = message_text(response).strip()
         failed = [wid for wid, r in results.items() if r and not r.get("ok")]
         emit("final_answer", answer=answer, workers=len(subtasks), failed=failed)

@@ -30,7 +30,7 @@ from ..context import AgentContext
 from ..events import emit
 from ..history.budget import ContextBudget
 from ..messages import usage_of
-from ..models import aload_chat_model, model_options
+from ..models import aload_chat_model, model_fallbacks, model_options
 from ..prompts import build_system_prompt
 from ..replies.submit import submit_tool
 from ..state import AgentState, count_of
@@ -105,7 +105,9 @@ def make_two_phase_node(
         request: list[BaseMessage] = [SystemMessage(content=system), *state.get("messages", [])]
         if budget is not None:
             request = budget.fit_request(ctx, request, [])
-        response = await call_model(llm, request, [reasoning_tool()], spec=None if model else ctx.model)
+        response = await call_model(
+            llm, request, [reasoning_tool()], spec=None if model else ctx.model, fallbacks=model_fallbacks(ctx)
+        )
         emit("usage", turn=count_of(state, "turns") + 1, phase=REASONING, **usage_of(response))
         reasoning = read_reasoning(response)
         if reasoning is None:  # no reasoning given: an ordinary turn

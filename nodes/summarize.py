@@ -39,7 +39,7 @@ from ..history.markers import mark_of, task_index
 from ..history.shrink import archive_oversized
 from ..history.transcript import model_summary
 from ..messages import message_text as text_of
-from ..models import load_chat_model, model_options
+from ..models import load_chat_model, model_fallbacks, model_options
 from ..state import AgentState, count_of
 from ..tokens import (
     CHARS_PER_TOKEN,
@@ -72,7 +72,11 @@ async def write_summary(
         llm = model if model is not None else await asyncio.to_thread(load_chat_model, ctx.model, **model_options(ctx))
         spec = None if model else ctx.model
         usable = usable_tokens(ctx.context_token_limit)
-        return await model_summary(llm, task, compacted, usable, budget.counter, s_tokens, spec=spec), "model", None
+        fallbacks = model_fallbacks(ctx)
+        summary = await model_summary(
+            llm, task, compacted, usable, budget.counter, s_tokens, spec=spec, fallbacks=fallbacks
+        )
+        return summary, "model", None
     except Exception as exc:  # never lose history to a failed (or timed-out) summary call
         return body, "fallback_digest", f"{type(exc).__name__}: {exc}"[:300]
 

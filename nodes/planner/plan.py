@@ -12,7 +12,7 @@ the failure, and may depend on / reference the steps that already finished.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -28,7 +28,7 @@ from langgraph.runtime import Runtime
 from ...context import PlannerContext
 from ...events import emit
 from ...messages import as_ai_message, message_text, usage_of
-from ...models import invoke_model, load_chat_model, model_options
+from ...models import Fallback, invoke_model, load_chat_model, model_fallbacks, model_options, rebind_all
 from ...replies.feedback import feedback
 from ...replies.submit import bind_submit, find_submission
 from ...state import PlannerState, count_of
@@ -103,28 +103,29 @@ async def plan_attempt(
     used_ids: Iterable[str] = (),
     spec: str | None = None,
     max_steps: int | None = None,
+    fallbacks: Sequence[Fallback] = (),
 ) -> Attempt:
-    """Ask the model once and validate what it produced."""
+    """Ask the model once (``fallbacks`` after a provider error) and validate what it produced."""
     parsed: Any = None
-    if method == "structured":
-        try:
-            runnable = model.with_structured_output(
-                inline_refs(plan_json_schema()) | {"title": "plan", "description": "An execution plan."},
-                include_raw=True,
-            )
-        except (NotImplementedError, AttributeError, ValueError, TypeError):
-            runnable = model
-        result = await invoke_model(runnable, messages, spec=spec)
-        if isinstance(result, dict) and "raw" in result:
-            parsed = result.get("parsed")
-            response = as_ai_message(result.get("raw"))
-        else:
-            response = as_ai_message(result)
-    elif method == "tool":
-        runnable = bind_submit(model, [submit_plan_tool()])
-        response = as_ai_message(await invoke_model(runnable, messages, spec=spec))
+
+    def shape(llm: Any) -> Any:
+        """What is invoked for ``method``: the model with the plan schema or tool, or itself."""
+        if method == "structured":
+            try:
+                return llm.with_structured_output(
+                    inline_refs(plan_json_schema()) | {"title": "plan", "description": "An execution plan."},
+                    include_raw=True,
+                )
+            except (NotImplementedError, AttributeError, ValueError, TypeError):
+                return llm
+        return bind_submit(llm, [submit_plan_tool()]) if method == "tool" else llm
+
+    result = await invoke_model(shape(model), messages, spec=spec, fallbacks=rebind_all(fallbacks, shape))
+    if isinstance(result, dict) and "raw" in result:
+        parsed = result.get("parsed")
+        response = as_ai_message(result.get("raw"))
     else:
-        response = as_ai_message(await invoke_model(model, messages, spec=spec))
+        response = as_ai_message(result)
     emit("usage", node="plan", **usage_of(response))
 
     payload, errors = (parsed, list[str]()) if parsed else payload_from_message(response)
@@ -210,7 +211,7 @@ def make_plan_node(
         finished = [sid for sid, r in results.items() if r.get("status") == OK]
         result = await plan_attempt(
             llm, messages, tools, method=method, finished=finished, used_ids=list(results),
-            spec=None if model else ctx.model, max_steps=remaining_budget(state, ctx),
+            spec=None if model else ctx.model, max_steps=remaining_budget(state, ctx), fallbacks=model_fallbacks(ctx),
         )
         attempts += 1
         if result.plan is not None:

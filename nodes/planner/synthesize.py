@@ -15,7 +15,7 @@ from langgraph.runtime import Runtime
 from smart_agent.context import PlannerContext
 from smart_agent.events import emit
 from smart_agent.messages import as_ai_message, message_text, usage_of
-from smart_agent.models import invoke_model, load_chat_model, model_options
+from smart_agent.models import invoke_model, load_chat_model, model_fallbacks, model_options
 from smart_agent.nodes.planner.common import task_text
 from smart_agent.nodes.planner.prompts import SYNTHESIZE_SYSTEM, clip, synthesize_prompt
 from smart_agent.nodes.planner.refs import as_text
@@ -50,13 +50,14 @@ def make_synthesize_node(model: BaseChatModel | None = None) -> Callable:
             HumanMessage(content=synthesize_prompt(task_text(state), trace, run_notes(state))),
         ]
         spec = None if model else ctx.model
-        response = as_ai_message(await invoke_model(llm, messages, spec=spec))
+        fallbacks = model_fallbacks(ctx)
+        response = as_ai_message(await invoke_model(llm, messages, spec=spec, fallbacks=fallbacks))
         usage = usage_of(response)
         emit("usage", node="synthesize", **usage)
         # An empty answer is asked for once more, then fails the run (never an empty answer).
         from smart_agent.nodes.agent import ask_again_if_empty
 
-        response = await ask_again_if_empty(llm, messages, [], response, spec=spec)
+        response = await ask_again_if_empty(llm, messages, [], response, spec=spec, fallbacks=fallbacks)
         answer = message_text(response).strip()
         status = final_status(state)
         emit("final_answer", answer=answer, status=status, steps=counts(trace))
