@@ -265,6 +265,14 @@ class AgentContext(BaseContext):
             "Most tool calls run from one model turn; the rest are answered 'skipped' (also bounded by max_tool_calls)."
         ),
     )
+    loop_limit: int = field(
+        default_factory=lambda: _env("loop_limit", 3),
+        metadata=_d(
+            "Loop detection: the same tool with the same arguments called this many times in a row gives the next "
+            "turn a notice that the model is repeating itself; once more and the run is finalized as at the tool "
+            "limit (no tools, an answer). 0: off."
+        ),
+    )
     max_tool_arg_chars: int = field(
         default_factory=lambda: _env("max_tool_arg_chars", 100_000),
         metadata=_d(

@@ -48,6 +48,7 @@ FIELD_BOUNDS: dict[str, tuple[float, float]] = {
     "max_sub_agents": (1, 64),
     "max_iterations": (1, 1000),
     "max_tool_calls_per_turn": (1, 1000),
+    "loop_limit": (0, 1000),
     "max_tool_arg_chars": (100, 10_000_000),
     "step_time_cap_s": (0.001, 86_400.0),
     "model_timeout_s": (0.001, 3600.0),

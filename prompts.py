@@ -11,6 +11,18 @@ FINALIZE_NOTICE = (
     "information gathered so far supports, and say briefly what is still uncertain."
 )
 
+LOOP_NOTICE = (
+    "REPEATED CALL: you have called {tool} with the same arguments {count} times in a row. "
+    "Repeating it will not tell you anything new: use the results you have, try something "
+    "different, or answer now. One more identical call ends your tool use."
+)
+
+LOOP_FINALIZE_NOTICE = (
+    "LOOP DETECTED: you called {tool} with the same arguments {count} times in a row. "
+    "No tools are available any more. Answer the user now with the best answer the "
+    "information gathered so far supports, and say briefly what is still uncertain."
+)
+
 SKIPPED_RESULT = (
     "Skipped: tool-call limit reached ({limit} tool calls per run). This call was not "
     "executed; answer with the information you already have."

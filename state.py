@@ -51,6 +51,13 @@ class AgentState(InputState, total=False):
     max_tool_calls: int
     # Text added to the system prompt of the next model turn (finalization notice).
     notice: str
+    # --- loop detection (nodes/routes.py repeat_streak): reset by the resolver at each run start
+    # The run's loop_limit (0: off), copied from the context by the resolver.
+    loop_limit: int
+    # The last tool call as call_signature(): name + canonical JSON arguments.
+    loop_call: str
+    # How many times in a row that same call has been made (calls of one turn count one by one).
+    loop_streak: int
     # --- handoffs (a team of agents, build_agent_graph(agents=...))
     # The member that holds the thread; kept across runs of the thread.
     active_agent: str

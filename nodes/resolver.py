@@ -91,6 +91,9 @@ def resolve_input(state: Mapping[str, Any], ctx: AgentContext) -> dict[str, Any]
         notice="",
         turns=0,
         max_tool_calls=ctx.max_tool_calls,
+        loop_limit=ctx.loop_limit,
+        loop_call="",
+        loop_streak=0,
     )
     return update
 

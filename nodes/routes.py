@@ -9,7 +9,8 @@ of it up to date. :func:`measured` binds a route to the meter for the graph.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, Literal, TypeVar
 
 from langchain_core.messages import AIMessage
@@ -48,6 +49,46 @@ def tool_limit_reached(state: Mapping[str, Any]) -> bool:
     return limit is not None and count_of(state, "tool_calls_made") >= int(limit)
 
 
+def call_signature(call: Mapping[str, Any]) -> str:
+    """A tool call as text: its name and its arguments as canonical JSON (sorted keys), so
+    two calls are "the same" exactly when their signatures are equal."""
+    args = json.dumps(call.get("args"), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
+    return json.dumps([call.get("name") or "", args], ensure_ascii=False)
+
+
+def repeat_streak(last: str, streak: int, calls: Iterable[Mapping[str, Any]]) -> tuple[str, int]:
+    """``(signature, streak)`` after ``calls`` (in order, one turn's calls counting one by
+    one): how many times in a row the same call has now been made, carried over from the
+    previous ``last`` signature and its ``streak``."""
+    for call in calls:
+        signature = call_signature(call)
+        streak = streak + 1 if signature == last else 1
+        last = signature
+    return last, streak
+
+
+def loop_stage(streak: int, limit: int) -> Literal["none", "notice", "finalize"]:
+    """Loop detection (``loop_limit``; 0: off): the same call ``limit`` times in a row earns
+    the next turn a notice; once more and the run is finalized like at the tool limit."""
+    if limit <= 0 or streak < limit:
+        return "none"
+    return "notice" if streak == limit else "finalize"
+
+
+def loop_limit_reached(state: Mapping[str, Any]) -> bool:
+    """The same tool call was repeated beyond ``loop_limit`` (copied by the resolver)."""
+    return loop_stage(count_of(state, "loop_streak"), count_of(state, "loop_limit")) == "finalize"
+
+
+def repeated_tool(state: Mapping[str, Any]) -> str:
+    """The name of the tool in the state's ``loop_call`` ("" when none)."""
+    try:
+        name = json.loads(state.get("loop_call") or "")[0]
+    except (ValueError, LookupError, TypeError):
+        return ""
+    return name if isinstance(name, str) else ""
+
+
 def last_ai_message(messages: Sequence[Any]) -> AIMessage | None:
     for message in reversed(messages or []):
         if isinstance(message, AIMessage):
@@ -66,11 +107,13 @@ def handoff_requested(state: Mapping[str, Any]) -> bool:
 def route_after_tools(
     state: Mapping[str, Any], ctx: BudgetSettings | None = None, meter: RequestMeter | None = None
 ) -> Literal["handoff", "toolLimitFinalize", "summarize", "agent"]:
-    """Transfers first; once the tool-call budget is spent, finalize; otherwise give the
-    model the results."""
+    """Transfers first; once the tool-call budget is spent or the model repeats one call
+    beyond ``loop_limit``, finalize; otherwise give the model the results."""
     if handoff_requested(state):
         return "handoff"
-    return "toolLimitFinalize" if tool_limit_reached(state) else route_before_agent(state, ctx, meter)
+    if tool_limit_reached(state) or loop_limit_reached(state):
+        return "toolLimitFinalize"
+    return route_before_agent(state, ctx, meter)
 
 
 def route_after_handoff(

@@ -27,7 +27,7 @@ from langgraph.runtime import Runtime
 from ..context import AgentContext, context_field
 from ..events import emit, preview
 from ..history.budget import ContextBudget
-from ..prompts import SKIPPED_RESULT
+from ..prompts import LOOP_NOTICE, SKIPPED_RESULT
 from ..replies import MAX_JSON_CHARS
 from ..state import AgentState, count_of
 from ..tools.context_tools import (
@@ -39,7 +39,7 @@ from ..tools.context_tools import (
 from ..tools.invoke import ToolOutcome, run_tool, tool_timeout
 from ..tools.registry import ToolRegistry
 from ..tools.retry import BACKOFF_BASE_S, backoff_delay, jittered
-from .routes import pending_tool_calls
+from .routes import loop_stage, pending_tool_calls, repeat_streak
 
 
 def plan_calls(calls: list[dict], made: int, limit: int) -> tuple[list[dict], list[dict]]:
@@ -185,6 +185,25 @@ def bounded_turn(message: AIMessage, cap: int, max_chars: int) -> tuple[AIMessag
     return replacement, calls, total - len(calls)
 
 
+def track_repeats(state: Mapping[str, Any], calls: list[dict[str, Any]]) -> dict[str, Any]:
+    """Loop detection's state after this turn's ``calls``: the streak of identical calls
+    (``repeat_streak``); reaching ``loop_limit`` puts a notice in the next turn's system
+    prompt and emits ``loop_detected``; a different call clears that notice. Going past the
+    limit is ``route_after_tools``'s to finalize."""
+    limit = count_of(state, "loop_limit")
+    before = count_of(state, "loop_streak")
+    last, streak = repeat_streak(state.get("loop_call") or "", before, calls)
+    update: dict[str, Any] = {"loop_call": last, "loop_streak": streak}
+    stage = loop_stage(streak, limit)
+    if stage == "notice":
+        tool = calls[-1].get("name") or ""
+        emit("loop_detected", tool=tool, repeats=streak, limit=limit, action="notice")
+        update["notice"] = LOOP_NOTICE.format(tool=tool, count=streak)
+    elif stage == "none" and loop_stage(before, limit) == "notice":
+        update["notice"] = ""
+    return update
+
+
 def split_free_retrievals(calls: list[dict], used: int, quota: int) -> tuple[list[dict], list[dict]]:
     """get_tool_response calls within the run's free quota, and every other call.
 
@@ -306,6 +325,7 @@ def make_tools_node(
         }
         if free:
             update["retrievals_made"] = retrievals + len(free)
+        update.update(track_repeats(state, calls))
         if budget is not None:
             update = await budget.after_tools(ctx, state, update, runtime.store)
         return update

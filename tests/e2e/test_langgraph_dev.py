@@ -68,7 +68,8 @@ async def test_server_run_with_many_tool_calls_ends_with_answer(dev_server):
         thread["thread_id"],
         "agent",
         input={"task": "loop"},
-        context={"model": "openai:scripted-model", "max_tool_calls": 15},
+        # loop_limit 0: loop detection would stop these identical calls after 4
+        context={"model": "openai:scripted-model", "max_tool_calls": 15, "loop_limit": 0},
     )
     assert result.get("answer") == "done after the limit", result
     assert result["tool_calls_made"] == 15

@@ -50,7 +50,8 @@ async def test_tool_limit_stops_a_model_that_calls_tools_forever(scripted_server
     srv = scripted_server(responder=forever)
     graph = build_agent_graph(model=openai_model(srv))
     events = []
-    final = await run(graph, "loop", ctx(workspace, max_tool_calls=5), events=events)
+    # loop_limit=0: loop detection (tests/graph/test_loop_detection.py) would stop this model first
+    final = await run(graph, "loop", ctx(workspace, max_tool_calls=5, loop_limit=0), events=events)
     executed = [e for e in events if e["event"] == "tool_result" and e["ok"]]
     assert len(executed) == 5 and final["tool_calls_made"] == 5
     assert final["answer"] == "Best answer so far: 4."

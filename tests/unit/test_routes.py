@@ -2,7 +2,17 @@
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from smart_agent.nodes.routes import END, pending_tool_calls, route_after_agent, route_after_tools, tool_limit_reached
+from smart_agent.nodes.routes import (
+    END,
+    call_signature,
+    loop_stage,
+    pending_tool_calls,
+    repeat_streak,
+    repeated_tool,
+    route_after_agent,
+    route_after_tools,
+    tool_limit_reached,
+)
 from smart_agent.nodes.tools import plan_calls
 
 
@@ -57,3 +67,43 @@ def test_plan_calls_splits_at_remaining_budget():
     assert [c["id"] for c in run] == ["0", "1"] and [c["id"] for c in skipped] == ["2", "3", "4"]
     run, skipped = plan_calls(calls, made=25, limit=20)
     assert run == [] and len(skipped) == 5
+
+
+# -- loop detection (loop_limit) ---------------------------------------------------------
+def calc(expression, **extra):
+    return {"name": "calculator", "args": {"expression": expression, **extra}, "id": "x"}
+
+
+def test_same_call_means_same_name_and_canonical_json_arguments():
+    a = {"name": "t", "args": {"a": 1, "b": [1, {"y": 2, "x": 1}]}, "id": "1"}
+    b = {"name": "t", "args": {"b": [1, {"x": 1, "y": 2}], "a": 1}, "id": "2"}  # keys in another order, other id
+    assert call_signature(a) == call_signature(b)
+    assert call_signature(a) != call_signature({**a, "name": "u"})
+    assert call_signature(a) != call_signature({**a, "args": {"a": 1.5, "b": [1, {"x": 1, "y": 2}]}})
+    assert call_signature(calc("1")) != call_signature({"name": "calculator", "args": '{"expression": "1"}'})
+
+
+def test_repeat_streak_counts_identical_calls_in_a_row_across_and_within_turns():
+    last, streak = repeat_streak("", 0, [calc("1")])
+    assert streak == 1
+    last, streak = repeat_streak(last, streak, [calc("1"), calc("1")])  # identical calls of one turn count too
+    assert streak == 3
+    assert repeat_streak(last, streak, [calc("2")])[1] == 1  # another call starts over
+    assert repeat_streak(last, streak, [calc("1"), calc("2"), calc("1")])[1] == 1
+    assert repeat_streak(last, streak, [calc("2"), calc("1")]) == (call_signature(calc("1")), 1)
+    assert repeat_streak(last, streak, []) == (last, 3)
+
+
+def test_loop_stage_notice_at_the_limit_finalize_after_it_off_at_zero():
+    assert [loop_stage(n, 3) for n in range(6)] == ["none", "none", "none", "notice", "finalize", "finalize"]
+    assert loop_stage(1, 1) == "notice" and loop_stage(2, 1) == "finalize"
+    assert all(loop_stage(n, 0) == "none" for n in range(10))
+
+
+def test_after_tools_finalizes_a_loop_past_loop_limit():
+    state = {"loop_streak": 3, "loop_limit": 3, "loop_call": call_signature(calc("1"))}
+    assert route_after_tools(state) == "agent"  # at the limit: a notice, not yet the end
+    assert route_after_tools({**state, "loop_streak": 4}) == "toolLimitFinalize"
+    assert route_after_tools({**state, "loop_streak": 4, "loop_limit": 0}) == "agent"  # off
+    assert route_after_tools({"loop_streak": 9}) == "agent"  # no limit copied (a state from outside a run)
+    assert repeated_tool({**state, "loop_streak": 4}) == "calculator" and repeated_tool({}) == ""
