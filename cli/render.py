@@ -39,6 +39,12 @@ def format_event(ev: dict) -> str | None:
         )
     if kind == "tool_limit":
         return f"  ! tool-call limit reached ({ev.get('limit')}): the next turn must answer"
+    if kind == "loop_detected":
+        then = "the next turn must answer" if ev.get("action") == "finalize" else "the model is told so"
+        return (
+            f"  ! loop detected: {ev.get('tool')} called {ev.get('repeats')} times in a row with the same "
+            f"arguments: {then}"
+        )
     if kind == "final_answer":
         return None  # printed once at the end
     if kind == "summarization":

@@ -41,6 +41,7 @@ CONTEXT_FLAGS: dict[str, str] = {
     "system_prompt": "system_prompt",
     "max_tool_calls": "max_tool_calls",
     "max_parallel_tools": "max_parallel_tools",
+    "loop_limit": "loop_limit",
     "workspace": "workspace",
     "allow_private_network": "allow_private_network",
     "tools": "tools",
@@ -63,6 +64,11 @@ def add_context_args(p: argparse.ArgumentParser) -> None:
         "--max-parallel-tools",
         type=field_int("max_parallel_tools"),
         help="tool calls of one turn run at once (default 5)",
+    )
+    p.add_argument(
+        "--loop-limit",
+        type=field_int("loop_limit"),
+        help="the same tool call this many times in a row: a notice, once more: finalize (default 3, 0: off)",
     )
     add_workspace_args(p)
     p.add_argument("--tools", type=tool_list, help="comma-separated tool names to offer")
