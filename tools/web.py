@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import re
 import threading
 import time
@@ -14,11 +16,11 @@ from langchain.tools import ToolRuntime
 from langchain_core.tools import tool
 from pydantic import BaseModel, Field
 
+from .. import __version__
+from ..context import context_field
 from ..events import clip
-from smart_agent import __version__
-from smart_agent.context import context_field
-from smart_agent.tools.guards import Resolver, ToolError, allow_private_network_of, check_url_allowed
-from smart_agent.tools.html_text import html_to_text, known_codec
+from .guards import Resolver, ToolError, allow_private_network_of, check_url_allowed
+from .html_text import html_to_text, known_codec
 
 __all__ = [
     "BrowseUrlArgs",
@@ -94,7 +96,9 @@ def pinned_request(client: httpx.Client, url: httpx.URL, addresses: list[str] | 
     default_port = {"http": 80, "https": 443}.get(url.scheme)
     host_header = host if url.port in (None, default_port) else f"{host}:{url.port}"
     extensions = {"sni_hostname": host} if url.scheme == "https" else {}
-    return client.build_request("GET", url.copy_with(host=addresses[0]), headers={"Host": host_header}, extensions=extensions)
+    return client.build_request(
+        "GET", url.copy_with(host=addresses[0]), headers={"Host": host_header}, extensions=extensions
+    )
 
 
 def fetch_url(
@@ -120,16 +124,16 @@ def fetch_url(
     client is closed and the caller gets the error.
     """
     clients: list[httpx.Client] = []
-    kwargs = {"allow_private_network": allow_private_network, "transport": transport, "resolve": resolve,
-              "max_bytes": max_bytes, "max_redirects": max_redirects, "total_timeout_s": total_timeout_s}  # fmt: skip
+    fetch = functools.partial(
+        _fetch, url, clients=clients, allow_private_network=allow_private_network, transport=transport,
+        resolve=resolve, max_bytes=max_bytes, max_redirects=max_redirects, total_timeout_s=total_timeout_s,
+    )  # fmt: skip
     try:
-        return _call_with_deadline(lambda: _fetch(url, clients=clients, **kwargs), total_timeout_s, name="smart-agent-fetch")
+        return _call_with_deadline(fetch, total_timeout_s, name="smart-agent-fetch")
     except TimeoutError:
         for client in clients:
-            try:
+            with contextlib.suppress(Exception):
                 client.close()  # the abandoned worker fails at its next read
-            except Exception:
-                pass
         raise FetchUnavailableError(f"Timed out fetching {url} (more than {total_timeout_s:g} s).") from None
 
 

@@ -6,21 +6,22 @@ deterministic text rendering of the same trace.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
-from smart_agent.context import PlannerContext
-from smart_agent.events import emit
-from smart_agent.messages import as_ai_message, message_text, usage_of
-from smart_agent.models import invoke_model, load_chat_model, model_fallbacks, model_options
-from smart_agent.nodes.planner.common import task_text
-from smart_agent.nodes.planner.prompts import SYNTHESIZE_SYSTEM, clip, synthesize_prompt
-from smart_agent.nodes.planner.refs import as_text
-from smart_agent.nodes.planner.scheduler import OK, build_trace, counts
+
+from ...context import PlannerContext
+from ...events import emit
+from ...messages import as_ai_message, message_text, usage_of
+from ...models import invoke_model, load_chat_model, model_fallbacks, model_options
 from ...state import PlannerState, count_of
+from .common import task_text
+from .prompts import SYNTHESIZE_SYSTEM, clip, synthesize_prompt
+from .refs import as_text
+from .scheduler import OK, build_trace, counts
 
 
 def run_notes(state: Mapping[str, Any]) -> list[str]:
@@ -55,7 +56,7 @@ def make_synthesize_node(model: BaseChatModel | None = None) -> Callable:
         usage = usage_of(response)
         emit("usage", node="synthesize", **usage)
         # An empty answer is asked for once more, then fails the run (never an empty answer).
-        from smart_agent.nodes.agent import ask_again_if_empty
+        from ..agent import ask_again_if_empty
 
         response = await ask_again_if_empty(llm, messages, [], response, spec=spec, fallbacks=fallbacks)
         answer = message_text(response).strip()
@@ -71,7 +72,10 @@ def report_text(state: Mapping[str, Any]) -> str:
     trace = build_trace(state.get("plan"), state.get("step_results") or {}, plan_round=count_of(state, "replans"))
     tally = counts(trace)
     status = final_status(state)
-    lines = [f"Execution {status}: {tally['ok']} ok, {tally['failed']} failed, {tally['skipped']} skipped, {tally['not_run']} not run."]
+    lines = [
+        f"Execution {status}: {tally['ok']} ok, {tally['failed']} failed, {tally['skipped']} skipped, "
+        f"{tally['not_run']} not run."
+    ]
     for e in trace:
         line = f"- {e['id']} {e['tool']}: {e['status']}"
         if e["status"] != OK and e.get("error"):
