@@ -245,15 +245,14 @@ async def run_command(args: argparse.Namespace) -> int:
             failed = {**result_json({}, thread_id, summary), "error": {"type": type(exc).__name__, "message": str(exc)}}
             print(json.dumps(failed, ensure_ascii=False, default=str))
         raise
-    if final.get("status") == "planning_failed":  # no valid plan within the bounded attempts
-        if args.json:
-            print(json.dumps(result_json(final, thread_id, summary), ensure_ascii=False, default=str))
+    no_plan = final.get("status") == "planning_failed"  # no valid plan within the bounded attempts
+    if args.json:
+        print(json.dumps(result_json(final, thread_id, summary), ensure_ascii=False, default=str))
+    if no_plan:
         first = next((line for line in str(final.get("error") or "").splitlines() if line.strip()), "no valid plan")
         print(f"smart-agent: {first.strip().rstrip(':')} (details: --json)", file=sys.stderr)
         return EXIT_FAILURE
-    if args.json:
-        print(json.dumps(result_json(final, thread_id, summary), ensure_ascii=False, default=str))
-    else:
+    if not args.json:
         print(final.get("answer", ""))
         if not args.quiet:
             print(
