@@ -16,14 +16,14 @@ from dataclasses import dataclass, field, fields
 from functools import cache
 from typing import Annotated, Any, Literal, Self, TypeVar, get_type_hints
 
-from . import settings
+from .context_controls import RunControls
 from .context_types import (
     FIELD_BOUNDS,
     FIELD_RULES,
-    env_value,
+    env_field,
+    field_value_problem,
     parse_bool,
     shown,
-    value_problem,
 )
 
 __all__ = [
@@ -44,18 +44,12 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 
 
-def _env(name: str, default: Any) -> Any:
-    """``SMART_AGENT_<NAME>`` converted to field ``name``'s type and checked like the
-    field (an unusable value is a ``ValueError`` naming the variable); ``default``
-    when it is unset or empty."""
-    variable, raw = settings.field_env(name)
-    if raw is None:
-        return default
-    value = env_value(field_types()[name], raw, variable)
-    problem = field_problem(name, value)
-    if problem:
-        raise ValueError(f"{variable}: {problem}")
-    return value
+def env_default(name: str, default: Any) -> Any:
+    """``SMART_AGENT_<NAME>`` as field ``name``'s value (``context_types.env_field``)."""
+    return env_field(name, field_types()[name], default)
+
+
+_env = env_default
 
 
 def _d(description: str, **extra: Any) -> dict[str, Any]:
@@ -63,9 +57,10 @@ def _d(description: str, **extra: Any) -> dict[str, Any]:
 
 
 @dataclass(kw_only=True)
-class BaseContext:
+class BaseContext(RunControls):
     """What every graph is configured with: model, prompt, tools, workspace, network,
-    timeouts, budgets, long-term memory, context management. All fields are optional."""
+    timeouts, budgets, long-term memory, context management; approval and run budgets
+    (``context_controls.RunControls``). All fields are optional."""
 
     model: Annotated[str, {"__template_metadata__": {"kind": "llm"}}] = field(
         default_factory=lambda: _env("model", DEFAULT_MODEL),
@@ -370,10 +365,7 @@ def field_types() -> dict[str, Any]:
 
 def field_problem(name: str, value: Any) -> str | None:
     """Why ``value`` cannot be context field ``name`` (None when it can): type, bounds, rules."""
-    problem = value_problem(name, field_types()[name], value, FIELD_BOUNDS)
-    if problem is None and name in FIELD_RULES and not FIELD_RULES[name][0](value):
-        problem = f"{name} must be {FIELD_RULES[name][1]} (got {shown(value)})"
-    return problem
+    return field_value_problem(name, field_types()[name], value)
 
 
 def validate_context(ctx: BaseContext) -> list[str]:

@@ -13,13 +13,18 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import types
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, Union, get_args, get_origin
 
+from . import settings
 from .events import clip
 
-__all__ = ["FIELD_BOUNDS", "FIELD_RULES", "env_value", "parse_bool", "shown", "text_problem", "value_problem"]
+__all__ = [
+    "APPROVE_NONE", "APPROVE_SIDE_EFFECTS", "FIELD_BOUNDS", "FIELD_RULES", "approve_tokens", "approve_valid",
+    "env_field", "env_value", "field_value_problem", "parse_bool", "shown", "text_problem", "value_problem",
+]
 
 TRUE_WORDS = frozenset({"true", "1", "yes", "on"})
 FALSE_WORDS = frozenset({"false", "0", "no", "off"})
@@ -55,13 +60,38 @@ FIELD_BOUNDS: dict[str, tuple[float, float]] = {
     "model_max_retries": (0, 10),
     "tool_retries": (0, 10),
     "max_write_bytes": (1, 1_000_000_000),
+    "max_model_calls": (0, 1_000_000),
+    "max_tokens": (0, 1_000_000_000_000),
+    "max_cost_usd": (0.0, 1_000_000.0),
 }
+
+APPROVE_NONE = "none"
+APPROVE_SIDE_EFFECTS = "side-effects"
+TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
+
+
+def approve_tokens(value: str) -> list[str]:
+    """The entries of an ``approve`` setting: 'none' -> [], else the comma list, stripped."""
+    parts = [p.strip() for p in value.split(",")]
+    parts = [p for p in parts if p]
+    return [] if parts == [APPROVE_NONE] else parts
+
+
+def approve_valid(value: str) -> bool:
+    """'none', 'side-effects', or a comma list of tool names (which may include 'side-effects')."""
+    parts = [p.strip() for p in value.split(",")]
+    return parts == [APPROVE_NONE] or all(TOOL_NAME.fullmatch(p) for p in parts)
+
 
 #: Rules beyond the type, for text fields: (holds, what the value must be).
 FIELD_RULES: dict[str, tuple[Callable[[str], bool], str]] = {
     "model": (lambda v: bool(v.strip()), "a non-empty 'provider:model' string"),
     "user_id": (lambda v: bool(v.strip()), "a non-empty string"),
     "embedding_model": (lambda v: v.strip() == "local" or ":" in v, "'local' or 'provider:model'"),
+    "approve": (
+        approve_valid,
+        "'none', 'side-effects' or a comma list of tool names",
+    ),
     "fallback_models": (
         lambda v: all(len(p := m.split(":", 1)) == 2 and p[0].strip() and p[1].strip() for m in v),
         "a list of 'provider:model' strings",
@@ -185,3 +215,25 @@ def env_value(hint: Any, raw: str, variable: str) -> Any:
 
 def _kind(hint: Any) -> str:
     return {bool: "true or false", int: "an integer", float: "a finite number"}.get(hint, "a JSON object")
+
+
+def field_value_problem(name: str, hint: Any, value: Any) -> str | None:
+    """Why ``value`` cannot be context field ``name`` of type ``hint`` (None when it can):
+    type, bounds (FIELD_BOUNDS), rules (FIELD_RULES)."""
+    problem = value_problem(name, hint, value, FIELD_BOUNDS)
+    if problem is None and name in FIELD_RULES and not FIELD_RULES[name][0](value):
+        problem = f"{name} must be {FIELD_RULES[name][1]} (got {shown(value)})"
+    return problem
+
+
+def env_field(name: str, hint: Any, default: Any) -> Any:
+    """``SMART_AGENT_<NAME>`` converted to ``hint`` and checked like field ``name`` (an
+    unusable value is a ``ValueError`` naming the variable); ``default`` when unset or empty."""
+    variable, raw = settings.field_env(name)
+    if raw is None:
+        return default
+    value = env_value(hint, raw, variable)
+    problem = field_value_problem(name, hint, value)
+    if problem:
+        raise ValueError(f"{variable}: {problem}")
+    return value

@@ -35,6 +35,8 @@ class InputState(TypedDict, total=False):
 class OutputState(TypedDict, total=False):
     messages: Annotated[list[AnyMessage], add_messages]
     answer: str
+    # What the run used: {model_calls, input_tokens, output_tokens, cost_usd} (usage.py).
+    usage: dict[str, Any]
 
 
 class AgentState(InputState, total=False):
@@ -90,6 +92,12 @@ class AgentState(InputState, total=False):
     structured_response: Any
     # Invalid structured answers sent back to the model this run.
     output_retries: int
+    # --- human in the loop (approval.py, the "human" node): call id -> the human's decision
+    # for a call of the last model turn ({"type": "reject", "message"} or {"type": "answer",
+    # "text"} for ask_user); the tools node answers those calls without running them, then clears it.
+    reviews: dict[str, dict]
+    # --- run budgets (usage.py): {model_calls, input_tokens, output_tokens, cost_usd} of the run.
+    usage: dict[str, Any]
 
 
 def merge_step_results(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:
@@ -158,6 +166,10 @@ class PlannerState(InputState, total=False):
     tool_calls_made: int
     # Attempts each step of the current superstep may make (its share of the budget).
     step_budgets: dict[str, int]
+    # step id -> the human's decision on a step whose tool needs approval (approval.py).
+    step_reviews: Annotated[dict[str, Any], merge_step_results]
+    # {model_calls, input_tokens, output_tokens, cost_usd} of the run (usage.py).
+    usage: dict[str, Any]
 
 
 # --- multi-agent: graphs/fleet.py, graphs/dual.py (teams use AgentState)
@@ -188,6 +200,8 @@ class FleetState(InputState, total=False):
     # decomposing | running | done
     status: str
     error: str | None
+    # {model_calls, input_tokens, output_tokens, cost_usd} of the run, workers included (usage.py).
+    usage: dict[str, Any]
 
 
 
@@ -215,3 +229,5 @@ class DualState(InputState, total=False):
     objective: str
     # Why the last reply could not be parsed as a decision (sent back on the next turn).
     decision_error: str
+    # {model_calls, input_tokens, output_tokens, cost_usd} of the run, planner included (usage.py).
+    usage: dict[str, Any]

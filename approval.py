@@ -1,0 +1,138 @@
+"""Human review of tool calls and questions to the user: the interrupt payloads and the
+checking of what a human sends back. Pure functions; the graphs' nodes call
+``langgraph.types.interrupt`` with these payloads.
+
+The formats are LangChain's HITL middleware's, so Agent Chat UI and Studio understand them:
+
+* review request (interrupt value)::
+
+    {"action_requests": [{"name", "args", "description"}],
+     "review_configs": [{"action_name", "allowed_decisions": ["approve", "edit", "reject"]}]}
+
+* review response (resume value), one decision per request, in order::
+
+    {"decisions": [{"type": "approve"}
+                   | {"type": "edit", "edited_action": {"name", "args"}}
+                   | {"type": "reject", "message": "..."}]}
+
+* a question (``ask_user``): interrupt value ``{"question": "..."}``; resume value the
+  answer as text (or ``{"answer": "..."}``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .context_types import APPROVE_SIDE_EFFECTS, approve_tokens
+from .events import clip
+
+ALLOWED_DECISIONS = ("approve", "edit", "reject")
+DESCRIPTION = "Tool execution requires approval\n\nTool: {name}\nArgs: {args}"
+REJECTED = "The user rejected the tool call {name!r} (id {id}): {message}"
+REJECTED_NO_MESSAGE = "The user rejected the tool call {name!r} (id {id}); it was not run."
+MAX_ANSWER_CHARS = 20_000
+
+
+class ReviewError(ValueError):
+    """A resume value that does not answer the pending review (wrong shape, count or type)."""
+
+
+def needs_approval(name: str, approve: str | None, side_effects: bool) -> bool:
+    """Whether a call of tool ``name`` waits for a human under the run's ``approve`` setting."""
+    tokens = approve_tokens(approve or "none")
+    return name in tokens or (side_effects and APPROVE_SIDE_EFFECTS in tokens)
+
+
+def args_text(args: Any, limit: int = 2000) -> str:
+    try:
+        text = json.dumps(args, ensure_ascii=False, sort_keys=True, default=repr)
+    except (TypeError, ValueError):
+        text = repr(args)
+    return clip(text, limit)
+
+
+def review_request(calls: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """The interrupt value asking a human to review ``calls`` (each ``{"name", "args"}``)."""
+    actions: list[dict[str, Any]] = [
+        {
+            "name": c.get("name") or "",
+            "args": c.get("args") if isinstance(c.get("args"), dict) else {},
+            "description": DESCRIPTION.format(name=c.get("name") or "", args=args_text(c.get("args"))),
+        }
+        for c in calls
+    ]
+    configs = [{"action_name": a["name"], "allowed_decisions": list(ALLOWED_DECISIONS)} for a in actions]
+    return {"action_requests": actions, "review_configs": configs}
+
+
+def is_review_request(value: Any) -> bool:
+    return isinstance(value, Mapping) and isinstance(value.get("action_requests"), list)
+
+
+def check_decisions(resume: Any, requests: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The decisions of a resume value, checked against the ``requests`` they answer:
+    ``{"decisions": [...]}`` (a bare list is accepted too), one per request, in order.
+    Returns normalized decisions: ``{"type": "approve"}``, ``{"type": "edit", "name",
+    "args"}`` or ``{"type": "reject", "message"}``. Anything else is a ``ReviewError``."""
+    decisions = resume.get("decisions") if isinstance(resume, Mapping) else resume
+    if not isinstance(decisions, list):
+        raise ReviewError(
+            'The resume value must be {"decisions": [...]} with one decision per pending tool call '
+            f"(got {clip(repr(resume), 120)})"
+        )
+    if len(decisions) != len(requests):
+        raise ReviewError(f"{len(requests)} tool call(s) wait for review but {len(decisions)} decision(s) were given")
+    out: list[dict[str, Any]] = []
+    for i, (decision, request) in enumerate(zip(decisions, requests, strict=True), start=1):
+        kind = decision.get("type") if isinstance(decision, Mapping) else None
+        if kind not in ALLOWED_DECISIONS:
+            allowed = ", ".join(ALLOWED_DECISIONS)
+            raise ReviewError(f"decision {i}: type must be one of {allowed} (got {clip(repr(kind), 60)})")
+        assert isinstance(decision, Mapping)
+        if kind == "approve":
+            out.append({"type": "approve"})
+        elif kind == "reject":
+            message = decision.get("message")
+            if message is not None and not isinstance(message, str):
+                raise ReviewError(f"decision {i}: a reject's message must be text")
+            out.append({"type": "reject", "message": clip(message or "", MAX_ANSWER_CHARS)})
+        else:
+            edited = decision.get("edited_action")
+            if not isinstance(edited, Mapping) or not isinstance(edited.get("args"), Mapping):
+                raise ReviewError(f'decision {i}: an edit needs "edited_action": {{"name", "args": {{...}}}}')
+            name = edited.get("name") or request.get("name")
+            if name != request.get("name"):
+                raise ReviewError(
+                    f"decision {i}: an edit may change the arguments of {request.get('name')!r}, not call {name!r}"
+                )
+            out.append({"type": "edit", "name": name, "args": dict(edited["args"])})
+    return out
+
+
+def rejection_text(name: str, call_id: str, message: str) -> str:
+    """The tool result of a rejected call: what the model reads instead of an output."""
+    message = (message or "").strip()
+    if message:
+        return REJECTED.format(name=name, id=call_id, message=message)
+    return REJECTED_NO_MESSAGE.format(name=name, id=call_id)
+
+
+def question_request(question: str) -> dict[str, Any]:
+    """The interrupt value of ``ask_user``."""
+    return {"question": question}
+
+
+def is_question(value: Any) -> bool:
+    return isinstance(value, Mapping) and isinstance(value.get("question"), str) and "action_requests" not in value
+
+
+def answer_of(resume: Any) -> str:
+    """The user's answer from a resume value: text, or ``{"answer": text}``."""
+    if isinstance(resume, Mapping):
+        resume = resume.get("answer", resume.get("text"))
+    if not isinstance(resume, str):
+        got = clip(repr(resume), 120)
+        raise ReviewError(f'The answer to a question must be text or {{"answer": text}} (got {got})')
+    return clip(resume, MAX_ANSWER_CHARS)
