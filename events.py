@@ -3,7 +3,8 @@
 Every event is a dict ``{"event": <type>, "ts": <unix time>, **payload}``. Types
 used across the framework: ``tool_call``, ``tool_result``, ``tool_limit``,
 ``final_answer``, ``usage``, ``plan``, ``summarization``, ``memory_recall``,
-``memory_write``, ``handoff``, ``sub_agent``, ``reasoning``, ``step_start``, ``step_result``.
+``memory_write``, ``handoff``, ``sub_agent``, ``reasoning``, ``step_start``, ``step_result``,
+``approval_requested``, ``approval``, ``question``, ``answer`` (nodes/human.py).
 
 Subscribe with ``graph.astream(..., stream_mode="custom")`` (or together with other
 modes); outside a graph run ``emit`` is a no-op, so nodes and tools can call it
@@ -32,6 +33,10 @@ EVENT_TYPES = (
     "step_start",
     "step_result",
     "error",
+    "approval_requested",
+    "approval",
+    "question",
+    "answer",
 )
 
 

@@ -1,10 +1,13 @@
 """The agent loop graph ("Smart Agent"): wiring only — the work lives in nodes/.
 
-    resolver → memory_recall → agent ⇄ tools → toolLimitFinalize → agent → memory_write → END
+    resolver → memory_recall → agent ⇄ [human →] tools → toolLimitFinalize → agent → memory_write → END
 
 With ``agents`` (a team) the loop gains a ``handoff`` node: each member has its own
 prompt and tools, ``transfer_to_<name>`` tools hand the thread over, and the active
-member's turn runs the same agent and tools nodes.
+member's turn runs the same agent, human and tools nodes.
+
+``human`` (nodes/human.py) pauses the run (a LangGraph interrupt) for the tool calls the
+run's ``approve`` setting names and for ``ask_user`` questions.
 
 Before every agent turn ``route_before_agent`` inserts ``summarize`` when the next
 request would exceed the context budget; with an output schema the final answer
@@ -23,12 +26,14 @@ from langgraph.graph import END, START, StateGraph
 from ..context import AgentContext
 from ..history.budget import ContextBudget
 from ..nodes.agent import make_agent_node, offered_tools
+from ..nodes.human import make_human_node, needs_human
 from ..nodes.limit import tool_limit_finalize
 from ..nodes.memory import memory_recall, memory_write
 from ..nodes.reasoning import make_two_phase_node
 from ..nodes.resolver import make_resolver
 from ..nodes.routes import (
     measured,
+    reviewed,
     route_after_agent,
     route_after_handoff,
     route_after_structured_output,
@@ -80,6 +85,7 @@ def build_agent_graph(
     handoff_node = None
     if agents:
         from ..nodes.team import (
+            active_agent,
             make_handoff_node,
             make_team_node,
             make_team_start_hook,
@@ -101,6 +107,9 @@ def build_agent_graph(
         tools_node = make_team_node(
             agents, default_agent, {n: make_tools_node(r, budget) for n, r in registries.items()}
         )
+        human_node = make_team_node(agents, default_agent, {n: make_human_node(r) for n, r in registries.items()})
+        member = default_agent  # (a str here; the lambda below must not see the Optional)
+        human_check = needs_human(lambda state: registries[active_agent(state, agents, member)])
         handoff_node = make_handoff_node(agents, default_agent, registries)
     else:
         registry = resolve_registry(registry, tools)
@@ -108,11 +117,14 @@ def build_agent_graph(
         # reasoning="two_phase" (nodes/reasoning.py) wraps the turn; "direct" is the plain node.
         agent_node = make_two_phase_node(make_agent_node(registry, model, budget), registry, model, budget)
         tools_node = make_tools_node(registry, budget)
+        human_node = make_human_node(registry)
+        human_check = needs_human(registry)
 
     builder = StateGraph(AgentState, context_schema=AgentContext, input_schema=InputState)
     builder.add_node("resolver", make_resolver(budget.on_run_start, *hooks))
     builder.add_node("summarize", make_summarize_node(budget, model))
     builder.add_node("agent", agent_node)
+    builder.add_node("human", human_node)
     builder.add_node("tools", tools_node)
     builder.add_node("structuredOutput", make_structured_output_node(budget))
     builder.add_node("toolLimitFinalize", tool_limit_finalize)
@@ -123,9 +135,13 @@ def build_agent_graph(
     # The budget routes measure the next request where they decide (state + the run's context).
     builder.add_conditional_edges("memory_recall", measured(route_before_agent, budget), ["summarize", "agent"])
     builder.add_edge("summarize", "agent")
+    # Calls that wait for a person (approval, ask_user) pass the human node on their way to tools.
     builder.add_conditional_edges(
-        "agent", route_after_agent, {"tools": "tools", "structuredOutput": "structuredOutput", END: "memory_write"}
+        "agent",
+        reviewed(route_after_agent, human_check),
+        {"human": "human", "tools": "tools", "structuredOutput": "structuredOutput", END: "memory_write"},
     )
+    builder.add_edge("human", "tools")
     builder.add_conditional_edges(
         "structuredOutput",
         measured(route_after_structured_output, budget),

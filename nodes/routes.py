@@ -33,12 +33,16 @@ from ..tools.agents import (
 END: Final = "__end__"
 
 
-def route_after_agent(state: Mapping[str, Any]) -> Literal["tools", "structuredOutput", "__end__"]:
-    """Run tools when the model asked for them; otherwise the loop is over (after the
+def route_after_agent(
+    state: Mapping[str, Any], needs_human: bool = False
+) -> Literal["human", "tools", "structuredOutput", "__end__"]:
+    """Run tools when the model asked for them — through ``human`` first when one of the
+    calls waits for a person (``needs_human``: approval or an ask_user question, judged by
+    the graph's predicate, see :func:`reviewed`); otherwise the loop is over (after the
     answer is validated, when the run has an output schema)."""
     messages = state.get("messages") or []
     if messages and not state.get("finalize") and pending_tool_calls(messages[-1]):
-        return "tools"
+        return "human" if needs_human else "tools"
     if state.get("output_schema") and messages and isinstance(messages[-1], AIMessage):
         return "structuredOutput"
     return END
@@ -164,6 +168,26 @@ def route_after_structured_output(
 Route = TypeVar("Route", bound=str)
 
 
+def _run_context(config: RunnableConfig) -> AgentContext | None:
+    runtime = (config.get(CONF) or {}).get(CONFIG_KEY_RUNTIME)
+    return None if runtime is None else AgentContext.of(runtime)
+
+
+def reviewed(
+    route: Callable[[Mapping[str, Any], bool], Route], needs_human: Callable[[Mapping[str, Any], AgentContext], bool]
+) -> Callable[[dict[str, Any], RunnableConfig], Route]:
+    """``route`` as a graph edge told whether the last turn needs a human: ``needs_human(state,
+    ctx)`` (nodes/human.py) under the run's context (a state written from outside a run is
+    judged under the default context: no approval, no ask_user)."""
+
+    def edge(state: Mapping[str, Any], config: RunnableConfig) -> Route:
+        return route(state, needs_human(state, _run_context(config) or AgentContext()))
+
+    edge.__name__ = route.__name__
+    edge.__doc__ = route.__doc__
+    return edge
+
+
 def measured(
     route: Callable[[Mapping[str, Any], BudgetSettings | None, RequestMeter | None], Route], meter: RequestMeter
 ) -> Callable[[dict[str, Any], RunnableConfig], Route]:
@@ -172,10 +196,8 @@ def measured(
     no runtime, no context) is judged by the caller's ``request_tokens``, if any."""
 
     def edge(state: Mapping[str, Any], config: RunnableConfig) -> Route:
-        runtime = (config.get(CONF) or {}).get(CONFIG_KEY_RUNTIME)
-        if runtime is None:
-            return route(state, None, None)
-        return route(state, AgentContext.of(runtime), meter)
+        ctx = _run_context(config)
+        return route(state, None, None) if ctx is None else route(state, ctx, meter)
 
     edge.__name__ = route.__name__
     edge.__doc__ = route.__doc__

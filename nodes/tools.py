@@ -9,7 +9,10 @@
   one more, answered "skipped: too many tool calls in one turn" for all the others,
   which are dropped from the AI message (so no later request carries them);
 * a call whose arguments exceed ``max_tool_arg_chars`` is refused before it runs, and
-  its arguments are replaced by a small placeholder in the history.
+  its arguments are replaced by a small placeholder in the history;
+* a call the ``human`` node decided (``state["reviews"]``: rejected, refused, or an
+  ``ask_user`` answered) is answered from its review without running and without counting
+  against ``max_tool_calls``; the node clears ``reviews``. An edited call runs as edited.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from ..history.budget import ContextBudget
 from ..prompts import LOOP_NOTICE, SKIPPED_RESULT
 from ..replies import MAX_JSON_CHARS
 from ..state import AgentState, count_of
+from ..tools.ask import ask_tools
 from ..tools.context_tools import (
     CONTEXT_TOOL_NAMES,
     GET_TOOL_RESPONSE,
@@ -39,6 +43,8 @@ from ..tools.context_tools import (
 from ..tools.invoke import ToolOutcome, run_tool, tool_timeout
 from ..tools.registry import ToolRegistry
 from ..tools.retry import BACKOFF_BASE_S, backoff_delay, jittered
+from .human import reviewed_message
+from .metering import metered_node
 from .routes import loop_stage, pending_tool_calls, repeat_streak
 
 
@@ -243,10 +249,15 @@ def make_tools_node(
         made = count_of(state, "tool_calls_made")
         limit = int(state.get("max_tool_calls", ctx.max_tool_calls))
         retrievals = count_of(state, "retrievals_made")
-        free, counted = split_free_retrievals(calls[:cap], retrievals, free_retrievals(limit))
+        reviews: Mapping[str, Mapping[str, Any]] = state.get("reviews") or {}
+        reviewed = {id(c): reviews[c.get("id") or ""] for c in calls[:cap] if (c.get("id") or "") in reviews}
+        unreviewed = [c for c in calls[:cap] if id(c) not in reviewed]
+        free, counted = split_free_retrievals(unreviewed, retrievals, free_retrievals(limit))
         to_run, skipped = plan_calls(counted, made, limit)
         oversized = {id(c): arg_chars(c) for c in [*free, *to_run] if arg_chars(c) > max_chars}
         allowed = (set(ctx.tools) | CONTEXT_TOOL_NAMES) if ctx.tools else None
+        if not ctx.ask_user:  # not offered, so not run either (it would wait for an answer)
+            allowed = (allowed if allowed is not None else set(registry.names())) - ask_tools(registry)
         sem = asyncio.Semaphore(max(1, ctx.max_parallel_tools))
         retried = [0]  # extra attempts of this turn, shared by its calls: each one spends the budget
         try:
@@ -311,6 +322,14 @@ def make_tools_node(
         for i, call in enumerate(calls):
             if i in outcomes:
                 out_messages.append(outcomes[i].to_message())
+            elif id(call) in reviewed:
+                message = reviewed_message(call, reviewed[id(call)])
+                out_messages.append(message)
+                emit(
+                    "tool_result", id=call.get("id"), name=call.get("name"), ok=message.status != "error",
+                    error=None if message.status != "error" else str(reviewed[id(call)].get("type")),
+                    duration_s=0.0, preview=preview(str(message.content)),
+                )  # fmt: skip
             elif any(call is c for c in too_many):
                 note = TOO_MANY_IN_TURN.format(count=len(calls) + dropped, cap=cap, dropped=dropped)
                 skip(call, note, "skipped_turn_limit", f"skipped: {dropped + 1} calls over the per-turn limit")
@@ -325,9 +344,11 @@ def make_tools_node(
         }
         if free:
             update["retrievals_made"] = retrievals + len(free)
+        if reviews:
+            update["reviews"] = {}
         update.update(track_repeats(state, calls))
         if budget is not None:
             update = await budget.after_tools(ctx, state, update, runtime.store)
         return update
 
-    return tools
+    return metered_node(tools)  # a sub_agent's model calls count in the run's usage

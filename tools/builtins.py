@@ -7,6 +7,7 @@ from pathlib import Path
 
 from langchain_core.tools import BaseTool
 
+from .ask import ASK_TAG, ask_user
 from .calculator import calculator
 from .files import list_files, read_file, write_file
 from .memory_tools import MEMORY_TOOLS
@@ -23,6 +24,7 @@ BUILTIN_TOOLS: list[tuple[BaseTool, ToolMeta]] = [
     (write_file, ToolMeta(side_effects=True, tags=("files",))),
     (browse_url, ToolMeta(timeout_s=30, retries=1, tags=("web",))),
     (web_search, ToolMeta(timeout_s=20, tags=("web",))),
+    (ask_user, ToolMeta(tags=(ASK_TAG,))),  # offered only while the run's ask_user is on (nodes/agent.py)
     *MEMORY_TOOLS,  # offered only while the run's memory is on (nodes/agent.py)
 ]
 

@@ -183,6 +183,8 @@ AGENT_EDGES = {  # (source, target, conditional): what Studio and the README dra
     ("memory_recall", "summarize", True),
     ("summarize", "agent", False),
     ("agent", "tools", True),
+    ("agent", "human", True),
+    ("human", "tools", False),
     ("agent", "structuredOutput", True),
     ("agent", "memory_write", True),
     ("tools", "agent", True),

@@ -34,6 +34,7 @@ BUILTIN_NAMES = [
     "write_file",
     "browse_url",
     "web_search",
+    "ask_user",
     "remember",
     "search_memory",
 ]
