@@ -24,6 +24,7 @@ class AskUserArgs(BaseModel):
     question: str = Field(
         min_length=1,
         max_length=2000,
+        pattern=r"\S",  # not only blanks
         description="One clear question for the user, with the context needed to answer it.",
     )
 

@@ -21,6 +21,7 @@ from langchain.tools import ToolRuntime
 from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
+from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command
 from pydantic import ValidationError
 
@@ -186,8 +187,8 @@ async def run_tool(
             error="invalid_args",
             duration_s=time.perf_counter() - start,
         )
-    except asyncio.CancelledError:
-        raise
+    except (asyncio.CancelledError, GraphBubbleUp):
+        raise  # (an interrupt, e.g. ask_user's, belongs to LangGraph)
     except Exception as exc:  # any tool failure becomes an error message
         text = str(exc).strip() or type(exc).__name__
         return ToolOutcome(
