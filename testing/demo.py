@@ -9,6 +9,8 @@ chat-completions request it is given and decides the next step:
                                     ``{"path": "answer.txt", "content": "37*43 = X\\n"}``
 3. last tool result is from ``write_file``
                                  -> final answer ``"37 × 43 = X. I saved the result to answer.txt."``
+                                    (or, when the write was rejected or failed, that it did
+                                    not save it and why)
 
 Which tool produced which tool message is decided by matching ``tool_call_id``
 against the assistant messages' ``tool_calls`` (never by position). ``X`` is
@@ -66,6 +68,8 @@ def demo_responder(request: dict[str, Any]) -> dict[str, Any]:
     if last_name == "calculator":
         return tool_call("write_file", {"path": DEMO_FILE, "content": f"{expression} = {last_content}\n"})
     if last_name == "write_file":
+        if not last_content.startswith("Wrote "):  # rejected by the user, or failed
+            return text(f"{a} × {b} = {calc[-1] if calc else '?'}. I did not save it: {last_content[:300]}")
         if not calc:
             return text("I saved a file, but I cannot find the calculator's result in this conversation.")
         return text(f"{a} × {b} = {calc[-1]}. I saved the result to {DEMO_FILE}.")
