@@ -23,6 +23,7 @@ from ..context import AgentContext
 from ..events import emit
 from ..state import AgentState, count_of
 from ..tools.agents import as_handoff
+from ..tools.builtins import builtin_meta
 from ..tools.registry import ToolMeta, ToolRegistry
 from .routes import HANDOFF_PREFIX, pending_tool_calls
 
@@ -47,8 +48,8 @@ def team_registries(agents: dict[str, AgentSpec]) -> dict[str, ToolRegistry]:
     out: dict[str, ToolRegistry] = {}
     for name, spec in agents.items():
         reg = ToolRegistry()
-        for tool in spec.tools:
-            reg.register(tool, ToolMeta(source="user"), replace=True)
+        for tool in spec.tools:  # (a built-in keeps its metadata: side effects decide approval)
+            reg.register(tool, builtin_meta(tool) or ToolMeta(source="user"), replace=True)
         targets = [t for t in (spec.handoffs if spec.handoffs is not None else agents) if t != name]
         for target in targets:
             if target not in agents:

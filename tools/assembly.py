@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from langchain_core.tools import BaseTool
 
-from .builtins import default_registry
+from .builtins import builtin_meta, default_registry
 from .context_tools import with_context_tools
 from .registry import ToolMeta, ToolRegistry
 
@@ -23,5 +23,5 @@ def resolve_registry(registry: ToolRegistry | None, tools: Iterable[BaseTool] | 
     if tools:
         registry = registry.copy()
         for t in tools:
-            registry.register(t, ToolMeta(source="user"), replace=True)
+            registry.register(t, builtin_meta(t) or ToolMeta(source="user"), replace=True)
     return with_context_tools(registry)

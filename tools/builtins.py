@@ -15,7 +15,7 @@ from .registry import ToolMeta, ToolRegistry
 from .safe_fs import plugins_folder
 from .web import browse_url, web_search
 
-__all__ = ["BUILTIN_TOOLS", "default_plugins_folder", "default_registry", "plugin_tools"]
+__all__ = ["BUILTIN_TOOLS", "builtin_meta", "default_plugins_folder", "default_registry", "plugin_tools"]
 
 BUILTIN_TOOLS: list[tuple[BaseTool, ToolMeta]] = [
     (calculator, ToolMeta(tags=("math",))),
@@ -27,6 +27,12 @@ BUILTIN_TOOLS: list[tuple[BaseTool, ToolMeta]] = [
     (ask_user, ToolMeta(tags=(ASK_TAG,))),  # offered only while the run's ask_user is on (nodes/agent.py)
     *MEMORY_TOOLS,  # offered only while the run's memory is on (nodes/agent.py)
 ]
+
+
+def builtin_meta(tool: BaseTool) -> ToolMeta | None:
+    """The metadata of ``tool`` when it is one of the built-in tool objects (a caller's list
+    of tools may hold them: they keep their side effects, timeouts and tags), else None."""
+    return next((meta for t, meta in BUILTIN_TOOLS if t is tool), None)
 
 
 def default_plugins_folder() -> Path | None:

@@ -173,3 +173,36 @@ async def test_a_resume_value_that_does_not_answer_asks_again_with_a_one_line_er
     assert not (workspace / "out.txt").exists() and len(srv.requests) == 1
     final = await run(graph, Command(resume=[{"type": "approve"}]), context)
     assert final["answer"] == "done" and (workspace / "out.txt").read_text() == "hi"
+
+
+async def test_a_team_member_call_waits_for_approval_under_its_own_registry(scripted_server, workspace):
+    from smart_agent.graphs.team import build_team_graph
+    from smart_agent.nodes.team import AgentSpec
+    from smart_agent.tools.calculator import calculator
+    from smart_agent.tools.files import write_file
+
+    srv = scripted_server([
+        tool_call("transfer_to_writer", {"reason": "a file"}),
+        tool_calls([WRITE, CALC]),
+        text("not written, as you wish"),
+    ])
+    graph = build_team_graph(
+        agents={
+            "triage": AgentSpec("You are triage."),
+            "writer": AgentSpec("You are the writer.", tools=[write_file, calculator], handoffs=[]),
+        },
+        model=openai_model(srv),
+        checkpointer=InMemorySaver(),
+    )
+    context = ctx(workspace, approve="side-effects")  # the built-in keeps its side_effects in a member's tools
+    events: list = []
+    await run(graph, "write hello", context, events=events)
+    (value,), next_nodes = await pending(graph)
+    assert next_nodes == ("human",) and [a["name"] for a in value["action_requests"]] == ["write_file"]
+    assert [e["to"] for e in events if e["event"] == "handoff"] == ["writer"]  # the transfer itself did not wait
+    final = await run(graph, Command(resume={"decisions": [{"type": "reject", "message": "no files"}]}), context)
+    assert final["answer"] == "not written, as you wish" and final["active_agent"] == "writer"
+    assert not (workspace / "out.txt").exists()
+    results = tool_messages(srv.requests[2])
+    assert [m["content"] for m in results[-2:]] == [rejection_text("write_file", "w1", "no files"), "42"]
+    assert srv.requests[2]["messages"][0]["content"].startswith("You are the writer.")
