@@ -222,8 +222,9 @@ def make_worker_node(agent_graph: Any) -> Callable:
     async def worker(item: dict, runtime: Runtime[FleetContext]) -> dict[str, Any]:
         ctx = FleetContext.of(runtime)
         # Workers do not read or write long-term memory: N parallel writers of one
-        # observation each would flood it; the fleet's caller owns the memory.
-        child_ctx = dataclasses.replace(ctx, memory=False) if ctx.memory else ctx
+        # observation each would flood it; the fleet's caller owns the memory. Nobody answers
+        # a worker's question (a detached run), so no ask_user; its approvals are refused.
+        child_ctx = dataclasses.replace(ctx, memory=False, ask_user=False) if ctx.memory or ctx.ask_user else ctx
         wid, task = item["id"], item["task"]
         emit("step_start", step=wid, task=task, round=item.get("round"))
         start = time.perf_counter()

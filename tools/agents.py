@@ -55,8 +55,9 @@ def agent_id(config: dict | None) -> str:
 
 
 def child_context(ctx: Context, registry: ToolRegistry | None = None) -> Context:
-    """The parent's context for a child: no long-term memory, only tools the child has."""
-    changes: dict[str, Any] = {"memory": False}
+    """The parent's context for a child: no long-term memory, only tools the child has, no
+    ask_user (nobody answers a detached child's interrupt; its approvals are refused, nodes/human.py)."""
+    changes: dict[str, Any] = {"memory": False, "ask_user": False}
     if ctx.tools and registry is not None:
         changes["tools"] = [n for n in ctx.tools if n in registry] or None
     return dataclasses.replace(ctx, **changes)
