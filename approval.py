@@ -1,6 +1,6 @@
 """Human review of tool calls and questions to the user: the interrupt payloads and the
-checking of what a human sends back. Pure functions; the graphs' nodes call
-``langgraph.types.interrupt`` with these payloads.
+checking of what a human sends back. Pure functions, except ``ask_until_valid``: the
+``langgraph.types.interrupt`` the graphs' nodes call with these payloads.
 
 The formats are LangChain's HITL middleware's, so Agent Chat UI and Studio understand them:
 
@@ -22,17 +22,21 @@ The formats are LangChain's HITL middleware's, so Agent Chat UI and Studio under
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
+
+from langgraph.errors import GraphInterrupt
+from langgraph.types import interrupt
 
 from .context_types import APPROVE_SIDE_EFFECTS, approve_tokens
-from .events import clip
+from .events import clip, emit
 
 ALLOWED_DECISIONS = ("approve", "edit", "reject")
 DESCRIPTION = "Tool execution requires approval\n\nTool: {name}\nArgs: {args}"
 REJECTED = "The user rejected the tool call {name!r} (id {id}): {message}"
 REJECTED_NO_MESSAGE = "The user rejected the tool call {name!r} (id {id}); it was not run."
 MAX_ANSWER_CHARS = 20_000
+T = TypeVar("T")
 
 
 class ReviewError(ValueError):
@@ -109,6 +113,29 @@ def check_decisions(resume: Any, requests: list[Mapping[str, Any]]) -> list[dict
                 )
             out.append({"type": "edit", "name": name, "args": dict(edited["args"])})
     return out
+
+
+def ask_until_valid(value: Any, on_pause: Callable[[], Any], check: Callable[[Any], T], *, node: str = "human") -> T:
+    """``check(interrupt(value))``; ``on_pause`` runs only when the run actually pauses here
+    (not when a resumed node re-runs and gets its resume value back).
+
+    A resume value ``check`` refuses (a ``ReviewError``) does not fail the run: LangGraph
+    keeps a task's resume values, so every later resume would replay it and fail again. The
+    node asks again instead (the next interrupt of the node, the same value), and the one-line
+    error is an ``error`` event of ``node`` when it pauses (so a replay of the bad value stays quiet)."""
+    problem = ""
+    while True:
+        try:
+            resume = interrupt(value)
+        except GraphInterrupt:
+            if problem:
+                emit("error", node=node, error=problem)
+            on_pause()
+            raise
+        try:
+            return check(resume)
+        except ReviewError as exc:
+            problem = str(exc)
 
 
 def rejection_text(name: str, call_id: str, message: str) -> str:

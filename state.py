@@ -168,6 +168,9 @@ class PlannerState(InputState, total=False):
     step_budgets: dict[str, int]
     # step id -> the human's decision on a step whose tool needs approval (approval.py).
     step_reviews: Annotated[dict[str, Any], merge_step_results]
+    # [{id, name, args}]: the ready steps whose tool needs approval and that have no decision
+    # yet, args with references resolved (what would run); set by dispatch, answered by review_steps.
+    awaiting_review: list[dict[str, Any]]
     # {model_calls, input_tokens, output_tokens, cost_usd} of the run (usage.py).
     usage: dict[str, Any]
 

@@ -6,6 +6,8 @@ Wiring only; the work is in ``smart_agent.nodes.planner``::
                          ^  |(invalid, attempts left)                 |(halted, replans left)
                          +--+-------------------------------------------+
              plan -(out of attempts)-> plan_failed -> END
+             dispatch -(steps needing approval)-> review_steps -(Send x N)-> run_step
+                                                  review_steps -(all rejected)-> dispatch
              dispatch -(done / halted)-> synthesize -> END
 
 ``build_executor_graph`` runs a given plan without any model (``smart-agent execute``).
@@ -31,12 +33,14 @@ from ..nodes.planner.plan import (
     make_plan_failed_node,
     make_plan_node,
 )
+from ..nodes.planner.review import make_review_node
 from ..nodes.planner.routes import (
     route_after_approve,
     route_after_dispatch,
     route_after_load,
     route_after_plan,
     route_after_prepare,
+    route_after_review,
 )
 from ..nodes.planner.synthesize import make_report_node, make_synthesize_node
 from ..state import InputState, PlannerOutputState, PlannerState
@@ -73,7 +77,8 @@ def build_planner_graph(
     g.add_node("plan", make_plan_node(registry, model, method=plan_method))
     g.add_node("plan_failed", make_plan_failed_node())
     g.add_node("approve", make_approve_node(registry))
-    g.add_node("dispatch", make_dispatch_node())
+    g.add_node("dispatch", make_dispatch_node(registry))
+    g.add_node("review_steps", make_review_node())
     g.add_node("run_step", make_run_step_node(registry, backoff_base_s=backoff_base_s))
     g.add_node("synthesize", make_synthesize_node(model))
 
@@ -82,7 +87,8 @@ def build_planner_graph(
     g.add_conditional_edges("plan", route_after_plan, ["plan", "approve", "dispatch", "plan_failed", "synthesize"])
     g.add_edge("plan_failed", END)
     g.add_conditional_edges("approve", route_after_approve, ["dispatch", "approve", END])
-    g.add_conditional_edges("dispatch", route_after_dispatch, ["run_step", "plan", "synthesize"])
+    g.add_conditional_edges("dispatch", route_after_dispatch, ["run_step", "review_steps", "plan", "synthesize"])
+    g.add_conditional_edges("review_steps", route_after_review, ["run_step", "dispatch"])
     g.add_edge("run_step", "dispatch")
     g.add_edge("synthesize", END)
     return g.compile(checkpointer=checkpointer, store=store, name=name).with_config(recursion_limit=RECURSION_LIMIT)
@@ -100,15 +106,19 @@ def build_executor_graph(
     registry = registry if registry is not None else default_registry()
     g = StateGraph(PlannerState, output_schema=PlannerOutputState, context_schema=PlannerContext)
     g.add_node("load_plan", make_prepare_node(execute_only=True, registry=registry))
-    g.add_node("dispatch", make_dispatch_node())
+    g.add_node("dispatch", make_dispatch_node(registry))
+    g.add_node("review_steps", make_review_node())
     g.add_node("run_step", make_run_step_node(registry, backoff_base_s=backoff_base_s))
     g.add_node("report", make_report_node())
 
     g.add_edge(START, "load_plan")
     g.add_conditional_edges("load_plan", route_after_load, ["dispatch", END])
     g.add_conditional_edges(
-        "dispatch", route_after_dispatch, {"run_step": "run_step", "plan": "report", "synthesize": "report"}
+        "dispatch",
+        route_after_dispatch,
+        {"run_step": "run_step", "review_steps": "review_steps", "plan": "report", "synthesize": "report"},
     )
+    g.add_conditional_edges("review_steps", route_after_review, ["run_step", "dispatch"])
     g.add_edge("run_step", "dispatch")
     g.add_edge("report", END)
     return g.compile(checkpointer=checkpointer, store=store, name=name).with_config(recursion_limit=RECURSION_LIMIT)

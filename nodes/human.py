@@ -7,7 +7,7 @@ while the run has ``ask_user`` on. The node
 
 * pauses ONCE with ``interrupt(review_request(...))`` for every call of the turn that needs
   approval, and checks the resume value (``approval.check_decisions``; a bad one is answered
-  by the same interrupt again and a one-line ``error`` event, see :func:`_ask`);
+  by the same interrupt again and a one-line ``error`` event, see ``approval.ask_until_valid``);
 * then pauses once per ``ask_user`` call with ``interrupt({"question": ...})``, in call order
   (LangGraph matches a node's interrupts to the resume values by order);
 * returns the AI message with edited arguments (same id: ``add_messages`` replaces it) and
@@ -24,17 +24,15 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.config import get_config
-from langgraph.errors import GraphInterrupt
 from langgraph.runtime import Runtime
-from langgraph.types import interrupt
 
 from ..approval import (
-    ReviewError,
     answer_of,
+    ask_until_valid,
     check_decisions,
     needs_approval,
     question_request,
@@ -53,7 +51,6 @@ NO_APPROVER = (
     "Not run: {name!r} needs approval (approve={approve!r}), which a sub-agent cannot ask for. "
     "Do without it, or report that the parent agent must make this call."
 )
-T = TypeVar("T")
 NO_ASKER = "Not run: ask_user is not available to a sub-agent; decide without the user."
 
 
@@ -104,28 +101,6 @@ def needs_human(
     return check
 
 
-def _ask(value: dict[str, Any], on_pause: Callable[[], Any], check: Callable[[Any], T]) -> T:
-    """``check(interrupt(value))``; ``on_pause`` runs only when the run actually pauses here.
-
-    A resume value ``check`` refuses (a ``ReviewError``) does not fail the run: LangGraph
-    keeps a task's resume values, so every later resume would replay it and fail again. The
-    node asks again instead (the next interrupt of the node, the same value), and the one-line
-    error is an ``error`` event when it pauses (so a replay of the bad value stays quiet)."""
-    problem = ""
-    while True:
-        try:
-            resume = interrupt(value)
-        except GraphInterrupt:
-            if problem:
-                emit("error", node="human", error=problem)
-            on_pause()
-            raise
-        try:
-            return check(resume)
-        except ReviewError as exc:
-            problem = str(exc)
-
-
 def _call_view(call: Mapping[str, Any]) -> dict[str, Any]:
     return {"id": call.get("id"), "name": call.get("name"), "args": call.get("args")}
 
@@ -156,7 +131,8 @@ def make_human_node(registry: ToolRegistry) -> Callable:
         if review:
             request = review_request(review)
             pause = functools.partial(emit, "approval_requested", calls=[_call_view(c) for c in review])
-            decisions = _ask(request, pause, functools.partial(check_decisions, requests=request["action_requests"]))
+            check = functools.partial(check_decisions, requests=request["action_requests"])
+            decisions = ask_until_valid(request, pause, check)
             for call, decision in zip(review, decisions, strict=True):
                 call_id = call.get("id") or ""
                 event: dict[str, Any] = {"id": call_id, "name": call.get("name"), "decision": decision["type"]}
@@ -171,7 +147,7 @@ def make_human_node(registry: ToolRegistry) -> Callable:
             call_id = call.get("id") or ""
             question = str((call.get("args") or {}).get("question") or "")
             pause = functools.partial(emit, "question", id=call_id, question=question)
-            text = _ask(question_request(question), pause, answer_of)
+            text = ask_until_valid(question_request(question), pause, answer_of)
             reviews[call_id] = {"type": "answer", "text": text}
             later.append(("answer", {"id": call_id, "preview": preview(text)}))
         update: dict[str, Any] = {"reviews": reviews}

@@ -29,9 +29,10 @@ from ...tools.retry import BACKOFF_BASE_S, backoff_delay
 from .common import select_registry, task_text
 from .prompts import clip
 from .refs import ReferenceResolutionError, referenced_steps, resolve
+from .review import review_calls
 from .scheduler import FAILED, OK, as_plan, schedule, skipped_result, step_outputs
 from .schema import Step
-from .validate import validate_plan
+from .validate import validate_args, validate_plan
 
 PREVIEW_CHARS = 300
 # Failures that another attempt cannot fix (other failures are retried only when the
@@ -68,25 +69,35 @@ async def execute_step(
     sleep: Callable[[float], Any] = asyncio.sleep,
     max_attempts: int | None = None,
     clock: Callable[[], float] = time.monotonic,
+    edited_args: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Run one step with reference resolution, timeout and retries; never raises for tool failures.
+
+    A tool that pauses the run (``interrupt``, e.g. ``ask_user``) raises ``GraphInterrupt``
+    through here: the step is neither failed nor retried, and re-runs with the answer on resume.
 
     Retries only follow a retryable failure (``ToolOutcome.retryable``). ``max_attempts``
     is the share of the run's ``max_tool_calls`` this step may use (0: the step fails
     with "tool budget exhausted" without running). ``ctx.step_time_cap_s`` bounds the
     whole step: each attempt's timeout is cut to what is left, and no attempt or
-    backoff wait starts past it.
+    backoff wait starts past it. ``edited_args``: the arguments a human set in review
+    (``review.py``), checked like a plan's (``validate_args``) and used as given instead of
+    resolving the step's own.
     """
     result: dict[str, Any] = {"id": step.id, "tool": step.tool, "args": step.args, "status": FAILED, "output": None,
                               "error": None, "attempts": 0, "errors": [], "duration_s": 0.0}
     try:
-        args = resolve(step.args, outputs)
+        args = dict(edited_args) if edited_args is not None else resolve(step.args, outputs)
     except ReferenceResolutionError as exc:
         result.update(error=f"reference: {exc}", kind="reference")
         return result
     result["args"] = args
     if step.tool not in registry:
         result.update(error=f"unknown tool {step.tool!r}", kind="unknown_tool")
+        return result
+    if edited_args is not None and (problems := validate_args(registry.get(step.tool), args)):
+        result.update(error=f"Invalid arguments for tool {step.tool!r} (edited in review): " + "; ".join(problems),
+                      kind="invalid_args")
         return result
     if max_attempts is not None and max_attempts < 1:
         result.update(
@@ -177,6 +188,8 @@ def make_prepare_node(*, execute_only: bool = False, registry: ToolRegistry | No
             "max_tool_calls": int(ctx.max_tool_calls),
             "tool_calls_made": 0,
             "step_budgets": {},
+            "step_reviews": {sid: None for sid in state.get("step_reviews") or {}},
+            "awaiting_review": [],
         }
         if execute_only:
             checked = validate_plan(state.get("plan"), registry or ToolRegistry(), max_steps=int(ctx.max_tool_calls))
@@ -200,7 +213,10 @@ def make_prepare_node(*, execute_only: bool = False, registry: ToolRegistry | No
     return prepare
 
 
-def make_dispatch_node() -> Callable:
+def make_dispatch_node(registry: ToolRegistry | None = None) -> Callable:
+    """``registry``: the tools whose ``ToolMeta`` says which steps need a human's approval
+    under the run's ``approve`` setting (``review.py``); None: no step does."""
+
     async def dispatch(state: PlannerState, runtime: Runtime[PlannerContext]) -> dict[str, Any]:
         plan = as_plan(state.get("plan"))
         results = state.get("step_results") or {}
@@ -237,11 +253,16 @@ def make_dispatch_node() -> Callable:
                      attempts=0, duration_s=0.0, round=round_)
                 written[sid] = entry
         update: dict[str, Any] = {"step_results": written, "ready": decision.ready, "tool_calls_made": used,
-                                  "step_budgets": {sid: shares[sid] for sid in decision.ready}}
+                                  "step_budgets": {sid: shares[sid] for sid in decision.ready}, "awaiting_review": []}
         if decision.halt is not None:
             update.update(status="halted", halt=decision.halt)
         elif decision.ready:
             update.update(status="running", round=round_ + 1)
+            if registry is not None:
+                update["awaiting_review"] = review_calls(
+                    plan, decision.ready, {**results, **written}, state.get("step_reviews") or {},
+                    select_registry(registry, ctx.tools), ctx.approve,
+                )
         else:
             update["status"] = "done"
         return update
@@ -262,6 +283,7 @@ def step_task(state: Mapping[str, Any], step_id: str) -> dict[str, Any]:
         "round": count_of(state, "round"),
         "plan_round": count_of(state, "replans"),
         "max_attempts": (state.get("step_budgets") or {}).get(step_id),
+        "review": (state.get("step_reviews") or {}).get(step_id),
     }
 
 
@@ -271,10 +293,12 @@ def make_run_step_node(registry: ToolRegistry, *, backoff_base_s: float = BACKOF
         step = Step.model_validate(task["step"])
         emit("step_start", step=step.id, tool=step.tool, round=task.get("round"), depends_on=step.depends_on)
         offered = select_registry(registry, ctx.tools)  # an edited plan cannot reach tools the run does not offer
+        review = task.get("review") or {}
         result = await execute_step(
             step, dict(task.get("outputs") or {}), offered, ctx,
             store=runtime.store, stream_writer=runtime.stream_writer, backoff_base_s=backoff_base_s,
             max_attempts=task.get("max_attempts"),
+            edited_args=review.get("args") if review.get("type") == "edit" else None,
         )
         result.update(index=task.get("index", 0), round=task.get("round", 0), plan_round=task.get("plan_round", 0))
         preview = clip(

@@ -41,16 +41,27 @@ def route_after_approve(state: PlannerState) -> Literal["dispatch", "approve", "
     return END
 
 
-def route_after_dispatch(state: PlannerState) -> list[Send] | Literal["plan", "synthesize"]:
-    """Fan the ready steps out to ``run_step``; after a halt replan (while allowed) or report."""
+def route_after_dispatch(state: PlannerState) -> list[Send] | Literal["review_steps", "plan", "synthesize"]:
+    """Fan the ready steps out to ``run_step`` (after a human's review when some need one);
+    after a halt replan (while allowed) or report."""
     status = state.get("status")
     if status == "running" and state.get("ready"):
+        if state.get("awaiting_review"):
+            return "review_steps"
         return [Send("run_step", step_task(state, sid)) for sid in state["ready"]]
     budget = state.get("max_tool_calls")
     spent = budget is not None and count_of(state, "tool_calls_made") >= int(budget)
     if status == "halted" and count_of(state, "replans") < count_of(state, "max_replans") and not spent:
         return "plan"  # (a revised plan needs at least one tool call left)
     return "synthesize"
+
+
+def route_after_review(state: PlannerState) -> list[Send] | Literal["dispatch"]:
+    """Run the wave's ready steps that have no result yet (a rejected step has its failure);
+    when a human rejected them all, back to ``dispatch``."""
+    results = state.get("step_results") or {}
+    sends = [Send("run_step", step_task(state, sid)) for sid in state.get("ready") or [] if sid not in results]
+    return sends or "dispatch"
 
 
 def route_after_load(state: PlannerState) -> Literal["dispatch", "__end__"]:

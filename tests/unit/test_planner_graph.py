@@ -437,6 +437,9 @@ PLANNER_EDGES = {  # (source, target, conditional), as Studio draws them
     ("approve", "dispatch", True),
     ("approve", "__end__", True),
     ("dispatch", "run_step", True),
+    ("dispatch", "review_steps", True),
+    ("review_steps", "run_step", True),
+    ("review_steps", "dispatch", True),
     ("dispatch", "plan", True),
     ("dispatch", "synthesize", True),
     ("run_step", "dispatch", False),
@@ -450,7 +453,7 @@ def test_graph_module_exports_a_graph_without_checkpointer():
 
     assert planner.graph.checkpointer is None and planner.graph.name == "planner"
     mermaid = planner.graph.get_graph().draw_mermaid()
-    for node in ("plan", "approve", "dispatch", "run_step", "synthesize", "plan_failed"):
+    for node in ("plan", "approve", "dispatch", "review_steps", "run_step", "synthesize", "plan_failed"):
         assert node in mermaid
     assert {(e.source, e.target, e.conditional) for e in planner.graph.get_graph().edges} == PLANNER_EDGES
     json.dumps(planner.graph.get_input_jsonschema())
