@@ -6,6 +6,8 @@ nothing outside it imports it.
     smart-agent demo                            (offline, against a bundled scripted model)
     smart-agent tools | smart-agent graph [NAME]
     smart-agent plan | execute                  (cli/planner.py)
+    smart-agent resume --thread ID --approve|--reject|--edit|--answer|--decisions
+                                                (cli/resume.py: a run paused on an interrupt, exit 3)
     smart-agent memory list|search|forget|stats (cli/memory.py)
 
 Events stream live to stderr (to stdout in human mode); with ``--json`` stdout
@@ -14,7 +16,9 @@ holds exactly one JSON object.
 * ``options.py`` - argument types and checks (one line, exit 2), feature flags;
 * ``render.py`` - one line per event, the run summary;
 * ``run.py`` - run, chat, demo, tools, graph and the flags that build the ``Context``;
-* ``planner.py``, ``memory.py`` - the features' commands and flags.
+* ``planner.py``, ``memory.py`` - the features' commands and flags;
+* ``review.py`` - runs that pause for a person (review, questions): prompts, exit 3;
+  ``resume.py`` - ``smart-agent resume``.
 
 Importing the package is cheap (argparse only); graphs, tools and models load in the
 handlers.
@@ -81,8 +85,9 @@ def _feature_cli_hooks() -> list[Callable]:
     """Sub-commands contributed by features (memory, planner...)."""
     from .memory import register_cli as register_memory_cli
     from .planner import register_cli as register_planner_cli
+    from .resume import register_cli as register_resume_cli
 
-    return [register_memory_cli, register_planner_cli]
+    return [register_memory_cli, register_planner_cli, register_resume_cli]
 
 
 def main(argv: list[str] | None = None) -> int:

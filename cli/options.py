@@ -6,7 +6,7 @@
 * :func:`existing_dir` - ``--workspace`` must name an existing folder (:func:`add_workspace_args`).
 * :func:`utf8_text` - text arguments (the task) must be valid UTF-8; undecodable
   bytes in argv are refused, not replaced.
-* :func:`check_tool_names` - ``--tools`` names must be registered tools.
+* :func:`check_tool_names` - ``--tools`` and ``--approve`` names must be registered tools.
 * :func:`chat_line` - a line of ``chat`` input must be valid UTF-8 (checked per line).
 """
 
@@ -109,20 +109,25 @@ def chat_line(raw: bytes | str) -> tuple[str, str | None]:
 
 
 def check_tool_names(ctx: C) -> C:
-    """``ctx``; a ``ValueError`` listing the known tools when one of ``ctx.tools`` is not
-    a registered tool (built-ins, context tools and plugins: what a CLI run's graph offers)."""
-    names = ctx.tools
-    if not names:
+    """``ctx``; a ``ValueError`` listing the known tools when one of ``ctx.tools`` or of the
+    tool names in ``ctx.approve`` is not a registered tool (built-ins, context tools and
+    plugins: what a CLI run's graph offers)."""
+    from ..context_types import APPROVE_SIDE_EFFECTS, approve_tokens
+
+    approve = [n for n in approve_tokens(getattr(ctx, "approve", None) or "none") if n != APPROVE_SIDE_EFFECTS]
+    checks = [("--tools", list(ctx.tools or [])), ("--approve", approve)]
+    if not any(names for _flag, names in checks):
         return ctx
     from ..tools.builtins import default_registry
     from ..tools.context_tools import with_context_tools
 
     known = with_context_tools(default_registry()).names()
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise ValueError(
-            f"--tools: unknown tool(s) {', '.join(map(shown, unknown))}. Known tools: {', '.join(known)}"
-        )
+    for flag, names in checks:
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise ValueError(
+                f"{flag}: unknown tool(s) {', '.join(map(shown, unknown))}. Known tools: {', '.join(known)}"
+            )
     return ctx
 
 

@@ -47,6 +47,8 @@ def format_event(ev: dict) -> str | None:
         )
     if kind == "final_answer":
         return None  # printed once at the end
+    if kind in ("approval_requested", "approval", "question", "answer"):
+        return _review_line(ev)
     if kind == "summarization":
         if ev.get("action") == "archive":
             return f"  ⇣ archived {ev.get('tool')} output ({ev.get('chars')} chars) as {ev.get('execution_id')}"
@@ -85,6 +87,31 @@ def format_event(ev: dict) -> str | None:
         return f"  ◇ memory: {ev.get('action', 'stored')} {ev.get('key', '')} ({ev.get('took_ms', 0):.0f} ms)"
     payload = {k: v for k, v in ev.items() if k not in {"event", "ts"}}
     return f"  [{kind}] {short(payload, 200)}"
+
+
+def _call_text(call: Any, step: bool) -> str:
+    call = call if isinstance(call, dict) else {}
+    label = f"{call.get('id')}: " if step else ""  # a planner step's id
+    return f"{label}{call.get('name')}({short(call.get('args') or {}, 80)})"
+
+
+def _review_line(ev: dict) -> str:
+    """Human review (nodes/human.py, the planner's step review) and ask_user questions."""
+    kind = ev.get("event")
+    if kind == "approval_requested":  # the agent's calls (calls) or the planner's steps (requests)
+        steps = "requests" in ev
+        calls = ev.get("requests") if steps else ev.get("calls")
+        return "  ⏸ waiting for approval: " + "; ".join(_call_text(c, steps) for c in calls or [])
+    if kind == "approval":
+        decision, name = ev.get("decision"), ev.get("name")
+        if decision == "reject":
+            return f"  ✗ rejected {name}" + (f": {short(ev['message'])}" if ev.get("message") else "")
+        if decision == "edit":
+            return f"  ✎ approved {name} with edited arguments {short(ev.get('args') or {}, 100)}"
+        return f"  ✓ approved {name}"
+    if kind == "question":
+        return f"  ? the agent asks: {short(ev.get('question', ''), 200)}"
+    return f"  ↳ answered: {short(ev.get('preview', ev.get('answer', '')), 120)}"
 
 
 class RunSummary:

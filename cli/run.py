@@ -9,7 +9,7 @@ import json
 import os
 import sys
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -52,7 +52,7 @@ CONTEXT_FLAGS: dict[str, str] = {
 }
 
 
-def add_context_args(p: argparse.ArgumentParser) -> None:
+def add_context_args(p: argparse.ArgumentParser, *, review_flags: bool = True) -> None:
     p.add_argument("--graph", default="agent", help="which graph runs the task (agent, planner, dual, fleet)")
     p.add_argument("--model", help="chat model as provider:model (default: $SMART_AGENT_MODEL or openai:gpt-4o-mini)")
     p.add_argument("--system-prompt", help="replace the system prompt")
@@ -96,7 +96,8 @@ def add_context_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout; events go to stderr")
     p.add_argument("--quiet", "-q", action="store_true", help="do not print events")
     for add_args, _values in _feature_context_hooks():
-        add_args(p)
+        if review_flags or add_args.__name__ != "add_review_context_args":  # `resume` has its own --approve
+            add_args(p)
 
 
 def _feature_context_hooks() -> list[
@@ -105,31 +106,40 @@ def _feature_context_hooks() -> list[
     """Each feature's (add its flags, map them onto Context fields) pair."""
     from .memory import add_memory_context_args, memory_context_values
     from .planner import add_planner_context_args, planner_context_values
+    from .review import add_review_context_args, review_context_values
 
     return [
         (add_context_budget_args, context_budget_values),
         (add_memory_context_args, memory_context_values),
         (add_planner_context_args, planner_context_values),
         (add_reasoning_args, reasoning_values),
+        (add_review_context_args, review_context_values),
     ]
 
 
-def context_from_args(args: argparse.Namespace) -> BaseContext:
-    """The run's context, of the class of the graph it runs (``--graph``, default agent):
-    flags that graph has no field for are ignored, as they always were by its nodes."""
-    from ..context import GRAPH_CONTEXTS, Context
-
-    schema: type[BaseContext] = GRAPH_CONTEXTS.get(getattr(args, "graph", None) or "agent", Context)
-    names = {f.name for f in fields(schema)}
+def context_values(args: argparse.Namespace) -> dict[str, Any]:
+    """The context fields the flags give (all graphs' fields; what a thread records for `resume`)."""
     values: dict[str, Any] = {}
     for flag, field_name in CONTEXT_FLAGS.items():
         v = getattr(args, flag, None)
-        if v is not None and field_name in names:
+        if v is not None:
             values[field_name] = v
     if values.get("workspace"):
         values["workspace"] = os.path.abspath(values["workspace"])
     for _add_args, to_values in _feature_context_hooks():
         to_values(args, values)
+    return values
+
+
+def context_from_args(args: argparse.Namespace, base: dict[str, Any] | None = None) -> BaseContext:
+    """The run's context, of the class of the graph it runs (``--graph``, default agent):
+    flags that graph has no field for are ignored, as they always were by its nodes.
+    ``base``: field values the flags override (a resumed thread's recorded flags)."""
+    from ..context import GRAPH_CONTEXTS, Context
+
+    schema: type[BaseContext] = GRAPH_CONTEXTS.get(getattr(args, "graph", None) or "agent", Context)
+    names = {f.name for f in fields(schema)}
+    values = {**(base or {}), **context_values(args)}
     return check_tool_names(schema(**{k: v for k, v in values.items() if k in names}))
 
 
@@ -141,11 +151,20 @@ async def run_once(
     context: Any,
     thread_id: str,
     on_event: Callable[[dict], None],
+    ask: Callable[[list[Any]], Any] | None = None,
+    metadata: dict[str, Any] | None = None,
 ) -> dict:
-    config = {
+    """Stream one run to its end. When it pauses on interrupts (human review, a question,
+    the plan's approval), ``ask(interrupts)`` gives the resume value and the run goes on; with
+    no ``ask`` or when it returns None the run stops there: the final state then holds the
+    pending interrupts under ``"__interrupt__"``. ``metadata`` goes into the thread's
+    checkpoints (cli/review.py records the graph and flags for ``resume``)."""
+    config: dict[str, Any] = {
         "configurable": {"thread_id": thread_id},
         "recursion_limit": max(1000, 4 * int(getattr(context, "max_tool_calls", 20)) + 50),
     }
+    if metadata:
+        config["metadata"] = metadata
     final: dict = {}
     while True:
         async for mode, chunk in graph.astream(
@@ -159,20 +178,19 @@ async def run_once(
                 on_event(chunk)
             elif mode == "values" and isinstance(chunk, dict):
                 final = chunk
-        # A graph that paused for a person (the planner's plan approval): ask, then resume.
-        snapshot = await graph.aget_state(config) if graph.checkpointer is not None else None
-        pending = [
-            i.value
-            for i in (snapshot.interrupts if snapshot else ())
-            if isinstance(i.value, dict) and i.value.get("type") == "plan_approval"
-        ]
+        final = {k: v for k, v in final.items() if k != "__interrupt__"}
+        # A graph that paused for a person: ask (on a terminal), then resume; else stop here.
+        from .review import pending_interrupts
+
+        pending = await pending_interrupts(graph, config)
         if not pending:
             return final
+        decision = ask(pending) if ask is not None else None
+        if decision is None:
+            return {**final, "__interrupt__": pending}
         from langgraph.types import Command
 
-        from .planner import prompt_for_approval
-
-        graph_input = Command(resume=prompt_for_approval(pending[0]))
+        graph_input = Command(resume=decision)
 
 
 def _printer(stream: TextIO, quiet: bool, summary: RunSummary) -> Callable[[dict], None]:
@@ -223,28 +241,53 @@ async def _run_input(args: argparse.Namespace, graph: Any, thread_id: str) -> An
 
 
 async def run_command(args: argparse.Namespace) -> int:
-    from ..sessions import open_checkpointer
-    from ..thread_lock import thread_lock
+    from .review import run_metadata
 
     ctx = context_from_args(args)
     thread_id = args.thread or str(uuid.uuid4())
+    metadata = run_metadata(args.graph, context_values(args))
+    return await run_and_report(
+        args, ctx, thread_id, args.graph, lambda graph: _run_input(args, graph, thread_id), metadata=metadata
+    )
+
+
+async def run_and_report(
+    args: argparse.Namespace,
+    ctx: BaseContext,
+    thread_id: str,
+    graph_name: str,
+    make_input: Callable[[Any], Awaitable[Any]],
+    *,
+    metadata: dict[str, Any],
+) -> int:
+    """Run ``graph_name`` on the thread (its lock held) from ``make_input(graph)`` and print
+    the outcome (``run`` and ``resume``): the answer or the --json object; exit 0, 1 (failed
+    planning), or 3 when the run stopped on an interrupt (asked on a terminal instead)."""
+    from ..sessions import open_checkpointer
+    from ..thread_lock import thread_lock
+    from .review import ask_terminal, on_terminal, report_interrupted
+
     summary = RunSummary()
     event_stream = sys.stderr if args.json else sys.stdout
     try:
         async with thread_lock(thread_id), open_checkpointer() as saver:  # one run at a time on a thread
-            graph = _build(args.graph, saver)
+            graph = _build(graph_name, saver)
             final = await run_once(
                 graph,
-                await _run_input(args, graph, thread_id),
+                await make_input(graph),
                 context=ctx,
                 thread_id=thread_id,
                 on_event=_printer(event_stream, args.quiet or False, summary),
+                ask=ask_terminal if on_terminal(args) else None,
+                metadata=metadata,
             )
     except Exception as exc:
         if args.json:  # stdout still holds exactly one JSON object; main() reports on stderr
             failed = {**result_json({}, thread_id, summary), "error": {"type": type(exc).__name__, "message": str(exc)}}
             print(json.dumps(failed, ensure_ascii=False, default=str))
         raise
+    if final.get("__interrupt__"):  # nothing more runs until `smart-agent resume`
+        return report_interrupted(args.json, result_json(final, thread_id, summary), thread_id, final["__interrupt__"])
     no_plan = final.get("status") == "planning_failed"  # no valid plan within the bounded attempts
     if args.json:
         print(json.dumps(result_json(final, thread_id, summary), ensure_ascii=False, default=str))
@@ -266,11 +309,20 @@ async def run_command(args: argparse.Namespace) -> int:
 async def chat_command(args: argparse.Namespace) -> int:
     from ..sessions import open_checkpointer
     from ..thread_lock import thread_lock
+    from .review import ask_terminal, on_terminal, report_interrupted, run_metadata
 
     ctx = context_from_args(args)
     thread_id = args.thread or str(uuid.uuid4())
     interactive = sys.stdin.isatty()
     stdin = getattr(sys.stdin, "buffer", sys.stdin)  # bytes: each line is decoded strictly (chat_line)
+    metadata = run_metadata(args.graph, context_values(args))
+
+    def read_line() -> str:  # decisions are read from the same stdin as the turns
+        raw = stdin.readline()
+        return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+
+    def ask(pending: list[Any]) -> Any:
+        return ask_terminal(pending, read=read_line)
     number = refused = 0
     print(f"smart-agent chat · thread {thread_id} · /exit to quit", file=sys.stderr)
     async with open_checkpointer() as saver:
@@ -299,7 +351,12 @@ async def chat_command(args: argparse.Namespace) -> int:
                     context=ctx,
                     thread_id=thread_id,
                     on_event=_printer(sys.stderr, args.quiet or args.json, summary),
+                    ask=ask if on_terminal(args) else None,
+                    metadata=metadata,
                 )
+            if final.get("__interrupt__"):  # not a terminal: the turn waits for `smart-agent resume`
+                result = result_json(final, thread_id, summary)
+                return report_interrupted(args.json, result, thread_id, final["__interrupt__"])
             if args.json:
                 print(json.dumps(result_json(final, thread_id, summary), ensure_ascii=False, default=str), flush=True)
             else:

@@ -117,16 +117,28 @@ def test_run_graph_planner(scripted_server, tmp_path):
     assert json.loads(proc.stdout)["answer"] == "6*7 is 42 and 2**10 is 1024."
 
 
-def test_run_graph_planner_with_approval_prompt(scripted_server, tmp_path):
-    server = scripted_server([submit(PLAN), {"content": "approved and done"}])
-    proc = run_cli(
-        ["run", "--graph", "planner", "compute", "--workspace", str(tmp_path), "--approve-plan", "--json"],
-        env=cli_env(server),
-        input_text="a\n",
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert "save: write_file" in proc.stderr and "approve?" in proc.stderr
-    assert json.loads(proc.stdout)["answer"] == "approved and done"
+def test_run_graph_planner_with_approval_pauses_and_resumes(scripted_server, tmp_path):
+    """Not a terminal (stdin is a pipe): the plan's approval is not asked, the run exits 3
+    and `smart-agent resume` approves or rejects it with the same graph and workspace."""
+    server = scripted_server([submit(PLAN), {"content": "approved and done"}, submit(PLAN)])
+    env = cli_env(server)
+    run = ["run", "--graph", "planner", "compute", "--workspace", str(tmp_path), "--approve-plan", "--json"]
+    proc = run_cli([*run, "--thread", "p1"], env=env, input_text="a\n")
+    assert proc.returncode == 3, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["status"] == "interrupted" and out["interrupts"][0]["value"]["type"] == "plan_approval"
+    assert "approve?" not in proc.stderr and not (tmp_path / "out").exists() and len(server.requests) == 1
+    resumed = run_cli(["resume", "--thread", "p1", "--approve", "--json"], env=env)  # graph and workspace recorded
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["answer"] == "approved and done"
+    assert (tmp_path / "out" / "result.txt").read_text() == "a=42 b=1024"
+
+    assert run_cli([*run, "--thread", "p2"], env=env).returncode == 3
+    wrong = run_cli(["resume", "--thread", "p2", "--graph", "agent", "--reject", "no"], env=env)
+    assert wrong.returncode == 2 and "runs the 'planner' graph, not 'agent'" in wrong.stderr
+    rejected = run_cli(["resume", "--thread", "p2", "--reject", "too risky"], env=env)
+    assert rejected.returncode == 0, rejected.stderr
+    assert "The plan was rejected (too risky)" in rejected.stdout and len(server.requests) == 3
 
 
 @pytest.mark.unit  # in-process (the approval prompt alone): in the fast run too

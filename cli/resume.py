@@ -1,0 +1,111 @@
+"""``smart-agent resume``: continue a run that stopped on an interrupt (exit code 3).
+
+    smart-agent resume --thread ID (--approve | --reject [MESSAGE] | --edit JSON
+                                    | --answer TEXT | --decisions FILE) [--json] [run flags]
+
+The thread's checkpoints record the graph and the context flags of the run that paused
+(cli/review.py ``run_metadata``): the resumed run uses the same graph and settings; flags
+given to ``resume`` override the recorded ones (``--graph`` may only repeat the recorded
+graph; a thread without a record - started outside the CLI - needs ``--graph``). Every
+pending request gets the one decision given, unless ``--decisions FILE`` lists one per tool
+call. The rest of the run is shown like ``run``'s: events, the answer or the ``--json``
+object; exit 0 when it finished, 3 when it paused again, 1 when it failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from .options import utf8_text
+from .review import EXIT_INTERRUPTED
+
+__all__ = ["EXIT_INTERRUPTED", "register_cli", "resume_command"]
+
+
+def register_cli(subparsers: Any) -> None:
+    from . import run
+
+    p = subparsers.add_parser(
+        "resume",
+        help="continue a run that paused for review or a question (exit code 3)",
+        description="Continue a paused run on its thread with a decision for every pending request.",
+    )
+    decision = p.add_mutually_exclusive_group(required=True)
+    decision.add_argument("--approve", dest="decide_approve", action="store_true", help="approve every pending call")
+    decision.add_argument(
+        "--reject",
+        dest="decide_reject",
+        nargs="?",
+        const="",
+        type=utf8_text("message"),
+        metavar="MESSAGE",
+        help="reject every pending call; the model reads MESSAGE",
+    )
+    decision.add_argument(
+        "--edit", dest="decide_edit", metavar="JSON", help="run every pending call with these arguments (the plan, for "
+        "the planner's plan approval)",
+    )
+    decision.add_argument("--answer", dest="decide_answer", type=utf8_text("answer"), help="answer the question")
+    decision.add_argument(
+        "--decisions", dest="decide_file", metavar="FILE", help="JSON: one decision per pending tool call, in order"
+    )
+    run.add_context_args(p, review_flags=False)
+    p.add_argument("--ask-user", action=argparse.BooleanOptionalAction, default=None, help="offer ask_user from now on")
+    p.set_defaults(handler=resume_command, graph=None)
+
+
+async def _recorded(thread_id: str) -> dict[str, Any] | None:
+    """The metadata of the thread's latest checkpoint; None when the thread does not exist."""
+    from ..sessions import open_checkpointer
+
+    async with open_checkpointer() as saver:
+        found = await saver.aget_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
+    return None if found is None else dict(found.metadata or {})
+
+
+def _answers(args: argparse.Namespace, pending: list[Any]) -> list[Any]:
+    from .review import file_decisions, flag_decision, parse_json_arg, read_decisions_file
+
+    if args.decide_file is not None:
+        return file_decisions(pending, read_decisions_file(args.decide_file))
+    edit = parse_json_arg(args.decide_edit, "--edit") if args.decide_edit is not None else None
+    return [
+        flag_decision(
+            i.value, approve=args.decide_approve, reject=args.decide_reject, edit=edit, answer=args.decide_answer
+        )
+        for i in pending
+    ]
+
+
+async def resume_command(args: argparse.Namespace) -> int:
+    from langgraph.types import Command
+
+    from .review import pending_interrupts, recorded_run, resume_value, run_metadata
+    from .run import context_from_args, context_values, run_and_report
+
+    thread_id = args.thread
+    if not thread_id:
+        raise ValueError("resume: --thread ID is required (the thread_id of the paused run)")
+    metadata = await _recorded(thread_id)
+    if metadata is None:
+        raise ValueError(f"resume: thread {thread_id!r} does not exist")
+    graph, flags = recorded_run(metadata)
+    if graph and args.graph and args.graph != graph:
+        raise ValueError(f"resume: thread {thread_id!r} runs the {graph!r} graph, not {args.graph!r}")
+    if not (graph or args.graph):
+        raise ValueError(f"resume: thread {thread_id!r} has no record of the graph it ran: give --graph")
+    args.graph = graph or args.graph
+    if getattr(args, "ask_user", None) is not None:
+        flags["ask_user"] = args.ask_user
+    ctx = context_from_args(args, base=flags)
+    config = {"configurable": {"thread_id": thread_id}}
+
+    async def make_input(built: Any) -> Any:  # inside the thread's lock: what is pending now
+        pending = await pending_interrupts(built, config)
+        if not pending:
+            raise ValueError(f"resume: thread {thread_id!r} has no paused run waiting for a decision")
+        return Command(resume=resume_value(pending, _answers(args, pending)))
+
+    recorded = run_metadata(args.graph, {**flags, **context_values(args)})
+    return await run_and_report(args, ctx, thread_id, args.graph, make_input, metadata=recorded)

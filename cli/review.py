@@ -1,0 +1,389 @@
+"""A run that pauses for a person: human review of tool calls, ``ask_user`` questions, the
+planner's plan approval - any LangGraph interrupt of any graph.
+
+* :func:`pending_interrupts` - what a thread waits for (``StateSnapshot.interrupts``);
+* :func:`resume_value` - the ``Command(resume=...)`` value answering all of them;
+* :func:`ask_terminal` - on a terminal: show each request and read the decision
+  (``[a]pprove / [e]dit / [r]eject``, or the answer to a question);
+* :func:`flag_decision` - the decision ``smart-agent resume`` builds from its flags;
+* :func:`interrupted_json` / :func:`interrupted_message` - what a run that stopped on an
+  interrupt prints (exit code :data:`EXIT_INTERRUPTED`);
+* :func:`add_review_context_args` / :func:`review_context_values` - ``--approve`` and
+  ``--ask-user`` of ``run`` and ``chat``.
+
+The formats are approval.py's (LangChain's HumanInTheLoopMiddleware) and
+nodes/planner/approve.py's. The ``resume`` command itself is cli/resume.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TextIO
+
+from ..context_types import shown
+
+#: Exit code of a run that stopped on an interrupt: it waits for ``smart-agent resume``.
+EXIT_INTERRUPTED = 3
+#: Checkpoint metadata key recording how a thread's runs were started (graph, flags).
+RUN_METADATA = "smart_agent"
+
+Read = Callable[[], str]
+
+
+# -- what a thread waits for ----------------------------------------------------------
+async def pending_interrupts(graph: Any, config: Mapping[str, Any]) -> list[Any]:
+    """The interrupts the thread's latest checkpoint waits for (LangGraph ``Interrupt``
+    objects: ``.id``, ``.value``), subgraphs' and parallel branches' included."""
+    if graph.checkpointer is None:
+        return []
+    snapshot = await graph.aget_state(config)
+    return list(snapshot.interrupts or ())
+
+
+def interrupt_kind(value: Any) -> str:
+    """'review', 'question', 'plan' or 'other'."""
+    from ..approval import is_question, is_review_request
+
+    if is_review_request(value):
+        return "review"
+    if is_question(value):
+        return "question"
+    if isinstance(value, Mapping) and value.get("type") == "plan_approval":
+        return "plan"
+    return "other"
+
+
+def resume_value(interrupts: Sequence[Any], answers: Sequence[Any]) -> Any:
+    """The ``Command(resume=...)`` value giving ``answers[i]`` to ``interrupts[i]``: a map by
+    interrupt id (LangGraph resumes several pending interrupts at once this way)."""
+    if len(interrupts) == 1 and not getattr(interrupts[0], "id", None):
+        return answers[0]
+    return {i.id: a for i, a in zip(interrupts, answers, strict=True)}
+
+
+def action_requests(value: Any) -> list[Mapping[str, Any]]:
+    return [a if isinstance(a, Mapping) else {} for a in (value.get("action_requests") or [])]
+
+
+# -- output of a run that stopped on an interrupt ----------------------------------------
+def interrupts_json(interrupts: Sequence[Any]) -> list[dict[str, Any]]:
+    return [{"id": getattr(i, "id", None), "value": getattr(i, "value", i)} for i in interrupts]
+
+
+def interrupted_json(result: Mapping[str, Any], interrupts: Sequence[Any]) -> dict[str, Any]:
+    """``--json`` of a run waiting on ``interrupts``: the run's usual keys (``result``, from
+    ``result_json``), ``status: interrupted`` and the pending interrupts."""
+    return {**result, "status": "interrupted", "interrupts": interrupts_json(interrupts)}
+
+
+def resume_hint(thread_id: str, interrupts: Sequence[Any]) -> str:
+    kinds = {interrupt_kind(getattr(i, "value", None)) for i in interrupts}
+    options = []
+    if kinds & {"review", "plan"}:
+        options.append("--approve | --reject [MESSAGE] | --edit JSON")
+    if kinds & {"question", "other"}:
+        options.append("--answer TEXT")
+    if kinds & {"review", "other"}:
+        options.append("--decisions FILE")
+    return f"smart-agent resume --thread {shlex.quote(thread_id)} ({' | '.join(options)})"
+
+
+def describe(value: Any) -> list[str]:
+    """Readable lines for one pending interrupt."""
+    kind = interrupt_kind(value)
+    if kind == "review":
+        lines = []
+        for n, action in enumerate(action_requests(value), start=1):
+            args = json.dumps(action.get("args") or {}, ensure_ascii=False, sort_keys=True)
+            lines.append(f"  {n}. {action.get('name')}({args})")
+        return lines
+    if kind == "question":
+        return [f"  ? {value['question']}"]
+    if kind == "plan":
+        from .planner import format_plan
+
+        return [f"  plan for: {value.get('task', '')}", format_plan(value.get("plan") or {})]
+    return ["  " + json.dumps(value, ensure_ascii=False, default=str)]
+
+
+def interrupted_message(thread_id: str, interrupts: Sequence[Any]) -> str:
+    """The human message (stderr) of a run that stopped on ``interrupts``."""
+    counts = {"review": 0, "question": 0, "plan": 0, "other": 0}
+    for i in interrupts:
+        value = getattr(i, "value", None)
+        kind = interrupt_kind(value)
+        counts[kind] += len(action_requests(value)) if kind == "review" else 1
+    what = []
+    if counts["review"]:
+        what.append(f"{counts['review']} tool call(s) wait for review")
+    if counts["question"]:
+        what.append(f"{counts['question']} question(s) wait for an answer")
+    if counts["plan"]:
+        what.append("the plan waits for approval")
+    if counts["other"]:
+        what.append(f"{counts['other']} request(s) wait for input")
+    lines = [f"smart-agent: paused on thread {thread_id}: {'; '.join(what)}; nothing more runs until resumed."]
+    for i in interrupts:
+        lines.extend(describe(getattr(i, "value", None)))
+    lines.append(f"continue with: {resume_hint(thread_id, interrupts)}")
+    return "\n".join(lines)
+
+
+# -- deciding on a terminal --------------------------------------------------------------
+def edit_json(current: Any, *, read: Read, out: TextIO, what: str = "arguments") -> Any:
+    """``current`` edited by the user: in ``$VISUAL``/``$EDITOR`` when set (a temporary JSON
+    file), else one line of JSON read from the terminal. Bad JSON: said, and None."""
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
+    if editor:
+        fd, path = tempfile.mkstemp(suffix=".json", prefix="smart-agent-edit-")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(current, fh, indent=2, ensure_ascii=False)
+                fh.write("\n")
+            subprocess.run([*shlex.split(editor), path], check=False)
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read()
+        finally:
+            os.unlink(path)
+    else:
+        print(f"  new {what} as one line of JSON: ", end="", file=out, flush=True)
+        text = read()
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        print(f"  not valid JSON ({exc}); try again", file=out, flush=True)
+        return None
+
+
+def _ask_action(action: Mapping[str, Any], *, read: Read, out: TextIO) -> dict[str, Any] | None:
+    """One tool call's decision, in approval.py's format (None: end of input)."""
+    name = str(action.get("name") or "")
+    args = action.get("args") if isinstance(action.get("args"), Mapping) else {}
+    print(f"\n⏸ {name} waits for your approval", file=out)
+    print(f"  args: {json.dumps(args, ensure_ascii=False, sort_keys=True)}", file=out)
+    if action.get("description"):
+        print("  " + str(action["description"]).replace("\n", "\n  "), file=out)
+    while True:
+        print("  [a]pprove / [e]dit / [r]eject [message]: ", end="", file=out, flush=True)
+        line = read()
+        if not line:
+            return None
+        word, _, rest = line.strip().partition(" ")
+        word = word.lower()
+        if word in ("a", "approve", "y", "yes"):
+            return {"type": "approve"}
+        if word in ("r", "reject", "n", "no"):
+            return {"type": "reject", "message": rest.strip()}
+        if word in ("e", "edit"):
+            edited = json.loads(rest) if rest.strip() and _is_json(rest) else edit_json(args, read=read, out=out)
+            if isinstance(edited, Mapping):
+                return {"type": "edit", "edited_action": {"name": name, "args": dict(edited)}}
+            if edited is not None:
+                print("  the arguments must be a JSON object; try again", file=out, flush=True)
+            continue
+        print("  answer a, e or r [message]", file=out, flush=True)
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+def ask_one(value: Any, *, read: Read, out: TextIO) -> tuple[bool, Any]:
+    """The resume value for one interrupt, asked on the terminal: ``(True, value)``, or
+    ``(False, None)`` at the end of input (the run stays paused)."""
+    kind = interrupt_kind(value)
+    if kind == "review":
+        decisions = []
+        for action in action_requests(value):
+            decision = _ask_action(action, read=read, out=out)
+            if decision is None:
+                return False, None
+            decisions.append(decision)
+        return True, {"decisions": decisions}
+    if kind == "plan":
+        from .planner import prompt_for_approval
+
+        return True, prompt_for_approval(dict(value), read=read, out=out)
+    if kind == "question":
+        print(f"\n? {value['question']}\nanswer> ", end="", file=out, flush=True)
+    else:
+        print(f"\nthe run waits for input: {json.dumps(value, ensure_ascii=False, default=str)}", file=out)
+        print("value (JSON, or text)> ", end="", file=out, flush=True)
+    line = read()
+    if not line:
+        return False, None
+    text = line.rstrip("\n")
+    if kind == "other" and _is_json(text):
+        return True, json.loads(text)
+    return True, text
+
+
+def ask_terminal(
+    interrupts: Sequence[Any], *, read: Read | None = None, out: TextIO | None = None
+) -> Any | None:
+    """Ask about every pending interrupt on the terminal; the resume value, or None when
+    the input ended first."""
+    read = read or sys.stdin.readline
+    out = out or sys.stderr
+    answers = []
+    for i in interrupts:
+        ok, answer = ask_one(getattr(i, "value", None), read=read, out=out)
+        if not ok:
+            return None
+        answers.append(answer)
+    return resume_value(interrupts, answers)
+
+
+def on_terminal(args: argparse.Namespace) -> bool:
+    """Whether decisions are asked interactively: stdin and stdout are terminals, no --json."""
+    return not getattr(args, "json", False) and sys.stdin.isatty() and sys.stdout.isatty()
+
+
+# -- deciding from flags (smart-agent resume) -----------------------------------------------
+def parse_json_arg(text: str, flag: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"{flag}: not valid JSON ({exc})") from None
+
+
+def read_decisions_file(path: str) -> Any:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except OSError as exc:
+        raise ValueError(f"--decisions {shown(path)}: cannot read it ({exc.strerror or exc})") from None
+    except ValueError as exc:
+        raise ValueError(f"--decisions {shown(path)}: not valid JSON ({exc})") from None
+
+
+def flag_decision(
+    value: Any, *, approve: bool = False, reject: str | None = None, edit: Any = None, answer: str | None = None
+) -> Any:
+    """The resume value for one interrupt from ``resume``'s flags (exactly one given); every
+    review request gets the same decision. A flag that does not fit is a ``ReviewError``."""
+    from ..approval import ReviewError, answer_of, check_decisions
+
+    kind = interrupt_kind(value)
+    if kind == "review":
+        if answer is not None:
+            raise ReviewError("the run waits for a review of tool calls, not an answer: use --approve, --reject, "
+                              "--edit or --decisions")
+        actions = action_requests(value)
+        if approve:
+            decision: dict[str, Any] = {"type": "approve"}
+            decisions = [decision] * len(actions)
+        elif reject is not None:
+            decisions = [{"type": "reject", "message": reject}] * len(actions)
+        else:
+            if not isinstance(edit, Mapping):
+                raise ReviewError(f"--edit: the arguments must be a JSON object (got {shown(edit)})")
+            decisions = [{"type": "edit", "edited_action": {"name": a.get("name"), "args": dict(edit)}}
+                         for a in actions]
+        check_decisions({"decisions": decisions}, actions)
+        return {"decisions": decisions}
+    if kind == "plan":
+        if approve:
+            return {"action": "approve"}
+        if reject is not None:
+            return {"action": "reject", "reason": reject}
+        if edit is not None:
+            return {"action": "edit", "plan": edit}
+        raise ReviewError("the run waits for approval of its plan, not an answer: use --approve, --reject or --edit")
+    if answer is None:
+        what = "an answer to a question" if kind == "question" else "input"
+        raise ReviewError(f"the run waits for {what}: use --answer TEXT")
+    return answer_of(answer) if kind == "question" else answer
+
+
+def file_decisions(interrupts: Sequence[Any], content: Any) -> list[Any]:
+    """One resume value per interrupt from a ``--decisions`` file: for review requests a JSON
+    list (or ``{"decisions": [...]}``) with one decision per pending tool call, in order,
+    across the pending requests; any other interrupt takes the file's value as it is."""
+    from ..approval import ReviewError, check_decisions
+
+    reviews = [i for i in interrupts if interrupt_kind(getattr(i, "value", None)) == "review"]
+    if not reviews:
+        return [content for _ in interrupts]
+    if len(reviews) != len(interrupts):
+        raise ReviewError("--decisions answers tool-call reviews; other requests are pending too: "
+                          "resume them one kind at a time")
+    decisions = content.get("decisions") if isinstance(content, Mapping) else content
+    requests = [a for i in reviews for a in action_requests(i.value)]
+    check_decisions({"decisions": decisions}, requests)  # wrong shape or count: a ReviewError
+    assert isinstance(decisions, list)
+    out, start = [], 0
+    for i in reviews:
+        n = len(action_requests(i.value))
+        out.append({"decisions": decisions[start:start + n]})
+        start += n
+    return out
+
+
+# -- --approve / --ask-user of run and chat --------------------------------------------------
+def add_review_context_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--approve",
+        metavar="none|side-effects|LIST",
+        help="tool calls that wait for your decision before they run: none (default), side-effects "
+        "(tools with side effects) or a comma list of tool names",
+    )
+    p.add_argument(
+        "--ask-user",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="offer the ask_user tool: the model may ask you a question (default: on in chat, off in run)",
+    )
+
+
+def report_interrupted(as_json: bool, result: Mapping[str, Any], thread_id: str, interrupts: Sequence[Any]) -> int:
+    """Print what a run that stopped on ``interrupts`` waits for: with ``--json`` one JSON
+    object on stdout (``result``: the run's usual keys), else the message on stderr."""
+    if as_json:
+        print(json.dumps(interrupted_json(result, interrupts), ensure_ascii=False, default=str), flush=True)
+    else:
+        print(interrupted_message(thread_id, interrupts), file=sys.stderr, flush=True)
+    return EXIT_INTERRUPTED
+
+
+def review_context_values(args: argparse.Namespace, values: dict) -> None:
+    approve = getattr(args, "approve", None)
+    if isinstance(approve, str):
+        values["approve"] = approve
+    ask = getattr(args, "ask_user", None)
+    if ask is None and getattr(args, "command", None) == "chat":
+        ask = True  # chat offers ask_user unless --no-ask-user
+    if ask is not None:
+        values["ask_user"] = ask
+
+
+# -- what a thread records for `resume` ------------------------------------------------------
+def run_metadata(graph_name: str, flags: Mapping[str, Any]) -> dict[str, Any]:
+    """Checkpoint metadata of a CLI run: the graph and the context fields its flags gave, so
+    ``smart-agent resume`` continues the thread with the same graph and settings. One JSON
+    text: LangGraph copies only scalar values of a run's metadata into its checkpoints."""
+    return {RUN_METADATA: json.dumps({"graph": graph_name, "context": dict(flags)}, default=str)}
+
+
+def recorded_run(metadata: Mapping[str, Any] | None) -> tuple[str | None, dict[str, Any]]:
+    """``(graph, context fields)`` recorded by :func:`run_metadata` (``(None, {})`` if none)."""
+    try:
+        record = json.loads((metadata or {}).get(RUN_METADATA) or "null")
+    except (TypeError, ValueError):
+        record = None
+    if not isinstance(record, Mapping):
+        return None, {}
+    graph = record.get("graph") if isinstance(record.get("graph"), str) else None
+    context = record.get("context")
+    return graph, dict(context) if isinstance(context, Mapping) else {}
