@@ -96,6 +96,10 @@ class AgentState(InputState, total=False):
     # for a call of the last model turn ({"type": "reject", "message"} or {"type": "answer",
     # "text"} for ask_user); the tools node answers those calls without running them, then clears it.
     reviews: dict[str, dict]
+    # The run's approve and ask_user settings, copied from the context by the resolver: a
+    # resumed run (its own context) reviews the same calls as the run that paused.
+    approve: str
+    ask_user: bool
     # --- run budgets (usage.py): {model_calls, input_tokens, output_tokens, cost_usd} of the run.
     usage: dict[str, Any]
 

@@ -22,6 +22,7 @@ detached child run, depth > 0) has nobody to ask: its calls that need approval a
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -64,6 +65,20 @@ def is_question_call(registry: ToolRegistry, call: Mapping[str, Any]) -> bool:
     return isinstance(question, str) and bool(question.strip())
 
 
+def review_context(state: Mapping[str, Any], ctx: AgentContext) -> AgentContext:
+    """``ctx`` with the ``approve`` and ``ask_user`` of the run that made the turn (the
+    resolver copies them into the state at run start): a resume carries a context of its
+    own — none at all from some clients — and must not change which calls wait for a
+    decision, nor let a call run whose decision it ignored."""
+    approve, ask = state.get("approve"), state.get("ask_user")
+    changes: dict[str, Any] = {}
+    if isinstance(approve, str) and approve != ctx.approve:
+        changes["approve"] = approve
+    if isinstance(ask, bool) and ask != ctx.ask_user:
+        changes["ask_user"] = ask
+    return dataclasses.replace(ctx, **changes) if changes else ctx
+
+
 def approval_needed(registry: ToolRegistry, ctx: AgentContext, call: Mapping[str, Any]) -> bool:
     """A valid call of a known tool that the run's ``approve`` setting holds for a human."""
     name = call.get("name") or ""
@@ -95,7 +110,7 @@ def needs_human(
         if not messages:
             return False
         reg = registry if isinstance(registry, ToolRegistry) else registry(state)
-        review, questions = human_calls(reg, ctx, messages[-1])
+        review, questions = human_calls(reg, review_context(state, ctx), messages[-1])
         return bool(review or questions)
 
     return check
@@ -107,7 +122,7 @@ def _call_view(call: Mapping[str, Any]) -> dict[str, Any]:
 
 def make_human_node(registry: ToolRegistry) -> Callable:
     async def human(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
-        ctx = AgentContext.of(runtime)
+        ctx = review_context(state, AgentContext.of(runtime))
         messages = state.get("messages") or []
         last = messages[-1] if messages else None
         if not isinstance(last, AIMessage):

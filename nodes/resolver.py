@@ -94,6 +94,9 @@ def resolve_input(state: Mapping[str, Any], ctx: AgentContext) -> dict[str, Any]
         loop_limit=ctx.loop_limit,
         loop_call="",
         loop_streak=0,
+        reviews={},
+        approve=ctx.approve,
+        ask_user=bool(ctx.ask_user),
     )
     return update
 

@@ -43,7 +43,7 @@ from ..tools.context_tools import (
 from ..tools.invoke import ToolOutcome, run_tool, tool_timeout
 from ..tools.registry import ToolRegistry
 from ..tools.retry import BACKOFF_BASE_S, backoff_delay, jittered
-from .human import reviewed_message
+from .human import review_context, reviewed_message
 from .routes import loop_stage, pending_tool_calls, repeat_streak
 
 
@@ -255,7 +255,7 @@ def make_tools_node(
         to_run, skipped = plan_calls(counted, made, limit)
         oversized = {id(c): arg_chars(c) for c in [*free, *to_run] if arg_chars(c) > max_chars}
         allowed = (set(ctx.tools) | CONTEXT_TOOL_NAMES) if ctx.tools else None
-        if not ctx.ask_user:  # not offered, so not run either (it would wait for an answer)
+        if not review_context(state, ctx).ask_user:  # not offered, so not run either (it would wait for an answer)
             allowed = (allowed if allowed is not None else set(registry.names())) - ask_tools(registry)
         sem = asyncio.Semaphore(max(1, ctx.max_parallel_tools))
         retried = [0]  # extra attempts of this turn, shared by its calls: each one spends the budget

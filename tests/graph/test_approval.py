@@ -206,3 +206,14 @@ async def test_a_team_member_call_waits_for_approval_under_its_own_registry(scri
     results = tool_messages(srv.requests[2])
     assert [m["content"] for m in results[-2:]] == [rejection_text("write_file", "w1", "no files"), "42"]
     assert srv.requests[2]["messages"][0]["content"].startswith("You are the writer.")
+
+
+async def test_a_resume_under_another_context_still_reviews_the_calls_of_the_paused_run(scripted_server, workspace):
+    """A client may resume with a context of its own (or none): the decision must still apply."""
+    srv = scripted_server([tool_calls([WRITE, CALC]), text("not written")])
+    graph = graph_for(srv)
+    await run(graph, "write hello", ctx(workspace, approve="write_file"))
+    reject = Command(resume={"decisions": [{"type": "reject", "message": "no"}]})
+    final = await run(graph, reject, ctx(workspace))  # approve: none in the resuming run's context
+    assert not (workspace / "out.txt").exists() and final["answer"] == "not written"
+    assert [m["content"] for m in tool_messages(srv.requests[1])] == [rejection_text("write_file", "w1", "no"), "42"]
