@@ -175,6 +175,9 @@ class PlannerState(InputState, total=False):
     # [{id, name, args}]: the ready steps whose tool needs approval and that have no decision
     # yet, args with references resolved (what would run); set by dispatch, answered by review_steps.
     awaiting_review: list[dict[str, Any]]
+    # The run's approve setting, copied from the context by prepare: a resume (with a context of
+    # its own, or none) holds the same steps as the run that paused.
+    approve: str
     # {model_calls, input_tokens, output_tokens, cost_usd} of the run (usage.py).
     usage: dict[str, Any]
 

@@ -190,6 +190,7 @@ def make_prepare_node(*, execute_only: bool = False, registry: ToolRegistry | No
             "step_budgets": {},
             "step_reviews": {sid: None for sid in state.get("step_reviews") or {}},
             "awaiting_review": [],
+            "approve": ctx.approve,
         }
         if execute_only:
             checked = validate_plan(state.get("plan"), registry or ToolRegistry(), max_steps=int(ctx.max_tool_calls))
@@ -227,6 +228,8 @@ def make_dispatch_node(registry: ToolRegistry | None = None) -> Callable:
         budget = state.get("max_tool_calls")
         budget = int(ctx.max_tool_calls if budget is None else budget)
         used = attempts_used(results)
+        approve = state.get("approve")  # the run's (prepare), not a resume's context
+        approve = approve if isinstance(approve, str) else ctx.approve
         written: dict[str, Any] = {}
         while True:  # steps the budget cannot pay for fail; their failure may halt or skip others
             decision = schedule(
@@ -261,7 +264,7 @@ def make_dispatch_node(registry: ToolRegistry | None = None) -> Callable:
             if registry is not None:
                 update["awaiting_review"] = review_calls(
                     plan, decision.ready, {**results, **written}, state.get("step_reviews") or {},
-                    select_registry(registry, ctx.tools), ctx.approve,
+                    select_registry(registry, ctx.tools), approve,
                 )
         else:
             update["status"] = "done"

@@ -186,6 +186,27 @@ async def test_side_effects_setting_holds_only_those_tools_and_the_wave_waits(sc
     assert sorted(e["step"] for e in events if e["event"] == "step_start") == ["e", "w1"]
 
 
+async def test_a_resume_with_another_context_keeps_the_runs_approve_setting(scripted_server, workspace, tools):
+    registry, _ = tools
+    plan = {
+        "steps": [
+            {"id": "a", "tool": "write_file", "args": {"path": "a.txt", "content": "A"}},
+            {"id": "b", "tool": "write_file", "args": {"path": "b.txt", "content": "B"}, "depends_on": ["a"]},
+        ]
+    }
+    server = scripted_server([submit(plan), text("both written")])
+    graph = build_planner_graph(model=openai_model(server), registry=registry, checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "context"}}
+    await stream(graph, {"task": "t"}, config, ctx(workspace, approve="write_file"))
+    assert (await pending(graph, config))["action_requests"][0]["args"]["path"] == "a.txt"
+
+    await stream(graph, Command(resume=decisions(APPROVE)), config, ctx(workspace))  # a context without approve
+    assert (workspace / "a.txt").read_text() == "A" and not (workspace / "b.txt").exists()
+    assert (await pending(graph, config))["action_requests"][0]["args"]["path"] == "b.txt"  # still asked
+    final, _ = await stream(graph, Command(resume=decisions(APPROVE)), config, ctx(workspace))
+    assert (workspace / "b.txt").read_text() == "B" and final["answer"] == "both written"
+
+
 async def test_approve_none_runs_side_effect_steps_without_asking(scripted_server, workspace, tools):
     registry, _ = tools
     server = scripted_server([submit(WRITE_AFTER_CALC), text("done")])
