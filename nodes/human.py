@@ -91,8 +91,9 @@ def human_calls(
     registry: ToolRegistry, ctx: AgentContext, message: Any
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """``(calls needing approval, ask_user calls)`` of an AI message, each in call order.
-    ``ask_user`` counts only while the run offers it (``ctx.ask_user``)."""
-    calls = pending_tool_calls(message)
+    ``ask_user`` counts only while the run offers it (``ctx.ask_user``). Calls past
+    ``max_tool_calls_per_turn`` never run (the tools node answers them), so nobody is asked."""
+    calls = pending_tool_calls(message)[: max(1, int(ctx.max_tool_calls_per_turn))]
     review = [c for c in calls if approval_needed(registry, ctx, c)]
     questions = [c for c in calls if ctx.ask_user and is_question_call(registry, c)]
     return review, questions

@@ -26,7 +26,8 @@ async def test_sdk_rejects_then_approves_a_write(dev_server, tmp_path):
     assert "approve" in schemas["context_schema"]["properties"]
     context = {"model": "openai:scripted-model", "approve": "write_file"}
 
-    # Thread 1: paused before the write, resumed with a rejection.
+    # Thread 1: paused before the write, resumed with a rejection (and no context: the
+    # decision applies to the calls the paused run asked about all the same).
     thread = await client.threads.create()
     await client.runs.wait(thread["thread_id"], "agent", input={"task": "save hello"}, context=context)
     state = await client.threads.get_state(thread["thread_id"])
@@ -37,7 +38,7 @@ async def test_sdk_rejects_then_approves_a_write(dev_server, tmp_path):
     assert not (tmp_path / "out.txt").exists()
     result = await client.runs.wait(
         thread["thread_id"], "agent",
-        command={"resume": {"decisions": [{"type": "reject", "message": "not allowed"}]}}, context=context,
+        command={"resume": {"decisions": [{"type": "reject", "message": "not allowed"}]}},
     )
     call_id = srv.requests[1]["messages"][-2]["tool_calls"][0]["id"]
     rejected = rejection_text("write_file", call_id, "not allowed")

@@ -126,6 +126,8 @@ def test_human_calls_by_setting_side_effects_and_ask_user():
     assert [c["id"] for c in questions] == ["c3"]  # an empty question is the tools node's invalid call
     review, questions = human_calls(registry, AgentContext(approve="read_file,nope"), message)
     assert [c["name"] for c in review] == ["read_file"] and questions == []  # unknown tools: the tools node's
+    capped = AgentContext(approve="side-effects", ask_user=True, max_tool_calls_per_turn=2)
+    assert [c["name"] for c in human_calls(registry, capped, message)[0]] == ["write_file"]  # mail is past the cap
     check = needs_human(registry)
     assert check({"messages": [message]}, side)
     assert not check({"messages": [message]}, AgentContext())
