@@ -27,7 +27,7 @@ from ...context import PlannerContext
 from ...events import emit
 from ...state import PlannerState, count_of
 from ...tools.registry import ToolRegistry
-from .common import remaining_budget, select_registry, task_text
+from .common import offered_registry, remaining_budget, task_text
 from .scheduler import OK
 from .validate import validate_plan
 
@@ -88,7 +88,7 @@ def make_approve_node(registry: ToolRegistry) -> Callable:
             results = state.get("step_results") or {}
             finished = [sid for sid, r in results.items() if r.get("status") == OK]
             checked = validate_plan(
-                body.get("plan"), select_registry(registry, ctx.tools), finished=finished, used_ids=list(results),
+                body.get("plan"), offered_registry(registry, ctx), finished=finished, used_ids=list(results),
                 max_steps=remaining_budget(state, ctx),
             )
             if (valid := checked.valid_plan) is not None:

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...messages import task_text  # noqa: F401  (the planner nodes import it from here)
+from ...tools.ask import ask_tools
 from ...tools.registry import ToolRegistry
 
 
@@ -25,3 +26,17 @@ def select_registry(registry: ToolRegistry, names: list[str] | None) -> ToolRegi
     for tool in registry.tools(names):
         subset.register(tool, registry.meta(tool.name))
     return subset
+
+
+def offered_registry(registry: ToolRegistry, ctx: Any) -> ToolRegistry:
+    """The tools a planner run offers, validates and runs: ``ctx.tools`` (all when empty), and
+    ``ask_user`` only while the run's ``ask_user`` is on (as the agent loop offers it)."""
+    subset = select_registry(registry, ctx.tools)
+    hidden = set() if getattr(ctx, "ask_user", False) else ask_tools(subset)
+    if not hidden:
+        return subset
+    offered = ToolRegistry()
+    for tool in subset.tools():
+        if tool.name not in hidden:
+            offered.register(tool, subset.meta(tool.name))
+    return offered

@@ -26,7 +26,7 @@ from ...state import PlannerState, count_of
 from ...tools.invoke import run_tool, tool_timeout
 from ...tools.registry import ToolMeta, ToolRegistry
 from ...tools.retry import BACKOFF_BASE_S, backoff_delay
-from .common import select_registry, task_text
+from .common import offered_registry, task_text
 from .prompts import clip
 from .refs import ReferenceResolutionError, referenced_steps, resolve
 from .review import review_calls
@@ -264,7 +264,7 @@ def make_dispatch_node(registry: ToolRegistry | None = None) -> Callable:
             if registry is not None:
                 update["awaiting_review"] = review_calls(
                     plan, decision.ready, {**results, **written}, state.get("step_reviews") or {},
-                    select_registry(registry, ctx.tools), approve,
+                    offered_registry(registry, ctx), approve,
                 )
         else:
             update["status"] = "done"
@@ -295,7 +295,7 @@ def make_run_step_node(registry: ToolRegistry, *, backoff_base_s: float = BACKOF
         ctx = PlannerContext.of(runtime)
         step = Step.model_validate(task["step"])
         emit("step_start", step=step.id, tool=step.tool, round=task.get("round"), depends_on=step.depends_on)
-        offered = select_registry(registry, ctx.tools)  # an edited plan cannot reach tools the run does not offer
+        offered = offered_registry(registry, ctx)  # an edited plan cannot reach tools the run does not offer
         review = task.get("review") or {}
         result = await execute_step(
             step, dict(task.get("outputs") or {}), offered, ctx,

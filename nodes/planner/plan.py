@@ -34,8 +34,8 @@ from ...replies.submit import bind_submit, find_submission
 from ...state import PlannerState, count_of
 from ...tools.registry import ToolRegistry
 from .common import (
+    offered_registry,
     remaining_budget,
-    select_registry,
     task_text,
 )
 from .prompts import (
@@ -184,7 +184,7 @@ def make_plan_node(
     async def plan(state: PlannerState, runtime: Runtime[PlannerContext]) -> dict[str, Any]:
         ctx = PlannerContext.of(runtime)
         llm = model or load_chat_model(ctx.model, **model_options(ctx))
-        tools = select_registry(registry, ctx.tools)
+        tools = offered_registry(registry, ctx)
         task = task_text(state)
         results = state.get("step_results") or {}
         status = state.get("status")

@@ -20,7 +20,9 @@ Then every ready step of the wave without a result runs (``routes.route_after_re
 those that needed no approval included: a wave waits for its reviews as a whole. A resume
 value that does not answer the request pauses again with the same request and a one-line
 ``error`` event (``approval.ask_until_valid``, as the agent loop's ``human`` node does).
-``approval_requested`` is emitted at each pause, ``approval`` once per decision.
+``approval_requested`` is emitted at each pause, ``approval`` once per decision. In a detached
+child run (a sub-agent, depth > 0) nobody can answer: those steps fail unasked (``kind``
+"refused", the agent loop's ``NO_APPROVER`` text).
 """
 
 from __future__ import annotations
@@ -29,17 +31,21 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
 from ...approval import ask_until_valid, check_decisions, needs_approval, rejection_text, review_request
 from ...context import PlannerContext
 from ...events import emit
 from ...state import PlannerState, count_of
+from ...tools.agents import agent_depth
 from ...tools.registry import ToolRegistry
+from ..human import NO_APPROVER
 from .refs import ReferenceResolutionError, referenced_steps, resolve
 from .scheduler import FAILED, as_plan, skipped_result, step_outputs
 
 REJECTED = "rejected"  # the ``kind`` of a rejected step's (failed) result
+REFUSED = "refused"  # ... and of one a sub-agent could not ask about
 
 
 def review_calls(
@@ -87,6 +93,17 @@ def make_review_node() -> Callable:
         calls = [c for c in state.get("awaiting_review") or [] if c["id"] not in reviewed]
         if not calls:
             return {"awaiting_review": []}
+        if agent_depth(get_config()) > 0:  # a detached child run (a sub-agent): nobody can answer
+            approve = str(state.get("approve") or PlannerContext.of(runtime).approve)
+            refused = {
+                c["id"]: {**rejected_result(state, c, ""), "error": NO_APPROVER.format(name=c["name"], approve=approve),
+                          "kind": REFUSED}
+                for c in calls
+            }
+            for sid, result in refused.items():
+                emit("step_result", step=sid, tool=result["tool"], status=FAILED, ok=False, error=result["error"],
+                     attempts=0, duration_s=0.0, round=result["round"])
+            return {"step_results": refused, "awaiting_review": []}
         request = review_request(calls)
         pause = functools.partial(emit, "approval_requested", requests=[dict(c) for c in calls])
         check = functools.partial(check_decisions, requests=request["action_requests"])

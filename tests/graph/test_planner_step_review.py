@@ -13,10 +13,13 @@ from planner_support import make_registry
 
 from smart_agent.approval import answer_of, question_request
 from smart_agent.context import Context
+from smart_agent.graphs.agent import build_agent_graph
 from smart_agent.graphs.dual import build_dual_graph
 from smart_agent.graphs.planner import build_executor_graph, build_planner_graph
 from smart_agent.nodes.dual import DECIDE
+from smart_agent.nodes.human import NO_APPROVER
 from smart_agent.testing.scripted_server import text, tool_call
+from smart_agent.tools.agents import as_tool
 from smart_agent.tools.builtins import default_registry
 from smart_agent.tools.registry import ToolMeta
 
@@ -301,3 +304,51 @@ async def test_a_step_that_asks_the_user_pauses_and_is_not_retried(scripted_serv
     assert calls["ask"] == 2  # the step re-ran once on resume and got the answer
     assert final["step_results"]["q"]["output"] == "chosen.txt" and final["step_results"]["q"]["attempts"] == 1
     assert (workspace / "chosen.txt").read_text() == "x" and final["answer"] == "Wrote x to chosen.txt."
+
+
+async def test_the_builtin_ask_user_is_a_plan_step_only_while_ask_user_is_on(scripted_server, workspace, tools):
+    registry, _ = tools
+    plan = {
+        "steps": [
+            {"id": "q", "tool": "ask_user", "args": {"question": "Which name?"}},
+            {"id": "w", "tool": "write_file", "args": {"path": "${q}.txt", "content": "named"}},
+        ]
+    }
+    server = scripted_server([submit(plan), submit(plan), text("Wrote notes.txt.")])
+    graph = build_planner_graph(model=openai_model(server), registry=registry, checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "ask_user"}}
+    # ask_user off (the default): not described to the planner, and a plan using it is invalid
+    off, _ = await stream(graph, {"task": "t"}, config, ctx(workspace, max_plan_attempts=1))
+    assert "ask_user" not in server.requests[0]["messages"][0]["content"]
+    assert off["status"] == "planning_failed" and "ask_user" in " ".join(off["plan_errors"])
+
+    context = ctx(workspace, ask_user=True)
+    await stream(graph, {"task": "t"}, {"configurable": {"thread_id": "ask_user_on"}}, context)
+    assert "ask_user" in server.requests[1]["messages"][0]["content"]
+    on = {"configurable": {"thread_id": "ask_user_on"}}
+    assert await pending(graph, on) == {"question": "Which name?"}
+    final, _ = await stream(graph, Command(resume={"answer": "notes"}), on, context)
+    assert (workspace / "notes.txt").read_text() == "named" and final["answer"] == "Wrote notes.txt."
+
+
+async def test_a_planner_run_as_a_sub_agent_refuses_steps_needing_approval(scripted_server, workspace, tools):
+    registry, _ = tools
+    write = {"path": "out.txt", "content": "hello"}
+    plan = {"steps": [{"id": "s1", "tool": "write_file", "args": write, "on_fail": "continue"}]}
+    server = scripted_server([
+        tool_call("planner", {"task": "write hello to out.txt"}),  # the parent agent delegates
+        submit(plan),  # the child planner plans
+        text("Not written: it needs approval."),  # the child synthesizes
+        text("The file needs your approval; I did not write it."),  # the parent answers
+    ])
+    model = openai_model(server)
+    parent_tools = default_registry(plugins_folder=workspace / "no-plugins", entry_points=False)
+    parent_tools.register(as_tool(build_planner_graph(model=model, registry=registry), "planner", "Plan and run."))
+    graph = build_agent_graph(model=model, registry=parent_tools, checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "parent"}}
+    final, _ = await stream(graph, {"task": "write hello"}, config, ctx(workspace, approve="write_file"))
+
+    assert final["answer"] == "The file needs your approval; I did not write it."
+    assert not (workspace / "out.txt").exists() and (await graph.aget_state(config)).interrupts == ()
+    refusal = NO_APPROVER.format(name="write_file", approve="write_file")
+    assert refusal in server.requests[2]["messages"][-1]["content"]  # the child's synthesis saw why

@@ -5,9 +5,12 @@ from __future__ import annotations
 from langgraph.types import Send
 from planner_support import make_registry
 
+from smart_agent.context import Context
+from smart_agent.nodes.planner.common import offered_registry
 from smart_agent.nodes.planner.review import rejected_result, review_calls
 from smart_agent.nodes.planner.routes import route_after_dispatch, route_after_review
 from smart_agent.nodes.planner.schema import Plan
+from smart_agent.tools.ask import ASK_TAG, ask_user
 from smart_agent.tools.registry import ToolMeta
 
 PLAN = Plan.model_validate(
@@ -82,3 +85,12 @@ def test_route_after_review_runs_what_was_not_rejected_with_the_edits():
     assert all(isinstance(s, Send) and s.node == "run_step" for s in sends)
     assert [(s.arg["step"]["id"], s.arg["review"]) for s in sends] == [("a", None), ("c", edit)]
     assert route_after_review({**state, "ready": ["e"]}) == "dispatch"  # all rejected: schedule again
+
+
+def test_offered_registry_has_ask_user_only_while_the_run_asks():
+    reg = registry()
+    reg.register(ask_user, ToolMeta(tags=(ASK_TAG,)))
+    assert "ask_user" not in offered_registry(reg, Context()).names()
+    assert "ask_user" in offered_registry(reg, Context(ask_user=True)).names()
+    assert offered_registry(reg, Context(ask_user=True, tools=["echo"])).names() == ["echo"]
+    assert offered_registry(reg, Context()).meta("upper").side_effects  # metadata kept
