@@ -226,3 +226,15 @@ def embedding_id(spec: str | Embeddings | None) -> str:
         name = getattr(spec, "model", None) or getattr(spec, "model_name", None)
         return f"{type(spec).__name__}:{name}" if name else type(spec).__name__
     return (spec or LOCAL).strip()
+
+
+def local_embeddings() -> Embeddings:
+    """The local MiniLM model as a LangChain ``Embeddings`` (shared per process, loaded on first use)."""
+    return load_embeddings(LOCAL)
+
+
+def embed_local(texts: list[str]) -> list[list[float]]:
+    """``list[str] -> list[list[float]]`` with the local model (384-d, normalized): the function
+    ``langgraph.json``'s ``store.index.embed`` names (through ``memory/langgraph_embed.py``), so
+    ``langgraph dev`` / LangGraph Server index memories with the same model as the CLI."""
+    return local_embeddings().embed_documents(list(texts))

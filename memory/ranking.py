@@ -15,6 +15,7 @@ import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from langgraph.store.base import SearchItem
@@ -72,6 +73,21 @@ class RankingConfig:
         )
 
 
+def memory_times(item: Any) -> tuple[float, float]:
+    """``(created, updated)`` of a memory in epoch seconds: the ``created_at`` / ``updated_at``
+    numbers its value carries (written by ``memory/backend.py``, kept by export and import,
+    since a ``BaseStore`` sets its own item times on every put), else the store item's times."""
+    value = item.value if isinstance(item.value, Mapping) else {}
+    out = []
+    for name in ("created_at", "updated_at"):
+        v = value.get(name)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            out.append(float(v))
+        else:
+            out.append(getattr(item, name).timestamp())
+    return out[0], out[1]
+
+
 def _importance(value: Mapping[str, Any]) -> float:
     try:
         return min(1.0, max(0.0, float(value.get("importance", DEFAULT_IMPORTANCE))))
@@ -100,7 +116,8 @@ class Recalled:
 
     def to_dict(self, now: float | None = None) -> dict[str, Any]:
         now = time.time() if now is None else now
-        age = now - self.item.updated_at.timestamp()
+        created, updated = memory_times(self.item)
+        age = now - updated
         return {
             "key": self.item.key,
             "namespace": list(self.item.namespace),
@@ -113,8 +130,8 @@ class Recalled:
             "kind": self.item.value.get("kind"),
             "age_s": round(age, 1),
             "age": humanize_age(age),
-            "created_at": self.item.created_at.isoformat(),
-            "updated_at": self.item.updated_at.isoformat(),
+            "created_at": datetime.fromtimestamp(created, tz=UTC).isoformat(),
+            "updated_at": datetime.fromtimestamp(updated, tz=UTC).isoformat(),
         }
 
 

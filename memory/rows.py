@@ -111,6 +111,25 @@ class _Rows(_VectorIndexes):
             self._bump(ns_json, entry)
         return deleted
 
+    # -- import ---------------------------------------------------------------------
+    def restore(self, namespace: Sequence[str], records: Sequence[Mapping[str, Any]]) -> list[str]:
+        """Write memories as they were (an import): each record's ``key``, ``value`` (with its
+        ``text``) and ``created``/``updated`` epoch seconds; embeddings are computed here, in one
+        batch. An existing key is replaced; no consolidation, no cap. Returns the keys written."""
+        ns = tuple(namespace)
+        _validate_labels(ns)
+        if not records:
+            return []
+        vecs = self._embed([str(r["value"]["text"]) for r in records])
+        with self._lock:
+            self._ensure_open()
+            with _Txn(self):
+                for rec, vec in zip(records, vecs, strict=True):
+                    value = {k: v for k, v in rec["value"].items() if k not in ("created_at", "updated_at")}
+                    item_id = self._put_row(ns, rec["key"], value, str(value["text"]), vec, float(rec["updated"]))
+                    self._conn.execute("UPDATE items SET created_at=? WHERE id=?", (float(rec["created"]), item_id))
+        return [str(r["key"]) for r in records]
+
     # -- reads (lock held) --------------------------------------------------------
     def _row_to_item(self, row: Sequence[Any], score: float | None = None) -> SearchItem | None:
         """The row as an item; None (recorded as damaged) when its value is not JSON."""
@@ -214,7 +233,13 @@ class _Rows(_VectorIndexes):
     def _search(self, op: SearchOp, qvec: np.ndarray | None) -> list[SearchItem]:
         ns_list = self._namespaces_under(op.namespace_prefix)
         if qvec is not None:
-            ranked = self._ranked(ns_list, qvec, op.offset + op.limit, op.filter)
+            # Like LangGraph's stores: most similar first, the score is the cosine (recall blends).
+            ranked = sorted(
+                self._ranked(ns_list, qvec, op.offset + op.limit, op.filter),
+                key=lambda r: (-r.similarity, r.item.key),
+            )
+            for r in ranked:
+                r.item.score = r.similarity
             return [r.item for r in ranked[op.offset : op.offset + op.limit]]
         p = _ns_path(op.namespace_prefix)
         sql = (

@@ -59,15 +59,22 @@ def namespace_for(ctx: Any) -> tuple[str, str]:
 
 
 def store_for(runtime_store: Any = None, ctx: Any = None) -> Any:
-    """``runtime.store`` when it can remember/recall, else the default store.
+    """The store memory uses: ``runtime.store`` whenever there is one, else the default store.
 
-    The default store lives in ``$SMART_AGENT_HOME/memory`` and is cached per
+    A runtime store must search by meaning (``memory.backend.has_vector_index``): one without
+    an index raises :class:`~smart_agent.memory.backend.NoVectorIndex` (memory off for the run),
+    never a silent fall back to local files. With no runtime store (the CLI, plain Python
+    without ``store=``) the default FAISS store in ``$SMART_AGENT_HOME/memory``, cached per
     folder and embedding model, so every node and tool of a process shares one.
     """
-    from .store import is_memory_store, open_store
+    from .backend import NO_INDEX, NoVectorIndex, has_vector_index, is_memory_store
 
-    if is_memory_store(runtime_store):
-        return runtime_store
+    if runtime_store is not None:
+        if is_memory_store(runtime_store) or has_vector_index(runtime_store):
+            return runtime_store
+        raise NoVectorIndex(NO_INDEX)
+    from .store import open_store
+
     spec = context_field(ctx, "embedding_model", None) or settings.field_env("embedding_model")[1] or "local"
     return open_store(embeddings=spec)
 

@@ -44,7 +44,8 @@ from langgraph.store.base import BaseStore, SearchItem
 from .. import settings
 from ..sessions import data_home
 from . import integrity
-from .embeddings import embedding_id
+from .backend import DEFAULT_DEDUPE_THRESHOLD, DEFAULT_MAX_ITEMS, MERGE_IMPORTANCE_BUMP, is_memory_store
+from .embeddings import LOCAL, LOCAL_DIM, embedding_id
 from .matching import _ns_json, _ns_path, _validate_labels, match_filter
 from .ranking import (
     DEFAULT_IMPORTANCE,
@@ -64,9 +65,6 @@ __all__ = [
 
 MEMORY_NAMESPACE_ROOT = "memories"
 DB_NAME = "memory.sqlite3"
-DEFAULT_MAX_ITEMS = 10_000
-DEFAULT_DEDUPE_THRESHOLD = 0.90
-MERGE_IMPORTANCE_BUMP = 0.05
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -185,6 +183,16 @@ class FaissMemoryStore(_Rows, BaseStore):
 
     def __repr__(self) -> str:
         return f"FaissMemoryStore(path={str(self.path)!r}, embeddings={self.embedding_name!r})"
+
+    @property
+    def index_config(self) -> dict[str, Any]:
+        """What LangGraph's stores call their index: this store always has one (``embed`` loads the
+        model only when used), so ``memory.backend.has_vector_index`` treats every store alike."""
+        with self._lock:
+            dims = self._dim() if not self._closed else None
+        if dims is None and self.embedding_name == LOCAL:
+            dims = LOCAL_DIM
+        return {"dims": dims, "embed": self.embeddings, "fields": list(self.index_fields)}
 
     # -- memory operations ------------------------------------------------------------
     def remember(
@@ -391,11 +399,6 @@ def open_store(
             store = FaissMemoryStore(folder, embeddings=embeddings)
             _stores[key] = store
         return store
-
-
-def is_memory_store(store: Any) -> bool:
-    """A store the memory nodes/tools can use directly (``remember`` + ``recall``)."""
-    return store is not None and callable(getattr(store, "remember", None)) and callable(getattr(store, "recall", None))
 
 
 def close_stores() -> None:

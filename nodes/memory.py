@@ -11,9 +11,11 @@ run: a memory error is logged and reported as an event (a memory file that is no
 a smart-agent memory database is refused, untouched, and memory is off for the
 run; damaged rows the store skipped are reported as a ``warning``, and
 ``memory_write`` re-embeds those whose text is intact, reported as ``repaired``). The store is
-``runtime.store`` when it supports ``remember``/``recall`` (a
-``FaissMemoryStore``), otherwise the default store in ``$SMART_AGENT_HOME/memory``.
-Store work runs in a thread so the event loop keeps streaming.
+``runtime.store`` whenever the run has one -- any ``BaseStore`` with a vector index, through
+``memory/backend.py`` -- and the default FAISS store in ``$SMART_AGENT_HOME/memory`` when it has
+none. A runtime store without an index turns memory off for the run with one ``error`` event
+(from ``memory_recall``; ``memory_write`` then reports ``skipped``). FAISS work runs in a thread
+so the event loop keeps streaming.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from langgraph.runtime import Runtime
 
 from ..context import AgentContext, context_field
 from ..events import emit
+from ..memory import backend
+from ..memory.backend import NoVectorIndex
 from ..memory.integrity import MemoryUnavailable
 from ..memory.service import (
     build_observation,
@@ -94,8 +98,11 @@ async def memory_recall(state: AgentState, runtime: Runtime[AgentContext]) -> di
     try:
         # Opening the store and searching touch files: off the event loop (a server's loop).
         store = await asyncio.to_thread(store_for, runtime_store, ctx)
-        recalled = await asyncio.to_thread(store.recall, ns, task, k, min_similarity=min_similarity())
+        recalled = await backend.recall(store, ns, task, k, min_similarity=min_similarity())
         damage = await asyncio.to_thread(_damage, store, ns)
+    except NoVectorIndex as exc:
+        emit("error", node="memory_recall", error=str(exc), memory="off")
+        return _cleared(state)
     except Exception as exc:  # memory must never break a run
         log.warning("smart-agent memory: recall failed: %s", exc)
         emit("memory_recall", **_failure(exc), count=0, namespace=list(ns))
@@ -128,10 +135,13 @@ async def memory_write(state: AgentState, runtime: Runtime[AgentContext]) -> dic
     ns = namespace_for(ctx)
     try:
         store = await asyncio.to_thread(store_for, runtime_store, ctx)
-        result = await asyncio.to_thread(
-            store.remember, ns, text, importance=importance, kind="observation", metadata={"source": "run"}
+        result = await backend.remember(
+            store, ns, text, importance=importance, kind="observation", metadata={"source": "run"}
         )
         damage = await asyncio.to_thread(_damage, store, ns, repair=True)
+    except NoVectorIndex as exc:  # memory_recall reported it
+        emit("memory_write", skipped=str(exc), namespace=list(ns))
+        return {}
     except Exception as exc:
         log.warning("smart-agent memory: write failed: %s", exc)
         emit("memory_write", **_failure(exc), namespace=list(ns))

@@ -2,19 +2,26 @@
 
 Both take an injected ``runtime: ToolRuntime`` (hidden from the model): the
 user's namespace comes from ``runtime.context.user_id``, the store from
-``runtime.store`` when it supports ``remember``/``recall``, otherwise the default
-store in ``$SMART_AGENT_HOME/memory``. They are sync functions, so LangChain runs
-them in a worker thread (embedding takes milliseconds, the first load seconds).
+``runtime.store`` when the run has one (any ``BaseStore`` with a vector index, through
+``memory/backend.py``; one without an index: the tool answers that memory is off),
+otherwise the default FAISS store in ``$SMART_AGENT_HOME/memory``. They are async (the FAISS
+work runs in a worker thread); ``tool.invoke`` outside an event loop runs them to the end.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
+from collections.abc import Callable
+from typing import Any
 
 from langchain.tools import ToolRuntime
-from langchain_core.tools import BaseTool, tool
+from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
+from ..memory import backend
+from ..memory.backend import NoVectorIndex
 from ..memory.service import namespace_for, one_line, store_for
 from .registry import ToolMeta
 
@@ -48,39 +55,36 @@ def _parts(runtime: ToolRuntime | None):
     return store_for(rstore, ctx), namespace_for(ctx)
 
 
-@tool("remember", args_schema=RememberArgs)
-def remember(
+async def _remember(
     text: str,
     importance: float = 0.5,
     *,
     # LangChain injects only into a bare `ToolRuntime` annotation, hence `= None` (outside a graph) and the ignore
     runtime: ToolRuntime = None,  # type: ignore[assignment]
 ) -> str:
-    """Save a fact to long-term memory so later sessions with this user can recall it.
-
-    Use it for durable facts and preferences the user states, not for transient
-    details. A near-duplicate of an existing memory updates that memory.
-    """
-    store, ns = _parts(runtime)
-    result = store.remember(ns, text, importance=importance, kind="note", metadata={"source": "remember_tool"})
+    try:
+        store, ns = await asyncio.to_thread(_parts, runtime)
+    except NoVectorIndex as exc:
+        return str(exc)
+    result = await backend.remember(
+        store, ns, text, importance=importance, kind="note", metadata={"source": "remember_tool"}
+    )
     verb = "Updated an existing memory" if result.action == "merged" else "Remembered"
     return f"{verb} (id {result.key}): {one_line(text, 200)}"
 
 
-@tool("search_memory", args_schema=SearchMemoryArgs)
-def search_memory(
+async def _search_memory(
     query: str,
     k: int = 5,
     *,
     # LangChain injects only into a bare `ToolRuntime` annotation, hence `= None` (outside a graph) and the ignore
     runtime: ToolRuntime = None,  # type: ignore[assignment]
 ) -> str:
-    """Search long-term memory (facts and past tasks with this user) by meaning.
-
-    Returns the most relevant memories, best first, with their age and score.
-    """
-    store, ns = _parts(runtime)
-    found = store.recall(ns, query, k)
+    try:
+        store, ns = await asyncio.to_thread(_parts, runtime)
+    except NoVectorIndex as exc:
+        return str(exc)
+    found = await backend.recall(store, ns, query, k)
     if not found:
         return "No memories found."
     rows = [
@@ -88,6 +92,40 @@ def search_memory(
         for m in (r.to_dict() for r in found)
     ]
     return json.dumps(rows, ensure_ascii=False)
+
+
+def _sync(coroutine: Callable[..., Any]) -> Callable[..., Any]:
+    """The tool's sync form (``tool.invoke`` outside an event loop): the coroutine run to its end."""
+
+    @functools.wraps(coroutine)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        return asyncio.run(coroutine(*args, **kwargs))
+
+    return run
+
+
+remember = StructuredTool.from_function(
+    func=_sync(_remember),
+    coroutine=_remember,
+    name="remember",
+    args_schema=RememberArgs,
+    description=(
+        "Save a fact to long-term memory so later sessions with this user can recall it.\n\n"
+        "Use it for durable facts and preferences the user states, not for transient details. "
+        "A near-duplicate of an existing memory updates that memory."
+    ),
+)
+
+search_memory = StructuredTool.from_function(
+    func=_sync(_search_memory),
+    coroutine=_search_memory,
+    name="search_memory",
+    args_schema=SearchMemoryArgs,
+    description=(
+        "Search long-term memory (facts and past tasks with this user) by meaning.\n\n"
+        "Returns the most relevant memories, best first, with their age and score."
+    ),
+)
 
 
 MEMORY_TOOLS: list[tuple[BaseTool, ToolMeta]] = [
