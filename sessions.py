@@ -1,8 +1,10 @@
 """Sessions: where threads are kept between processes.
 
 The default is an embedded SQLite checkpointer in ``$SMART_AGENT_HOME`` (default
-``./.smart-agent``). Set ``SMART_AGENT_DB=postgresql://...`` to use Postgres for
-scale-out (needs ``pip install "smart-agent[postgres]"``).
+``./.smart-agent``). Set ``SMART_AGENT_DB=postgresql://...`` to scale out on Postgres
+(needs ``pip install "smart-agent[postgres]"``): :func:`open_backends` then puts the
+threads (``AsyncPostgresSaver``) and the store (``AsyncPostgresStore`` with pgvector:
+memory and the tool-output archive) on one connection pool.
 
 A checkpointer does not serialize runs: two runs on one thread at once fork it and one
 run's turn is lost. Hold ``smart_agent.thread_lock.thread_lock(thread_id)`` around each
@@ -11,21 +13,30 @@ run (the CLI does).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, TypeGuard
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.store.base import BaseStore
 
 from . import settings
 
-if TYPE_CHECKING:
-    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+DB_ENV = "SMART_AGENT_DB"
+# The memory store's vector index on pgvector: HNSW (pgvector's defaults m=16,
+# ef_construction=64), cosine distance (the memory's vectors are normalized).
+PG_ANN_INDEX: dict[str, Any] = {"kind": "hnsw"}
+PG_DISTANCE = "cosine"
 
 # First key of the two-key Postgres advisory locks (the checkpointer's setup here, the
 # thread locks in thread_lock.py): keeps these locks apart from other users' locks.
 PG_LOCK_NAMESPACE = 0x5A_17_7E_AD & 0x7FFFFFFF
+
+
+class DatabaseUnavailable(RuntimeError):
+    """The database of ``SMART_AGENT_DB`` cannot be reached (one line)."""
 
 
 def data_home() -> Path:
@@ -39,21 +50,58 @@ def sessions_path(home: Path | None = None) -> Path:
     return (home or data_home()) / "sessions.sqlite"
 
 
-async def _setup_postgres(saver: AsyncPostgresSaver, wait_s: float = 120.0) -> None:
-    """Create or migrate the tables, one process at a time: two processes running the
-    migrations at once can both try to create the same table and one of them fails.
+def is_postgres(url: str | None) -> TypeGuard[str]:
+    """``url`` selects Postgres (``postgresql://`` or ``postgres://``)."""
+    return url is not None and url.startswith(("postgresql://", "postgres://"))
 
-    The lock is polled with ``pg_try_advisory_lock``, never waited for in a statement: a
-    migration's ``CREATE INDEX CONCURRENTLY`` waits for every open transaction, and a
-    blocking ``pg_advisory_lock`` statement in another process is one (a deadlock)."""
+
+@dataclass(frozen=True)
+class Backends:
+    """Where a run keeps its data: ``checkpointer`` (threads) and ``store`` (the LangGraph
+    store the graphs are compiled with: memory and the tool-output archive).
+
+    ``store`` is None with SQLite: memory then opens the embedded FAISS store under
+    ``$SMART_AGENT_HOME/memory`` on first use and the archive writes files, as before."""
+
+    checkpointer: BaseCheckpointSaver
+    store: BaseStore | None = None
+
+
+def postgres_index(index: Mapping[str, Any]) -> dict[str, Any]:
+    """The store's vector index on pgvector: ``index`` (dims, embed, fields) with an HNSW
+    index and cosine distance unless ``index`` says otherwise."""
+    return {"ann_index_config": dict(PG_ANN_INDEX), "distance_type": PG_DISTANCE, **index}
+
+
+async def connect_postgres(url: str) -> Any:
+    """A psycopg connection for ``url`` (autocommit, rows as dicts); a server that cannot be
+    reached is one line, without the URL (it may hold a password)."""
+    try:
+        from psycopg import AsyncConnection, OperationalError
+        from psycopg.rows import dict_row
+    except ImportError as exc:
+        raise RuntimeError(
+            f'{DB_ENV} selects Postgres, but psycopg is not installed: pip install "smart-agent[postgres]"'
+        ) from exc
+    try:
+        return await AsyncConnection.connect(url, autocommit=True, row_factory=dict_row)
+    except OperationalError as exc:
+        reason = " ".join(str(exc).split())
+        raise DatabaseUnavailable(f"cannot connect to the Postgres database of {DB_ENV}: {reason}") from None
+
+
+async def _setup_postgres(conn: Any, *parts: Any, wait_s: float = 120.0) -> None:
+    """Create or migrate the tables of ``parts`` (saver, store), one process at a time: two
+    processes running the migrations at once can both try to create the same table and one
+    of them fails. Idempotent: each part records its migrations, a second call runs none.
+
+    The lock is taken on ``conn`` (a connection of its own) and polled with
+    ``pg_try_advisory_lock``, never waited for in a statement: a migration's ``CREATE INDEX
+    CONCURRENTLY`` waits for every open transaction, and a blocking ``pg_advisory_lock``
+    statement in another process is one (a deadlock)."""
     import asyncio
     import time
 
-    from psycopg import AsyncConnection
-
-    conn = saver.conn  # from_conn_string: one connection, not a pool
-    if not isinstance(conn, AsyncConnection):
-        raise TypeError(f"expected a psycopg AsyncConnection, got {type(conn).__name__}")
     deadline = time.monotonic() + wait_s
     while True:
         cur = await conn.execute("SELECT pg_try_advisory_lock(%s, 0) AS ok", (PG_LOCK_NAMESPACE,))
@@ -61,35 +109,82 @@ async def _setup_postgres(saver: AsyncPostgresSaver, wait_s: float = 120.0) -> N
         if row is not None and row["ok"]:
             break
         if time.monotonic() > deadline:
-            raise RuntimeError(
-                f"the Postgres checkpointer tables are being set up by another process for over {wait_s:g} s"
-            )
+            raise RuntimeError(f"the Postgres tables are being set up by another process for over {wait_s:g} s")
         await asyncio.sleep(0.1)
     try:
-        await saver.setup()
+        for part in parts:
+            await part.setup()
     finally:
         await conn.execute("SELECT pg_advisory_unlock(%s, 0)", (PG_LOCK_NAMESPACE,))
 
 
 @asynccontextmanager
-async def open_checkpointer(home: Path | None = None, url: str | None = None) -> AsyncIterator[BaseCheckpointSaver]:
-    """Yield an async checkpointer: Postgres for ``postgresql://`` URLs, else SQLite."""
+async def _open_postgres(url: str, index: Mapping[str, Any] | None, pool_size: int) -> AsyncIterator[Backends]:
+    try:
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+        from langgraph.store.postgres.aio import AsyncPostgresStore
+        from psycopg.rows import dict_row
+        from psycopg_pool import AsyncConnectionPool
+    except ImportError as exc:
+        raise RuntimeError(
+            f"{DB_ENV} selects Postgres, but langgraph-checkpoint-postgres is not installed: "
+            'pip install "smart-agent[postgres]"'
+        ) from exc
+
+    setup_conn = await connect_postgres(url)  # fails fast, in one line, when the server is not there
+    # One pool for the checkpointer and the store (the thread lock holds a connection of its own).
+    pool: AsyncConnectionPool = AsyncConnectionPool(
+        url,
+        min_size=1,
+        max_size=pool_size,
+        open=False,
+        kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+    )
+    try:
+        async with setup_conn:
+            await pool.open(wait=True)
+            saver = AsyncPostgresSaver(pool)  # type: ignore[arg-type]  # a pool of dict-row connections
+            store = AsyncPostgresStore(pool, index=postgres_index(index) if index else None)  # type: ignore[arg-type]
+            await _setup_postgres(setup_conn, saver, store)
+        yield Backends(saver, store)
+    finally:
+        await pool.close()
+
+
+@asynccontextmanager
+async def open_backends(
+    url: str | None = None,
+    home: Path | None = None,
+    *,
+    index: Mapping[str, Any] | None = None,
+    pool_size: int | None = None,
+) -> AsyncIterator[Backends]:
+    """The run's backends from one URL (default ``$SMART_AGENT_DB``):
+
+    - ``postgresql://...``: ``AsyncPostgresSaver`` and ``AsyncPostgresStore`` on one
+      ``psycopg_pool.AsyncConnectionPool`` of at most ``pool_size`` connections (default
+      ``$SMART_AGENT_DB_POOL_SIZE``, 10); the store has a pgvector index when ``index``
+      (``dims``, ``embed``, ``fields``) is given (HNSW, cosine: :func:`postgres_index`).
+      Both tables are created or migrated on open, one process at a time; nothing is
+      written under ``$SMART_AGENT_HOME``.
+    - else SQLite: ``$SMART_AGENT_HOME/sessions.sqlite`` (or the file ``url``) and no store.
+    """
     url = url or settings.database_url()
-    if url and url.startswith(("postgresql://", "postgres://")):
-        try:
-            from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-        except ImportError as exc:
-            raise RuntimeError(
-                "SMART_AGENT_DB selects Postgres, but langgraph-checkpoint-postgres is not installed: "
-                'pip install "smart-agent[postgres]"'
-            ) from exc
-        async with AsyncPostgresSaver.from_conn_string(url) as saver:
-            await _setup_postgres(saver)
-            yield saver
+    if is_postgres(url):
+        async with _open_postgres(url, index, pool_size or settings.db_pool_size()) as backends:
+            yield backends
         return
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
     path = Path(url) if url else sessions_path(home)
     path.parent.mkdir(parents=True, exist_ok=True)
     async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:
-        yield saver
+        yield Backends(saver)
+
+
+@asynccontextmanager
+async def open_checkpointer(home: Path | None = None, url: str | None = None) -> AsyncIterator[BaseCheckpointSaver]:
+    """Yield an async checkpointer: Postgres for ``postgresql://`` URLs, else SQLite
+    (``open_backends`` without a store index)."""
+    async with open_backends(url, home) as backends:
+        yield backends.checkpointer

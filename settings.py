@@ -7,13 +7,16 @@ process settings that are not part of a run's context:
 
 =================================== ==================================================
 ``SMART_AGENT_HOME``                data folder (sessions, memory, archive, locks)
-``SMART_AGENT_DB``                  checkpointer database URL (``postgresql://``...)
+``SMART_AGENT_DB``                  sessions database: a SQLite file, or ``postgresql://...``
+                                    (sessions, memory and archive on Postgres)
+``SMART_AGENT_DB_POOL_SIZE``        most Postgres connections one process opens (10)
 ``SMART_AGENT_PLUGINS``             the only folder plugins load from (none when unset)
 ``SMART_AGENT_THREAD_LOCK_TIMEOUT`` seconds a run waits for a busy thread (300)
 ``SMART_AGENT_EMBEDDING_BACKEND``   ``numpy`` / ``sentence-transformers`` (``auto``)
 ``SMART_AGENT_MEMORY_MIN_SIMILARITY`` recall threshold of long-term memory
 ``SMART_AGENT_MEMORY_MAX_ITEMS``    memories kept per user
 ``SMART_AGENT_DEBUG``               the CLI prints tracebacks
+``SMART_AGENT_PRICES``              model prices for ``max_cost_usd``: a JSON file or inline JSON
 ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` the OpenAI-compatible server of ``openai:`` models
 =================================== ==================================================
 
@@ -31,6 +34,7 @@ __all__ = [
     "THREAD_LOCK_TIMEOUT_ENV",
     "data_home",
     "database_url",
+    "db_pool_size",
     "debug",
     "embedding_backend",
     "field_env",
@@ -40,7 +44,9 @@ __all__ = [
     "openai_api_key",
     "openai_base_url",
     "plugins_folder",
+    "prices",
     "thread_lock_timeout",
+    "use_database",
     "use_openai_server",
 ]
 
@@ -68,6 +74,25 @@ def data_home() -> Path:
 def database_url() -> str | None:
     """``$SMART_AGENT_DB`` (None when unset or empty): the sessions database."""
     return _get(PREFIX + "DB") or None
+
+
+DB_POOL_SIZE_ENV = PREFIX + "DB_POOL_SIZE"
+DEFAULT_DB_POOL_SIZE = 10
+
+
+def db_pool_size() -> int:
+    """``$SMART_AGENT_DB_POOL_SIZE``: the size of the Postgres connection pool (default 10,
+    1-1000); anything else is a one-line ``ValueError`` naming the variable."""
+    raw = (_get(DB_POOL_SIZE_ENV) or "").strip()
+    if not raw:
+        return DEFAULT_DB_POOL_SIZE
+    try:
+        size = int(raw)
+    except ValueError:
+        raise ValueError(f"{DB_POOL_SIZE_ENV} must be a whole number of connections, got {raw!r}") from None
+    if not 1 <= size <= 1000:
+        raise ValueError(f"{DB_POOL_SIZE_ENV} must be between 1 and 1000, got {raw!r}")
+    return size
 
 
 def plugins_folder() -> Path | None:
@@ -107,6 +132,13 @@ def debug() -> bool:
     return bool(_get(PREFIX + "DEBUG"))
 
 
+def prices() -> str | None:
+    """The raw text of ``$SMART_AGENT_PRICES`` (None when unset or blank): a path to a JSON
+    file or inline JSON of model prices; ``usage.price_table`` reads and checks it."""
+    raw = _get(PREFIX + "PRICES") or ""
+    return raw if raw.strip() else None
+
+
 def openai_base_url() -> str | None:
     return _get("OPENAI_BASE_URL")
 
@@ -128,3 +160,9 @@ def hub_offline() -> None:
     """Tell Hugging Face libraries never to reach the hub (unless the user said otherwise)."""
     for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HUB_DISABLE_TELEMETRY"):
         os.environ.setdefault(name, "1")
+
+
+def use_database(url: str) -> None:
+    """Select the sessions database of this process (the CLI's ``--db``): everything that
+    follows ``$SMART_AGENT_DB`` (sessions, thread locks, the store) uses ``url``."""
+    os.environ[PREFIX + "DB"] = url

@@ -26,10 +26,9 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TypeGuard
 
 from . import settings
-from .sessions import PG_LOCK_NAMESPACE
+from .sessions import PG_LOCK_NAMESPACE, connect_postgres, is_postgres
 
 DEFAULT_TIMEOUT_S = 300.0
 TIMEOUT_ENV = settings.THREAD_LOCK_TIMEOUT_ENV
@@ -50,10 +49,6 @@ def lock_timeout(value: float | str | None = None) -> float:
     if not (0 <= seconds <= 86_400):  # also refuses nan
         raise ValueError(f"{TIMEOUT_ENV} must be between 0 and 86400 seconds, got {raw!r}")
     return seconds
-
-
-def _is_postgres(url: str | None) -> TypeGuard[str]:
-    return url is not None and url.startswith(("postgresql://", "postgres://"))
 
 
 def lock_path(thread_id: str, url: str | None = None, home: Path | None = None) -> Path:
@@ -112,18 +107,13 @@ async def _file_lock(thread_id: str, path: Path, timeout_s: float) -> AsyncItera
 
 @asynccontextmanager
 async def _pg_lock(thread_id: str, url: str, timeout_s: float) -> AsyncIterator[None]:
-    try:
-        import psycopg
-    except ImportError as exc:
-        raise RuntimeError(
-            'SMART_AGENT_DB selects Postgres, but psycopg is not installed: pip install "smart-agent[postgres]"'
-        ) from exc
-
-    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+    async with await connect_postgres(url) as conn:
         async def try_once() -> bool:
-            cur = await conn.execute("SELECT pg_try_advisory_lock(%s, hashtext(%s))", (PG_LOCK_NAMESPACE, thread_id))
+            cur = await conn.execute(
+                "SELECT pg_try_advisory_lock(%s, hashtext(%s)) AS ok", (PG_LOCK_NAMESPACE, thread_id)
+            )
             row = await cur.fetchone()
-            return bool(row and row[0])
+            return bool(row and row["ok"])
 
         await _poll(try_once, thread_id, timeout_s)
         try:
@@ -150,7 +140,7 @@ async def thread_lock(
         raise ValueError("thread_lock needs a non-empty thread id")
     seconds = lock_timeout(timeout_s)
     url = url or settings.database_url()
-    if _is_postgres(url):
+    if is_postgres(url):
         lock = _pg_lock(thread_id, url, seconds)
     else:
         lock = _file_lock(thread_id, lock_path(thread_id, url, home), seconds)
