@@ -33,6 +33,7 @@ from collections.abc import Callable
 
 from .. import settings
 from . import run
+from .backends import use_db_arg
 from .options import OneLineParser, utf8_text
 from .render import RunSummary, format_event
 from .run import (
@@ -99,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
 
     handler = args.handler
     try:
+        use_db_arg(args)
         result = handler(args)
         if asyncio.iscoroutine(result):
             result = asyncio.run(result)

@@ -14,7 +14,9 @@ from dataclasses import fields
 from typing import TYPE_CHECKING, Any, TextIO
 
 from .. import settings
+from .backends import add_db_arg
 from .options import (
+    DURABILITY,
     add_context_budget_args,
     add_reasoning_args,
     add_workspace_args,
@@ -70,6 +72,7 @@ def add_context_args(p: argparse.ArgumentParser, *, review_flags: bool = True) -
         help="the same tool call this many times in a row: a notice, once more: finalize (default 3, 0: off)",
     )
     add_workspace_args(p)
+    add_db_arg(p)
     p.add_argument("--tools", type=tool_list, help="comma-separated tool names to offer")
     p.add_argument(
         "--model-timeout",
@@ -164,9 +167,32 @@ async def run_once(
     }
     if metadata:
         config["metadata"] = metadata
-    from .review import run_until_paused
+    final: dict = {}
+    while True:
+        async for mode, chunk in graph.astream(
+            graph_input,
+            config=config,
+            context=context,
+            stream_mode=["custom", "values"],
+            durability=DURABILITY if graph.checkpointer else None,
+        ):
+            if mode == "custom" and isinstance(chunk, dict) and "event" in chunk:
+                on_event(chunk)
+            elif mode == "values" and isinstance(chunk, dict):
+                final = chunk
+        final = {k: v for k, v in final.items() if k != "__interrupt__"}
+        # A graph that paused for a person: ask (on a terminal), then resume; else stop here.
+        from .review import pending_interrupts
 
-    return await run_until_paused(graph, graph_input, config=config, context=context, on_event=on_event, ask=ask)
+        pending = await pending_interrupts(graph, config)
+        if not pending:
+            return final
+        decision = ask(pending) if ask is not None else None
+        if decision is None:
+            return {**final, "__interrupt__": pending}
+        from langgraph.types import Command
+
+        graph_input = Command(resume=decision)
 
 
 def _printer(stream: TextIO, quiet: bool, summary: RunSummary) -> Callable[[dict], None]:
@@ -181,15 +207,13 @@ def _printer(stream: TextIO, quiet: bool, summary: RunSummary) -> Callable[[dict
     return on_event
 
 
-def _build(graph_name: str, checkpointer: Any, model: Any = None) -> Any:
+def _build(graph_name: str, checkpointer: Any, model: Any = None, store: Any = None) -> Any:
     from ..graphs import get_builder
 
-    if graph_name == "execute":  # a saved plan's execution (cli/planner.py) that `smart-agent resume` continues
-        from ..graphs.planner import build_executor_graph
-
-        return build_executor_graph(checkpointer=checkpointer)
     builder = get_builder(graph_name)
     kwargs: dict[str, Any] = {"checkpointer": checkpointer}
+    if store is not None:  # Postgres: memory and the archive on the database's store
+        kwargs["store"] = store
     if model is not None:
         kwargs["model"] = model
     return builder(**kwargs)
@@ -243,15 +267,15 @@ async def run_and_report(
     """Run ``graph_name`` on the thread (its lock held) from ``make_input(graph)`` and print
     the outcome (``run`` and ``resume``): the answer or the --json object; exit 0, 1 (failed
     planning), or 3 when the run stopped on an interrupt (asked on a terminal instead)."""
-    from ..sessions import open_checkpointer
     from ..thread_lock import thread_lock
+    from .backends import open_run_backends
     from .review import ask_terminal, on_terminal, report_interrupted
 
     summary = RunSummary()
     event_stream = sys.stderr if args.json else sys.stdout
     try:
-        async with thread_lock(thread_id), open_checkpointer() as saver:  # one run at a time on a thread
-            graph = _build(graph_name, saver)
+        async with thread_lock(thread_id), open_run_backends() as backends:  # one run at a time on a thread
+            graph = _build(graph_name, backends.checkpointer, store=backends.store)
             final = await run_once(
                 graph,
                 await make_input(graph),
@@ -287,8 +311,8 @@ async def run_and_report(
 
 
 async def chat_command(args: argparse.Namespace) -> int:
-    from ..sessions import open_checkpointer
     from ..thread_lock import thread_lock
+    from .backends import open_run_backends
     from .review import ask_terminal, on_terminal, report_interrupted, run_metadata
 
     ctx = context_from_args(args)
@@ -305,8 +329,8 @@ async def chat_command(args: argparse.Namespace) -> int:
         return ask_terminal(pending, read=read_line)
     number = refused = 0
     print(f"smart-agent chat · thread {thread_id} · /exit to quit", file=sys.stderr)
-    async with open_checkpointer() as saver:
-        graph = _build(args.graph, saver)
+    async with open_run_backends() as backends:
+        graph = _build(args.graph, backends.checkpointer, store=backends.store)
         while True:
             if interactive:
                 print("you> ", end="", file=sys.stderr, flush=True)
@@ -346,10 +370,11 @@ async def chat_command(args: argparse.Namespace) -> int:
 
 async def demo_command(args: argparse.Namespace) -> int:
     from ..context import Context
-    from ..sessions import data_home, open_checkpointer
+    from ..sessions import data_home
     from ..testing.demo import DEMO_FILE, DEMO_TASK, demo_responder
     from ..testing.scripted_server import ScriptedOpenAIServer
     from ..thread_lock import thread_lock
+    from .backends import open_run_backends
 
     workspace = os.path.abspath(args.workspace or data_home() / "demo-workspace")
     os.makedirs(workspace, exist_ok=True)
@@ -365,8 +390,8 @@ async def demo_command(args: argparse.Namespace) -> int:
         ctx = Context(model="openai:scripted-demo", workspace=workspace, **_demo_overrides())
         thread_id = args.thread or f"demo-{uuid.uuid4().hex[:8]}"
         summary = RunSummary()
-        async with thread_lock(thread_id), open_checkpointer() as saver:
-            graph = _build("agent", saver)
+        async with thread_lock(thread_id), open_run_backends() as backends:
+            graph = _build("agent", backends.checkpointer, store=backends.store)
             final = await run_once(
                 graph,
                 {"task": DEMO_TASK},

@@ -1,0 +1,45 @@
+"""Where the CLI's runs keep their data: ``--db URL`` (or ``$SMART_AGENT_DB``) selects the
+sessions database; with ``postgresql://...`` the threads, the memory store (pgvector) and
+the tool-output archive are all on that database (``sessions.open_backends``)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
+
+from .. import settings
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..sessions import Backends
+
+__all__ = ["add_db_arg", "open_run_backends", "use_db_arg"]
+
+
+def add_db_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--db",
+        metavar="URL",
+        help="sessions database: a SQLite file or postgresql://... (sessions, memory and archive on Postgres); "
+        "default $SMART_AGENT_DB, else $SMART_AGENT_HOME/sessions.sqlite",
+    )
+
+
+def use_db_arg(args: argparse.Namespace) -> None:
+    """``--db`` given: this process uses it wherever ``$SMART_AGENT_DB`` counts (runs, thread locks)."""
+    url = getattr(args, "db", None)
+    if url is not None:
+        if not url.strip():
+            raise ValueError("--db: give a SQLite file or a postgresql:// URL")
+        settings.use_database(url.strip())
+
+
+@asynccontextmanager
+async def open_run_backends() -> AsyncIterator[Backends]:
+    """``sessions.open_backends`` for a run: on Postgres the store gets the memory's vector index."""
+    from ..memory.backend import local_index
+    from ..sessions import open_backends
+
+    async with open_backends(index=local_index()) as backends:
+        yield backends

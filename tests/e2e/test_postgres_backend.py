@@ -1,0 +1,230 @@
+"""Postgres as the scale-out backend, against a real PostgreSQL 16 with pgvector (pgserver).
+
+One URL (``SMART_AGENT_DB`` or ``--db``) puts the threads, the memory store (pgvector HNSW,
+cosine) and the tool-output archive on the database: separate CLI processes share a thread
+and memory through it, nothing is written under ``SMART_AGENT_HOME``, the setup of the tables
+is idempotent and safe when processes start at once, and 20 concurrent runs of two worker
+processes on one small connection pool each keep their whole history."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import psycopg
+import pytest
+from conftest import cli_env, run_cli
+
+from smart_agent.testing.scripted_server import message_text, text, tool_call
+
+pytestmark = pytest.mark.e2e
+
+TESTS = Path(__file__).resolve().parents[1]
+
+
+def fresh_database(pg_url: str) -> str:
+    """A new empty database on the test server: its URL."""
+    name = f"sa_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    url = pg_url.replace("/postgres?", f"/{name}?", 1)
+    assert url != pg_url
+    return url
+
+
+def files_under(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()) if folder.exists() else []
+
+
+def user_messages(req: dict) -> list[str]:
+    return [message_text(m.get("content")) for m in req["messages"] if m["role"] == "user"]
+
+
+def test_two_cli_processes_share_thread_memory_and_archive_on_postgres(scripted_server, workspace, pg_url, tmp_path):
+    url = fresh_database(pg_url)
+    (workspace / "big.txt").write_text("line of the big file\n" * 300)
+
+    def responder(req: dict) -> dict:
+        msgs = req["messages"]
+        if msgs[-1]["role"] == "tool":
+            return text("Read it.")
+        if "big.txt" in message_text(msgs[-1].get("content")):
+            return tool_call("read_file", {"path": "big.txt"})
+        return text("Noted.")
+
+    srv = scripted_server(responder=responder)
+    home = tmp_path / "agent-home"
+    env = cli_env(srv, SMART_AGENT_HOME=home, SMART_AGENT_MEMORY="true")
+    common = ["--json", "--workspace", str(workspace), "--archive-chars", "500"]
+
+    # Process 1 (SMART_AGENT_DB): a fact to remember, on thread t1.
+    first = run_cli(
+        ["run", "Remember that my favourite colour is teal", "--thread", "t1", *common],
+        env={**env, "SMART_AGENT_DB": url},
+        timeout=240,
+    )
+    assert first.returncode == 0, first.stderr
+    # Process 2 (--db): continues t1 with its history, and reads a file large enough to archive.
+    second = run_cli(["run", "Please read big.txt", "--thread", "t1", "--db", url, *common], env=env, timeout=240)
+    assert second.returncode == 0, second.stderr
+    # Process 3: another thread; the fact comes from memory, not from the thread.
+    third = run_cli(
+        ["run", "What colour do I like?", "--thread", "t2", *common], env={**env, "SMART_AGENT_DB": url}, timeout=240
+    )
+    assert third.returncode == 0, third.stderr
+
+    t1_second = next(r for r in srv.requests if "Please read big.txt" in user_messages(r))
+    assert user_messages(t1_second) == ["Remember that my favourite colour is teal", "Please read big.txt"]
+    t2 = srv.requests[-1]
+    assert user_messages(t2) == ["What colour do I like?"]
+    assert "my favourite colour is teal" in message_text(t2["messages"][0]["content"])  # recalled into the prompt
+
+    assert files_under(home) == []  # no sessions file, no FAISS index, no archive file, no lock file
+    with psycopg.connect(url) as conn:
+        rows = conn.execute("SELECT prefix, value FROM store ORDER BY created_at").fetchall()
+        vectors = conn.execute("SELECT prefix, field_name FROM store_vectors").fetchall()
+    memories = [v for p, v in rows if p == "memories.default"]
+    archived = [v for p, v in rows if p == "smart_agent.archive"]
+    assert any("my favourite colour is teal" in m["text"] for m in memories)
+    assert len(archived) == 1 and archived[0]["text"] == (workspace / "big.txt").read_text()
+    assert vectors and {p for p, _ in vectors} == {"memories.default"} and {f for _, f in vectors} == {"text"}
+
+
+OPEN_BACKENDS = """
+import asyncio, sys
+from smart_agent.memory.backend import local_index
+from smart_agent.sessions import open_backends
+
+async def main():
+    async with open_backends(sys.argv[1], index=local_index()) as b:
+        await b.checkpointer.aget_tuple({"configurable": {"thread_id": "t"}})
+        await b.store.aget(("x",), "y")
+
+asyncio.run(main())
+"""
+
+
+def test_setup_is_idempotent_and_safe_when_processes_start_at_once(pg_url):
+    url = fresh_database(pg_url)
+    procs = [subprocess.Popen([sys.executable, "-c", OPEN_BACKENDS, url], stderr=subprocess.PIPE, text=True)
+             for _ in range(3)]
+    errors = [p.communicate(timeout=120)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], errors
+    again = subprocess.run([sys.executable, "-c", OPEN_BACKENDS, url], capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    with psycopg.connect(url) as conn:
+        for table in ("checkpoint_migrations", "store_migrations", "vector_migrations"):
+            total, distinct = conn.execute(f"SELECT count(*), count(DISTINCT v) FROM {table}").fetchone()
+            assert total == distinct > 0, table  # every migration ran exactly once
+        (index,) = conn.execute(
+            "SELECT indexdef FROM pg_indexes WHERE indexname = 'store_vectors_embedding_idx'"
+        ).fetchone()
+        (dims,) = conn.execute(
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+            "WHERE attrelid = 'store_vectors'::regclass AND attname = 'embedding'"
+        ).fetchone()
+    assert "USING hnsw" in index and "vector_cosine_ops" in index
+    assert dims == "vector(384)"
+
+
+WORKER = """
+import asyncio, json, sys
+from smart_agent.cli.backends import open_run_backends
+from smart_agent.cli.run import _build, run_once
+from smart_agent.context import Context
+from smart_agent.thread_lock import thread_lock
+
+async def conversation(graph, ctx, thread):
+    for turn in (1, 2):
+        async with thread_lock(thread):
+            await run_once(graph, {"task": f"{thread} turn {turn}"}, context=ctx, thread_id=thread,
+                           on_event=lambda ev: None)
+
+async def main(worker, runs):
+    ctx = Context(model="openai:scripted-model", memory=False)
+    async with open_run_backends() as backends:
+        graph = _build("agent", backends.checkpointer, store=backends.store)
+        await asyncio.gather(*(conversation(graph, ctx, f"{worker}-{i}") for i in range(runs)))
+
+asyncio.run(main(sys.argv[1], int(sys.argv[2])))
+"""
+
+
+class InFlight:
+    """Answers ``<thread> answered: <user messages>``; counts the requests in flight at once."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.now = self.peak = 0
+
+    def __call__(self, req: dict) -> dict:
+        with self.lock:
+            self.now += 1
+            self.peak = max(self.peak, self.now)
+        time.sleep(0.2)  # keeps requests of different runs in flight together (counted, not timed)
+        with self.lock:
+            self.now -= 1
+        asked = user_messages(req)
+        return text(f"{asked[-1].split()[0]} answered: {' | '.join(asked)}")
+
+
+def test_twenty_concurrent_runs_of_two_workers_lose_nothing(scripted_server, pg_url, tmp_path):
+    url = fresh_database(pg_url)
+    model = InFlight()
+    srv = scripted_server(responder=model)
+    home = tmp_path / "agent-home"
+    env = cli_env(srv, SMART_AGENT_DB=url, SMART_AGENT_HOME=home, SMART_AGENT_DB_POOL_SIZE=3)
+    workers = [subprocess.Popen([sys.executable, "-c", WORKER, name, "10"], env=env, stderr=subprocess.PIPE, text=True)
+               for name in ("w1", "w2")]
+    errors = [w.communicate(timeout=300)[1] for w in workers]
+    assert [w.returncode for w in workers] == [0, 0], errors
+    assert len(srv.requests) == 40 and model.peak > 3  # concurrent runs, more than one pool's worth
+
+    threads = [f"{w}-{i}" for w in ("w1", "w2") for i in range(10)]
+    histories = _histories(url, threads)
+    for thread in threads:
+        first, second = f"{thread} turn 1", f"{thread} turn 2"
+        assert histories[thread] == [
+            ("human", first),
+            ("ai", f"{thread} answered: {first}"),
+            ("human", second),
+            ("ai", f"{thread} answered: {first} | {second}"),
+        ]
+    assert files_under(home) == []
+
+
+def _histories(url: str, threads: list[str]) -> dict[str, list[tuple[str, str]]]:
+    import asyncio
+
+    from smart_agent.graphs import get_builder
+    from smart_agent.sessions import open_checkpointer
+
+    async def read() -> dict[str, list[tuple[str, str]]]:
+        async with open_checkpointer(url=url) as saver:
+            graph = get_builder("agent")(checkpointer=saver)
+            out = {}
+            for thread in threads:
+                state = await graph.aget_state({"configurable": {"thread_id": thread}})
+                out[thread] = [(m.type, m.content) for m in state.values.get("messages", [])]
+            return out
+
+    return asyncio.run(read())
+
+
+def test_a_bad_pool_size_or_an_unreachable_database_is_one_line(scripted_server, workspace, pg_url, tmp_path):
+    srv = scripted_server([])
+    env = cli_env(srv, SMART_AGENT_DB=fresh_database(pg_url), SMART_AGENT_DB_POOL_SIZE="0")
+    res = run_cli(["run", "hi", "--workspace", str(workspace)], env=env)
+    assert res.returncode == 2 and res.stderr.strip().splitlines() == [
+        "smart-agent: SMART_AGENT_DB_POOL_SIZE must be between 1 and 1000, got '0'"
+    ]
+    missing = f"postgresql://postgres:@/postgres?host={tmp_path / 'no-server-here'}"
+    res = run_cli(["run", "hi", "--workspace", str(workspace), "--db", missing], env=cli_env(srv))
+    lines = res.stderr.strip().splitlines()
+    assert res.returncode == 1 and len(lines) == 1, res.stderr
+    assert lines[0].startswith("smart-agent: DatabaseUnavailable: cannot connect to the Postgres database")
+    assert srv.requests == []  # nothing ran
