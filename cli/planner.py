@@ -19,11 +19,15 @@ import argparse
 import json
 import os
 import sys
+import uuid
 from collections.abc import Callable
 from typing import Any, TextIO
 
 from .backends import add_db_arg
-from .options import DURABILITY, add_workspace_args, check_tool_names, field_int, tool_list, utf8_text
+from .options import add_workspace_args, check_tool_names, field_int, tool_list, utf8_text
+from .review import add_approve_arg, format_plan, prompt_for_approval
+
+__all__ = ["format_plan", "prompt_for_approval", "register_cli"]  # the plan prompt lives in review.py
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -72,6 +76,7 @@ def register_cli(subparsers: Any) -> None:
     )
     p.add_argument("--thread", help="keep the execution in the session database under this id; rerun to resume it")
     add_db_arg(p)
+    add_approve_arg(p)
     p.add_argument("--json", action="store_true", help="print the trace as one JSON object on stdout")
     p.add_argument("--quiet", "-q", action="store_true", help="do not print step events")
     p.set_defaults(handler=execute_command)
@@ -122,54 +127,6 @@ async def planner_run_input(graph: Any, thread_id: str, task: str, *, out: TextI
     print(f"resuming the unfinished planner run on thread {thread_id} ({done} finished step(s) are kept, not re-run)",
           file=out or sys.stderr, flush=True)
     return None
-
-
-# -- interactive approval ------------------------------------------------------------------
-def format_plan(plan: dict[str, Any]) -> str:
-    lines = []
-    for step in plan.get("steps") or []:
-        args = json.dumps(step.get("args") or {}, ensure_ascii=False)
-        deps = f"  after {', '.join(step['depends_on'])}" if step.get("depends_on") else ""
-        extra = "" if step.get("on_fail", "halt") == "halt" else "  (on_fail: continue)"
-        lines.append(f"  {step['id']}: {step['tool']}({args}){deps}{extra}")
-    return "\n".join(lines) or "  (no steps)"
-
-
-def prompt_for_approval(
-    request: dict[str, Any],
-    *,
-    read: Callable[[], str] | None = None,
-    out: TextIO | None = None,
-) -> dict[str, Any]:
-    """Show a ``plan_approval`` interrupt and read the decision: [a]pprove, [e]dit FILE, [r]eject REASON.
-
-    Returns the resume value for ``Command(resume=...)``. ``read`` returns one input line.
-    """
-    out = out or sys.stderr
-    read = read or (lambda: sys.stdin.readline())
-    print(f"\nPlan{' (revised)' if request.get('replan') else ''} for: {request.get('task', '')}", file=out)
-    print(format_plan(request.get("plan") or {}), file=out)
-    for err in request.get("errors") or []:
-        print(f"  ! {err}", file=out)
-    while True:
-        print("approve? [a]pprove / [e]dit PLAN.json / [r]eject [reason]: ", end="", file=out, flush=True)
-        line = read()
-        if not line:
-            return {"action": "reject", "reason": "no answer (end of input)"}
-        word, _, rest = line.strip().partition(" ")
-        word = word.lower()
-        if word in ("a", "approve", "y", "yes"):
-            return {"action": "approve"}
-        if word in ("r", "reject", "n", "no"):
-            return {"action": "reject", "reason": rest.strip() or "rejected at the prompt"}
-        if word in ("e", "edit") and rest.strip():
-            try:
-                with open(os.path.expanduser(rest.strip()), encoding="utf-8") as fh:
-                    return {"action": "edit", "plan": json.load(fh)}
-            except (OSError, ValueError) as exc:
-                print(f"  cannot read {rest.strip()}: {exc}", file=out)
-                continue
-        print("  answer a, e FILE or r [reason]", file=out)
 
 
 # -- handlers --------------------------------------------------------------------------------
@@ -258,7 +215,9 @@ def execution_json(final: dict) -> dict[str, Any]:
 
 async def execute_command(args: argparse.Namespace) -> int:
     from ..context import PlannerContext
+    from ..context_types import approve_tokens
     from ..graphs.planner import build_executor_graph
+    from .review import ask_terminal, on_terminal, report_interrupted, run_metadata, run_until_paused
 
     plan = _read_plan(args.plan_file)
     values: dict[str, Any] = {}
@@ -270,7 +229,11 @@ async def execute_command(args: argparse.Namespace) -> int:
         values["max_parallel_tools"] = args.max_parallel_tools
     if args.max_tool_calls is not None:
         values["max_tool_calls"] = args.max_tool_calls
-    ctx = PlannerContext(**values)
+    if args.approve is not None:
+        values["approve"] = args.approve
+    ctx = check_tool_names(PlannerContext(**values))  # unknown --approve tools: one line, exit 2
+    if not args.thread and approve_tokens(ctx.approve):  # a step may pause: keep it resumable
+        args.thread = f"execute-{uuid.uuid4().hex[:8]}"
     registry = _registry()
     on_event = (lambda ev: None) if (args.quiet or args.json) else _step_printer(sys.stderr)
 
@@ -281,21 +244,14 @@ async def execute_command(args: argparse.Namespace) -> int:
             if snapshot.next:  # an unfinished execution on this thread: resume it
                 print(f"resuming execution {args.thread} (finished steps are kept)", file=sys.stderr)
                 graph_input = None
-        final: dict = {}
-        async for mode, chunk in graph.astream(
-            graph_input,
-            config,
-            context=ctx,
-            stream_mode=["custom", "values"],
-            durability=DURABILITY if graph.checkpointer else None,
-        ):
-            if mode == "custom" and isinstance(chunk, dict):
-                on_event(chunk)
-            elif mode == "values":
-                final = chunk
-        return final
+        ask = ask_terminal if on_terminal(args) else None  # a step waiting for approval: asked, or exit 3
+        return await run_until_paused(graph, graph_input, config=config, context=ctx, on_event=on_event, ask=ask)
 
-    config = {"configurable": {"thread_id": args.thread or "execute"}, "recursion_limit": 10_000}
+    config = {
+        "configurable": {"thread_id": args.thread or "execute"},
+        "recursion_limit": 10_000,
+        "metadata": run_metadata("execute", values),  # `smart-agent resume` continues it
+    }
     if args.thread:
         from ..thread_lock import thread_lock
         from .backends import open_run_backends
@@ -307,6 +263,8 @@ async def execute_command(args: argparse.Namespace) -> int:
         final = await run(build_executor_graph(registry=registry), config)
 
     result = execution_json(final)
+    if final.get("__interrupt__"):  # nothing more runs until `smart-agent resume --thread`
+        return report_interrupted(args.json, {**result, "thread_id": args.thread}, args.thread, final["__interrupt__"])
     if args.json:
         print(json.dumps(result, ensure_ascii=False, default=str))
     else:

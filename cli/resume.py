@@ -15,12 +15,15 @@ object; exit 0 when it finished, 3 when it paused again, 1 when it failed.
 from __future__ import annotations
 
 import argparse
+import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..context_types import shown
 from .options import utf8_text
-from .review import EXIT_INTERRUPTED
+from .review import EXIT_INTERRUPTED, action_requests, interrupt_kind
 
-__all__ = ["EXIT_INTERRUPTED", "register_cli", "resume_command"]
+__all__ = ["EXIT_INTERRUPTED", "file_decisions", "flag_decision", "register_cli", "resume_command"]
 
 
 def register_cli(subparsers: Any) -> None:
@@ -55,6 +58,87 @@ def register_cli(subparsers: Any) -> None:
     p.set_defaults(handler=resume_command, graph=None)
 
 
+# -- decisions from flags -----------------------------------------------
+def parse_json_arg(text: str, flag: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"{flag}: not valid JSON ({exc})") from None
+
+
+def read_decisions_file(path: str) -> Any:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except OSError as exc:
+        raise ValueError(f"--decisions {shown(path)}: cannot read it ({exc.strerror or exc})") from None
+    except ValueError as exc:
+        raise ValueError(f"--decisions {shown(path)}: not valid JSON ({exc})") from None
+
+
+def flag_decision(
+    value: Any, *, approve: bool = False, reject: str | None = None, edit: Any = None, answer: str | None = None
+) -> Any:
+    """The resume value for one interrupt from ``resume``'s flags (exactly one given); every
+    review request gets the same decision. A flag that does not fit is a ``ReviewError``."""
+    from ..approval import ReviewError, answer_of, check_decisions
+
+    kind = interrupt_kind(value)
+    if kind == "review":
+        if answer is not None:
+            raise ReviewError("the run waits for a review of tool calls, not an answer: use --approve, --reject, "
+                              "--edit or --decisions")
+        actions = action_requests(value)
+        if approve:
+            decision: dict[str, Any] = {"type": "approve"}
+            decisions = [decision] * len(actions)
+        elif reject is not None:
+            decisions = [{"type": "reject", "message": reject}] * len(actions)
+        else:
+            if not isinstance(edit, Mapping):
+                raise ReviewError(f"--edit: the arguments must be a JSON object (got {shown(edit)})")
+            decisions = [{"type": "edit", "edited_action": {"name": a.get("name"), "args": dict(edit)}}
+                         for a in actions]
+        check_decisions({"decisions": decisions}, actions)
+        return {"decisions": decisions}
+    if kind == "plan":
+        if approve:
+            return {"action": "approve"}
+        if reject is not None:
+            return {"action": "reject", "reason": reject}
+        if edit is not None:
+            return {"action": "edit", "plan": edit}
+        raise ReviewError("the run waits for approval of its plan, not an answer: use --approve, --reject or --edit")
+    if answer is None:
+        what = "an answer to a question" if kind == "question" else "input"
+        raise ReviewError(f"the run waits for {what}: use --answer TEXT")
+    return answer_of(answer) if kind == "question" else answer
+
+
+def file_decisions(interrupts: Sequence[Any], content: Any) -> list[Any]:
+    """One resume value per interrupt from a ``--decisions`` file: for review requests a JSON
+    list (or ``{"decisions": [...]}``) with one decision per pending tool call, in order,
+    across the pending requests; any other interrupt takes the file's value as it is."""
+    from ..approval import ReviewError, check_decisions
+
+    reviews = [i for i in interrupts if interrupt_kind(getattr(i, "value", None)) == "review"]
+    if not reviews:
+        return [content for _ in interrupts]
+    if len(reviews) != len(interrupts):
+        raise ReviewError("--decisions answers tool-call reviews; other requests are pending too: "
+                          "resume them one kind at a time")
+    decisions = content.get("decisions") if isinstance(content, Mapping) else content
+    requests = [a for i in reviews for a in action_requests(i.value)]
+    check_decisions({"decisions": decisions}, requests)  # wrong shape or count: a ReviewError
+    assert isinstance(decisions, list)
+    out, start = [], 0
+    for i in reviews:
+        n = len(action_requests(i.value))
+        out.append({"decisions": decisions[start:start + n]})
+        start += n
+    return out
+
+
 async def _recorded(thread_id: str) -> dict[str, Any] | None:
     """The metadata of the thread's latest checkpoint; None when the thread does not exist."""
     from ..sessions import open_checkpointer
@@ -65,8 +149,6 @@ async def _recorded(thread_id: str) -> dict[str, Any] | None:
 
 
 def _answers(args: argparse.Namespace, pending: list[Any]) -> list[Any]:
-    from .review import file_decisions, flag_decision, parse_json_arg, read_decisions_file
-
     if args.decide_file is not None:
         return file_decisions(pending, read_decisions_file(args.decide_file))
     edit = parse_json_arg(args.decide_edit, "--edit") if args.decide_edit is not None else None

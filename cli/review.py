@@ -4,15 +4,17 @@ planner's plan approval - any LangGraph interrupt of any graph.
 * :func:`pending_interrupts` - what a thread waits for (``StateSnapshot.interrupts``);
 * :func:`resume_value` - the ``Command(resume=...)`` value answering all of them;
 * :func:`ask_terminal` - on a terminal: show each request and read the decision
-  (``[a]pprove / [e]dit / [r]eject``, or the answer to a question);
-* :func:`flag_decision` - the decision ``smart-agent resume`` builds from its flags;
+  (``[a]pprove / [e]dit / [r]eject``, or the answer to a question; the plan approval:
+  :func:`prompt_for_approval`);
+* :func:`run_until_paused` - stream a run, asking or stopping at each interrupt;
 * :func:`interrupted_json` / :func:`interrupted_message` - what a run that stopped on an
   interrupt prints (exit code :data:`EXIT_INTERRUPTED`);
 * :func:`add_review_context_args` / :func:`review_context_values` - ``--approve`` and
   ``--ask-user`` of ``run`` and ``chat``.
 
 The formats are approval.py's (LangChain's HumanInTheLoopMiddleware) and
-nodes/planner/approve.py's. The ``resume`` command itself is cli/resume.py.
+nodes/planner/approve.py's. The ``resume`` command and the decisions it builds from its
+flags are cli/resume.py.
 """
 
 from __future__ import annotations
@@ -26,8 +28,6 @@ import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TextIO
-
-from ..context_types import shown
 
 #: Exit code of a run that stopped on an interrupt: it waits for ``smart-agent resume``.
 EXIT_INTERRUPTED = 3
@@ -45,6 +45,46 @@ async def pending_interrupts(graph: Any, config: Mapping[str, Any]) -> list[Any]
         return []
     snapshot = await graph.aget_state(config)
     return list(snapshot.interrupts or ())
+
+
+async def run_until_paused(
+    graph: Any,
+    graph_input: Any,
+    *,
+    config: dict[str, Any],
+    context: Any,
+    on_event: Callable[[dict], None],
+    ask: Callable[[list[Any]], Any] | None = None,
+) -> dict:
+    """Stream a run (custom events to ``on_event``) to its end, and resume it with
+    ``ask(interrupts)`` each time it pauses. With no ``ask``, or when it returns None, the
+    run stops there: the final state then holds the pending interrupts under
+    ``"__interrupt__"``. (``run``, ``chat``, ``resume`` through ``run.run_once``; ``execute``.)"""
+    from langgraph.types import Command
+
+    from .options import DURABILITY
+
+    final: dict = {}
+    while True:
+        async for mode, chunk in graph.astream(
+            graph_input,
+            config=config,
+            context=context,
+            stream_mode=["custom", "values"],
+            durability=DURABILITY if graph.checkpointer else None,
+        ):
+            if mode == "custom" and isinstance(chunk, dict) and "event" in chunk:
+                on_event(chunk)
+            elif mode == "values" and isinstance(chunk, dict):
+                final = chunk
+        final = {k: v for k, v in final.items() if k != "__interrupt__"}
+        pending = await pending_interrupts(graph, config)
+        if not pending:
+            return final
+        decision = ask(pending) if ask is not None else None
+        if decision is None:
+            return {**final, "__interrupt__": pending}
+        graph_input = Command(resume=decision)
 
 
 def interrupt_kind(value: Any) -> str:
@@ -107,8 +147,6 @@ def describe(value: Any) -> list[str]:
     if kind == "question":
         return [f"  ? {value['question']}"]
     if kind == "plan":
-        from .planner import format_plan
-
         return [f"  plan for: {value.get('task', '')}", format_plan(value.get("plan") or {})]
     return ["  " + json.dumps(value, ensure_ascii=False, default=str)]
 
@@ -134,6 +172,64 @@ def interrupted_message(thread_id: str, interrupts: Sequence[Any]) -> str:
         lines.extend(describe(getattr(i, "value", None)))
     lines.append(f"continue with: {resume_hint(thread_id, interrupts)}")
     return "\n".join(lines)
+
+
+def report_interrupted(as_json: bool, result: Mapping[str, Any], thread_id: str, interrupts: Sequence[Any]) -> int:
+    """Print what a run that stopped on ``interrupts`` waits for: with ``--json`` one JSON
+    object on stdout (``result``: the run's usual keys), else the message on stderr."""
+    if as_json:
+        print(json.dumps(interrupted_json(result, interrupts), ensure_ascii=False, default=str), flush=True)
+    else:
+        print(interrupted_message(thread_id, interrupts), file=sys.stderr, flush=True)
+    return EXIT_INTERRUPTED
+
+
+# -- the planner's plan approval (nodes/planner/approve.py) ---------------------------------
+def format_plan(plan: dict[str, Any]) -> str:
+    lines = []
+    for step in plan.get("steps") or []:
+        args = json.dumps(step.get("args") or {}, ensure_ascii=False)
+        deps = f"  after {', '.join(step['depends_on'])}" if step.get("depends_on") else ""
+        extra = "" if step.get("on_fail", "halt") == "halt" else "  (on_fail: continue)"
+        lines.append(f"  {step['id']}: {step['tool']}({args}){deps}{extra}")
+    return "\n".join(lines) or "  (no steps)"
+
+
+def prompt_for_approval(
+    request: dict[str, Any],
+    *,
+    read: Callable[[], str] | None = None,
+    out: TextIO | None = None,
+) -> dict[str, Any]:
+    """Show a ``plan_approval`` interrupt and read the decision: [a]pprove, [e]dit FILE, [r]eject REASON.
+
+    Returns the resume value for ``Command(resume=...)``. ``read`` returns one input line.
+    """
+    out = out or sys.stderr
+    read = read or (lambda: sys.stdin.readline())
+    print(f"\nPlan{' (revised)' if request.get('replan') else ''} for: {request.get('task', '')}", file=out)
+    print(format_plan(request.get("plan") or {}), file=out)
+    for err in request.get("errors") or []:
+        print(f"  ! {err}", file=out)
+    while True:
+        print("approve? [a]pprove / [e]dit PLAN.json / [r]eject [reason]: ", end="", file=out, flush=True)
+        line = read()
+        if not line:
+            return {"action": "reject", "reason": "no answer (end of input)"}
+        word, _, rest = line.strip().partition(" ")
+        word = word.lower()
+        if word in ("a", "approve", "y", "yes"):
+            return {"action": "approve"}
+        if word in ("r", "reject", "n", "no"):
+            return {"action": "reject", "reason": rest.strip() or "rejected at the prompt"}
+        if word in ("e", "edit") and rest.strip():
+            try:
+                with open(os.path.expanduser(rest.strip()), encoding="utf-8") as fh:
+                    return {"action": "edit", "plan": json.load(fh)}
+            except (OSError, ValueError) as exc:
+                print(f"  cannot read {rest.strip()}: {exc}", file=out)
+                continue
+        print("  answer a, e FILE or r [reason]", file=out)
 
 
 # -- deciding on a terminal --------------------------------------------------------------
@@ -212,8 +308,6 @@ def ask_one(value: Any, *, read: Read, out: TextIO) -> tuple[bool, Any]:
             decisions.append(decision)
         return True, {"decisions": decisions}
     if kind == "plan":
-        from .planner import prompt_for_approval
-
         return True, prompt_for_approval(dict(value), read=read, out=out)
     if kind == "question":
         print(f"\n? {value['question']}\nanswer> ", end="", file=out, flush=True)
@@ -250,111 +344,24 @@ def on_terminal(args: argparse.Namespace) -> bool:
     return not getattr(args, "json", False) and sys.stdin.isatty() and sys.stdout.isatty()
 
 
-# -- deciding from flags (smart-agent resume) -----------------------------------------------
-def parse_json_arg(text: str, flag: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise ValueError(f"{flag}: not valid JSON ({exc})") from None
-
-
-def read_decisions_file(path: str) -> Any:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
-    except OSError as exc:
-        raise ValueError(f"--decisions {shown(path)}: cannot read it ({exc.strerror or exc})") from None
-    except ValueError as exc:
-        raise ValueError(f"--decisions {shown(path)}: not valid JSON ({exc})") from None
-
-
-def flag_decision(
-    value: Any, *, approve: bool = False, reject: str | None = None, edit: Any = None, answer: str | None = None
-) -> Any:
-    """The resume value for one interrupt from ``resume``'s flags (exactly one given); every
-    review request gets the same decision. A flag that does not fit is a ``ReviewError``."""
-    from ..approval import ReviewError, answer_of, check_decisions
-
-    kind = interrupt_kind(value)
-    if kind == "review":
-        if answer is not None:
-            raise ReviewError("the run waits for a review of tool calls, not an answer: use --approve, --reject, "
-                              "--edit or --decisions")
-        actions = action_requests(value)
-        if approve:
-            decision: dict[str, Any] = {"type": "approve"}
-            decisions = [decision] * len(actions)
-        elif reject is not None:
-            decisions = [{"type": "reject", "message": reject}] * len(actions)
-        else:
-            if not isinstance(edit, Mapping):
-                raise ReviewError(f"--edit: the arguments must be a JSON object (got {shown(edit)})")
-            decisions = [{"type": "edit", "edited_action": {"name": a.get("name"), "args": dict(edit)}}
-                         for a in actions]
-        check_decisions({"decisions": decisions}, actions)
-        return {"decisions": decisions}
-    if kind == "plan":
-        if approve:
-            return {"action": "approve"}
-        if reject is not None:
-            return {"action": "reject", "reason": reject}
-        if edit is not None:
-            return {"action": "edit", "plan": edit}
-        raise ReviewError("the run waits for approval of its plan, not an answer: use --approve, --reject or --edit")
-    if answer is None:
-        what = "an answer to a question" if kind == "question" else "input"
-        raise ReviewError(f"the run waits for {what}: use --answer TEXT")
-    return answer_of(answer) if kind == "question" else answer
-
-
-def file_decisions(interrupts: Sequence[Any], content: Any) -> list[Any]:
-    """One resume value per interrupt from a ``--decisions`` file: for review requests a JSON
-    list (or ``{"decisions": [...]}``) with one decision per pending tool call, in order,
-    across the pending requests; any other interrupt takes the file's value as it is."""
-    from ..approval import ReviewError, check_decisions
-
-    reviews = [i for i in interrupts if interrupt_kind(getattr(i, "value", None)) == "review"]
-    if not reviews:
-        return [content for _ in interrupts]
-    if len(reviews) != len(interrupts):
-        raise ReviewError("--decisions answers tool-call reviews; other requests are pending too: "
-                          "resume them one kind at a time")
-    decisions = content.get("decisions") if isinstance(content, Mapping) else content
-    requests = [a for i in reviews for a in action_requests(i.value)]
-    check_decisions({"decisions": decisions}, requests)  # wrong shape or count: a ReviewError
-    assert isinstance(decisions, list)
-    out, start = [], 0
-    for i in reviews:
-        n = len(action_requests(i.value))
-        out.append({"decisions": decisions[start:start + n]})
-        start += n
-    return out
-
-
 # -- --approve / --ask-user of run and chat --------------------------------------------------
-def add_review_context_args(p: argparse.ArgumentParser) -> None:
+def add_approve_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--approve",
         metavar="none|side-effects|LIST",
         help="tool calls that wait for your decision before they run: none (default), side-effects "
         "(tools with side effects) or a comma list of tool names",
     )
+
+
+def add_review_context_args(p: argparse.ArgumentParser) -> None:
+    add_approve_arg(p)
     p.add_argument(
         "--ask-user",
         action=argparse.BooleanOptionalAction,
         default=None,
         help="offer the ask_user tool: the model may ask you a question (default: on in chat, off in run)",
     )
-
-
-def report_interrupted(as_json: bool, result: Mapping[str, Any], thread_id: str, interrupts: Sequence[Any]) -> int:
-    """Print what a run that stopped on ``interrupts`` waits for: with ``--json`` one JSON
-    object on stdout (``result``: the run's usual keys), else the message on stderr."""
-    if as_json:
-        print(json.dumps(interrupted_json(result, interrupts), ensure_ascii=False, default=str), flush=True)
-    else:
-        print(interrupted_message(thread_id, interrupts), file=sys.stderr, flush=True)
-    return EXIT_INTERRUPTED
 
 
 def review_context_values(args: argparse.Namespace, values: dict) -> None:

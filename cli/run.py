@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, TextIO
 from .. import settings
 from .backends import add_db_arg
 from .options import (
-    DURABILITY,
     add_context_budget_args,
     add_reasoning_args,
     add_workspace_args,
@@ -167,32 +166,9 @@ async def run_once(
     }
     if metadata:
         config["metadata"] = metadata
-    final: dict = {}
-    while True:
-        async for mode, chunk in graph.astream(
-            graph_input,
-            config=config,
-            context=context,
-            stream_mode=["custom", "values"],
-            durability=DURABILITY if graph.checkpointer else None,
-        ):
-            if mode == "custom" and isinstance(chunk, dict) and "event" in chunk:
-                on_event(chunk)
-            elif mode == "values" and isinstance(chunk, dict):
-                final = chunk
-        final = {k: v for k, v in final.items() if k != "__interrupt__"}
-        # A graph that paused for a person: ask (on a terminal), then resume; else stop here.
-        from .review import pending_interrupts
+    from .review import run_until_paused
 
-        pending = await pending_interrupts(graph, config)
-        if not pending:
-            return final
-        decision = ask(pending) if ask is not None else None
-        if decision is None:
-            return {**final, "__interrupt__": pending}
-        from langgraph.types import Command
-
-        graph_input = Command(resume=decision)
+    return await run_until_paused(graph, graph_input, config=config, context=context, on_event=on_event, ask=ask)
 
 
 def _printer(stream: TextIO, quiet: bool, summary: RunSummary) -> Callable[[dict], None]:
@@ -210,6 +186,10 @@ def _printer(stream: TextIO, quiet: bool, summary: RunSummary) -> Callable[[dict
 def _build(graph_name: str, checkpointer: Any, model: Any = None, store: Any = None) -> Any:
     from ..graphs import get_builder
 
+    if graph_name == "execute":  # a saved plan's execution (cli/planner.py) that `smart-agent resume` continues
+        from ..graphs.planner import build_executor_graph
+
+        return build_executor_graph(checkpointer=checkpointer, store=store)
     builder = get_builder(graph_name)
     kwargs: dict[str, Any] = {"checkpointer": checkpointer}
     if store is not None:  # Postgres: memory and the archive on the database's store

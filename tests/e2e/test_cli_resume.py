@@ -144,3 +144,44 @@ def test_resume_without_a_pending_interrupt_is_a_usage_error(scripted_server, wo
     unknown = run_cli(["run", "x", "--approve", "nosuch"], env=env)
     assert unknown.returncode == 2 and "--approve: unknown tool(s) 'nosuch'. Known tools:" in unknown.stderr
     assert len(srv.requests) == 1
+
+
+PLAN = {"steps": [{"id": "a", "tool": "calculator", "args": {"expression": "6*7"}},
+                  {"id": "save", "tool": "write_file", "args": {"path": "out.txt", "content": "a=${a}"}}]}
+
+
+def test_planner_step_waiting_for_approval_exits_3_and_resumes(scripted_server, workspace):
+    srv = scripted_server([{"tool_calls": [{"name": "submit_plan", "arguments": PLAN}]}, text("saved")])
+    env = cli_env(srv)
+    run = ["run", "--graph", "planner", "compute", "--workspace", str(workspace), "--approve", "write_file"]
+    paused = run_cli([*run, "--json", "--thread", "s1"], env=env)
+    assert paused.returncode == 3, paused.stderr
+    [request] = json.loads(paused.stdout)["interrupts"][0]["value"]["action_requests"]
+    assert request["name"] == "write_file" and request["args"] == {"path": "out.txt", "content": "a=42"}
+    assert not (workspace / "out.txt").exists() and len(srv.requests) == 1
+    assert '⏸ waiting for approval: save: write_file({"path": "out.txt", "content": "a=42"})' in paused.stderr
+    done = run_cli(["resume", "--thread", "s1", "--approve"], env=env)
+    assert done.returncode == 0, done.stderr
+    assert (workspace / "out.txt").read_text() == "a=42" and done.stdout.startswith("  ✓ approved write_file")
+
+
+def test_execute_with_approve_pauses_and_resumes(workspace, tmp_path):
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(PLAN))
+    env = cli_env()
+    execute = ["execute", str(plan), "--workspace", str(workspace), "--approve", "write_file"]
+    paused = run_cli([*execute, "--json"], env=env)  # no --thread: one is made up, so it can be resumed
+    assert paused.returncode == 3, paused.stderr
+    out = json.loads(paused.stdout)
+    assert out["status"] == "interrupted" and out["thread_id"].startswith("execute-")
+    assert [e["id"] for e in out["trace"] if e["status"] == "ok"] == ["a"] and not (workspace / "out.txt").exists()
+    rejected = run_cli(["resume", "--thread", out["thread_id"], "--reject", "keep it", "--json"], env=env)
+    assert rejected.returncode == 0, rejected.stderr
+    assert not (workspace / "out.txt").exists() and "keep it" in rejected.stdout
+
+    human = run_cli([*execute, "--thread", "x2"], env=env)
+    assert human.returncode == 3 and "smart-agent resume --thread x2" in human.stderr
+    assert run_cli(["resume", "--thread", "x2", "--approve"], env=env).returncode == 0
+    assert (workspace / "out.txt").read_text() == "a=42"
+    unknown = run_cli([*execute[:-1], "nosuch"], env=env)
+    assert unknown.returncode == 2 and "--approve: unknown tool(s) 'nosuch'" in unknown.stderr

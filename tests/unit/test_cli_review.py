@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from smart_agent.approval import ReviewError, question_request, review_request
-from smart_agent.cli import review
+from smart_agent.cli import resume, review
 from smart_agent.cli.render import format_event
 
 REVIEW = review_request([{"name": "write_file", "args": {"path": "a", "content": "x"}},
@@ -30,39 +30,39 @@ def reader(*lines):
 
 
 def test_flag_decisions_per_kind():
-    assert review.flag_decision(REVIEW, approve=True) == {"decisions": [{"type": "approve"}] * 2}
-    assert review.flag_decision(REVIEW, reject="no") == {"decisions": [{"type": "reject", "message": "no"}] * 2}
-    edited = review.flag_decision(REVIEW, edit={"path": "b"})
+    assert resume.flag_decision(REVIEW, approve=True) == {"decisions": [{"type": "approve"}] * 2}
+    assert resume.flag_decision(REVIEW, reject="no") == {"decisions": [{"type": "reject", "message": "no"}] * 2}
+    edited = resume.flag_decision(REVIEW, edit={"path": "b"})
     assert [d["edited_action"] for d in edited["decisions"]] == [
         {"name": "write_file", "args": {"path": "b"}}, {"name": "calculator", "args": {"path": "b"}}
     ]
     with pytest.raises(ReviewError, match="JSON object"):
-        review.flag_decision(REVIEW, edit=[1])
+        resume.flag_decision(REVIEW, edit=[1])
     with pytest.raises(ReviewError, match="not an answer"):
-        review.flag_decision(REVIEW, answer="x")
-    assert review.flag_decision(QUESTION, answer="teal") == "teal"
+        resume.flag_decision(REVIEW, answer="x")
+    assert resume.flag_decision(QUESTION, answer="teal") == "teal"
     with pytest.raises(ReviewError, match="--answer"):
-        review.flag_decision(QUESTION, approve=True)
-    assert review.flag_decision(PLAN, approve=True) == {"action": "approve"}
-    assert review.flag_decision(PLAN, reject="") == {"action": "reject", "reason": ""}
-    assert review.flag_decision(PLAN, edit={"steps": []}) == {"action": "edit", "plan": {"steps": []}}
-    assert review.flag_decision({"custom": 1}, answer="x") == "x"
+        resume.flag_decision(QUESTION, approve=True)
+    assert resume.flag_decision(PLAN, approve=True) == {"action": "approve"}
+    assert resume.flag_decision(PLAN, reject="") == {"action": "reject", "reason": ""}
+    assert resume.flag_decision(PLAN, edit={"steps": []}) == {"action": "edit", "plan": {"steps": []}}
+    assert resume.flag_decision({"custom": 1}, answer="x") == "x"
 
 
 def test_file_decisions_split_across_pending_reviews():
     one = review_request([{"name": "write_file", "args": {}}])
     pending = [interrupt(REVIEW, "i1"), interrupt(one, "i2")]
     decisions = [{"type": "approve"}, {"type": "reject", "message": "m"}, {"type": "approve"}]
-    assert review.file_decisions(pending, {"decisions": decisions}) == [
+    assert resume.file_decisions(pending, {"decisions": decisions}) == [
         {"decisions": decisions[:2]}, {"decisions": decisions[2:]}
     ]
     with pytest.raises(ReviewError, match="3 tool call"):
-        review.file_decisions(pending, decisions[:2])
+        resume.file_decisions(pending, decisions[:2])
     with pytest.raises(ReviewError, match="type must be"):
-        review.file_decisions(pending, [{"type": "maybe"}] * 3)
+        resume.file_decisions(pending, [{"type": "maybe"}] * 3)
     with pytest.raises(ReviewError, match="other requests"):
-        review.file_decisions([interrupt(REVIEW), interrupt(QUESTION, "i2")], decisions[:2])
-    assert review.file_decisions([interrupt(PLAN)], {"action": "approve"}) == [{"action": "approve"}]
+        resume.file_decisions([interrupt(REVIEW), interrupt(QUESTION, "i2")], decisions[:2])
+    assert resume.file_decisions([interrupt(PLAN)], {"action": "approve"}) == [{"action": "approve"}]
 
 
 def test_resume_value_maps_answers_by_interrupt_id():
