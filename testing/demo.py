@@ -68,7 +68,7 @@ def demo_responder(request: dict[str, Any]) -> dict[str, Any]:
     if last_name == "calculator":
         return tool_call("write_file", {"path": DEMO_FILE, "content": f"{expression} = {last_content}\n"})
     if last_name == "write_file":
-        if not last_content.lower().startswith("wrote "):  # rejected by the user, or failed
+        if last_content.lower().startswith(("the user rejected", "error", "not run", "refused", "tool ", "invalid ")):
             return text(f"{a} × {b} = {calc[-1] if calc else '?'}. I did not save it: {last_content[:300]}")
         if not calc:
             return text("I saved a file, but I cannot find the calculator's result in this conversation.")
