@@ -8,7 +8,7 @@ nothing outside it imports it.
     smart-agent plan | execute                  (cli/planner.py)
     smart-agent resume --thread ID --approve|--reject|--edit|--answer|--decisions
                                                 (cli/resume.py: a run paused on an interrupt, exit 3)
-    smart-agent memory list|search|forget|stats (cli/memory.py)
+    smart-agent memory list|search|forget|stats|export|import (cli/memory.py)
 
 Events stream live to stderr (to stdout in human mode); with ``--json`` stdout
 holds exactly one JSON object.

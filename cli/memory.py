@@ -1,12 +1,15 @@
-"""``smart-agent memory list|search QUERY|forget ID|stats`` and the memory run flags.
+"""``smart-agent memory list|search QUERY|forget ID|stats|export FILE|import FILE`` and the memory run flags.
 
-Importing this module is cheap (argparse only): the store, FAISS and the
-embedding model load inside the handlers, and only ``search`` embeds anything.
+Every command works on the store ``memory.service.open_memory_store`` opens, through
+``memory/backend.py`` and ``memory/transfer.py``. Importing this module is cheap (argparse
+only): the store, FAISS and the embedding model load inside the handlers, and only ``search``
+and ``import`` embed anything.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
 import time
@@ -54,6 +57,17 @@ def register_cli(subparsers: Any) -> argparse.ArgumentParser:
     q = sub.add_parser("stats", help="counts, sizes and settings")
     _common(q)
     q.set_defaults(handler=_guarded(_stats))
+
+    q = sub.add_parser("export", help="write the user's memories to a JSON Lines file (no vectors)")
+    q.add_argument("file", help="FILE.jsonl to write ('-': standard output)")
+    _common(q)
+    q.set_defaults(handler=_guarded(_export))
+
+    q = sub.add_parser("import", help="add memories from a JSON Lines file (embeddings recomputed)")
+    q.add_argument("file", help="FILE.jsonl written by 'memory export' ('-': standard input)")
+    _common(q)
+    q.add_argument("--embedding-model", default=None, help="'local' (default) or provider:model")
+    q.set_defaults(handler=_guarded(_import))
     return p
 
 
@@ -93,28 +107,46 @@ def _guarded(handler: Any) -> Any:
     return run
 
 
-def _open(args: argparse.Namespace, embedding_model: str | None = None):
+def _user(args: argparse.Namespace) -> tuple[tuple[str, str], str]:
     from .. import settings
-    from ..memory.store import FaissMemoryStore, user_namespace
+    from ..memory.store import user_namespace
 
     user = args.user or settings.field_env("user_id")[1] or "default"
-    spec = embedding_model or settings.field_env("embedding_model")[1] or "local"
-    return FaissMemoryStore(embeddings=spec), user_namespace(user), user
+    return user_namespace(user), user
+
+
+def _on_store(args: argparse.Namespace, work: Any, embedding_model: str | None = None) -> int:
+    """Run ``await work(store, namespace, user)`` on the store the memory commands use."""
+    from ..memory.service import open_memory_store
+
+    ns, user = _user(args)
+
+    async def main() -> int:
+        async with open_memory_store(embedding_model) as store:
+            return int(await work(store, ns, user))
+
+    return asyncio.run(main())
+
+
+def _where(store: Any) -> str:
+    return str(getattr(store, "path", None) or type(store).__name__)
 
 
 def _row(item: Any, now: float) -> dict[str, Any]:
+    from ..memory.ranking import memory_times
     from ..memory.store import humanize_age
+    from ..memory.transfer import record_of
 
-    v = item.value
+    rec = record_of(item)
     return {
         "id": item.key,
-        "text": v.get("text") if isinstance(v.get("text"), str) else json.dumps(v, ensure_ascii=False),
-        "importance": v.get("importance"),
-        "merges": v.get("merges", 0),
-        "kind": v.get("kind"),
-        "age": humanize_age(now - item.updated_at.timestamp()),
-        "created_at": item.created_at.isoformat(),
-        "updated_at": item.updated_at.isoformat(),
+        "text": rec["text"],
+        "importance": item.value.get("importance"),
+        "merges": item.value.get("merges", 0),
+        "kind": item.value.get("kind"),
+        "age": humanize_age(now - memory_times(item)[1]),
+        "created_at": rec["created_at"],
+        "updated_at": rec["updated_at"],
     }
 
 
@@ -123,60 +155,132 @@ def _one_line(text: str, n: int = 100) -> str:
 
 
 def _list(args: argparse.Namespace) -> int:
-    store, ns, user = _open(args)
-    with store:
-        items = store.search(ns, limit=max(1, args.k))
-        total = store.count(ns)
-    now = time.time()
-    rows = [_row(i, now) for i in items]
-    if args.json:
-        print(json.dumps({"user": user, "total": total, "memories": rows}, ensure_ascii=False))
+    from ..memory.backend import list_memories
+
+    async def work(store: Any, ns: tuple[str, ...], user: str) -> int:
+        items, total = await list_memories(store, ns, max(1, args.k))
+        now = time.time()
+        rows = [_row(i, now) for i in items]
+        if args.json:
+            print(json.dumps({"user": user, "total": total, "memories": rows}, ensure_ascii=False))
+            return 0
+        if not rows:
+            print(f"No memories for user {user!r} (in {_where(store)}).")
+            return 0
+        for r in rows:
+            imp = r["importance"] if isinstance(r["importance"], (int, float)) else 0.5
+            print(f"{r['id']}  {r['age']:>15}  imp {imp:.2f}  merges {r['merges']}  {_one_line(r['text'])}")
+        print(f"({len(rows)} of {total} memories of user {user!r})", file=sys.stderr)
         return 0
-    if not rows:
-        print(f"No memories for user {user!r} (in {store.path}).")
-        return 0
-    for r in rows:
-        imp = r["importance"] if isinstance(r["importance"], (int, float)) else 0.5
-        print(f"{r['id']}  {r['age']:>15}  imp {imp:.2f}  merges {r['merges']}  {_one_line(r['text'])}")
-    print(f"({len(rows)} of {total} memories of user {user!r})", file=sys.stderr)
-    return 0
+
+    return _on_store(args, work)
 
 
 def _search(args: argparse.Namespace) -> int:
-    store, ns, user = _open(args, args.embedding_model)
-    with store:
-        found = store.recall(ns, args.query, max(1, args.k))
-    now = time.time()
-    rows = [r.to_dict(now) for r in found]
-    if args.json:
-        print(json.dumps({"user": user, "query": args.query, "results": rows}, ensure_ascii=False))
+    from ..memory.backend import recall
+
+    async def work(store: Any, ns: tuple[str, ...], user: str) -> int:
+        found = await recall(store, ns, args.query, max(1, args.k))
+        now = time.time()
+        rows = [r.to_dict(now) for r in found]
+        if args.json:
+            print(json.dumps({"user": user, "query": args.query, "results": rows}, ensure_ascii=False))
+            return 0
+        if not rows:
+            print(f"No memories of user {user!r} match.")
+            return 0
+        for r in rows:
+            print(
+                f"{r['key']}  score {r['score']:.3f}  sim {r['similarity']:.3f}  {r['age']:>15}  "
+                f"{_one_line(r['text'])}"
+            )
         return 0
-    if not rows:
-        print(f"No memories of user {user!r} match.")
-        return 0
-    for r in rows:
-        print(f"{r['key']}  score {r['score']:.3f}  sim {r['similarity']:.3f}  {r['age']:>15}  {_one_line(r['text'])}")
-    return 0
+
+    return _on_store(args, work, args.embedding_model)
 
 
 def _forget(args: argparse.Namespace) -> int:
-    store, ns, user = _open(args)
-    with store:
-        ok = store.forget(ns, args.id)
-    if args.json:
-        print(json.dumps({"user": user, "id": args.id, "deleted": ok}))
-    elif ok:
-        print(f"Forgot memory {args.id} of user {user!r}.")
-    else:
-        print(f"No memory {args.id!r} for user {user!r}.", file=sys.stderr)
-    return 0 if ok else EXIT_NOT_FOUND
+    from ..memory.backend import forget
+
+    async def work(store: Any, ns: tuple[str, ...], user: str) -> int:
+        ok = await forget(store, ns, args.id)
+        if args.json:
+            print(json.dumps({"user": user, "id": args.id, "deleted": ok}))
+        elif ok:
+            print(f"Forgot memory {args.id} of user {user!r}.")
+        else:
+            print(f"No memory {args.id!r} for user {user!r}.", file=sys.stderr)
+        return 0 if ok else EXIT_NOT_FOUND
+
+    return _on_store(args, work)
+
+
+def _export(args: argparse.Namespace) -> int:
+    from ..memory.transfer import export_records
+
+    async def work(store: Any, ns: tuple[str, ...], user: str) -> int:
+        records = await export_records(store, ns)
+        lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+        if args.file == "-":
+            sys.stdout.write(lines)
+        else:
+            try:
+                with open(args.file, "w", encoding="utf-8") as f:
+                    f.write(lines)
+            except OSError as exc:
+                print(f"smart-agent: cannot write {args.file}: {exc.strerror or exc}", file=sys.stderr)
+                return EXIT_REFUSED
+        summary = {"user": user, "file": args.file, "exported": len(records)}
+        if args.json and args.file != "-":
+            print(json.dumps(summary))
+        else:
+            print(f"Exported {len(records)} memories of user {user!r} to {args.file}.", file=sys.stderr)
+        return 0
+
+    return _on_store(args, work)
+
+
+def _import(args: argparse.Namespace) -> int:
+    from ..memory.transfer import ImportLineError, import_records, parse_records
+
+    name = "standard input" if args.file == "-" else args.file
+    try:
+        if args.file == "-":
+            raw = sys.stdin.buffer.read()
+        else:
+            with open(args.file, "rb") as f:
+                raw = f.read()
+        records = parse_records(raw.decode("utf-8").splitlines())
+    except OSError as exc:
+        print(f"smart-agent: cannot read {name}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_REFUSED
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        print(f"smart-agent: {name}: line {line}: not UTF-8 text", file=sys.stderr)
+        return EXIT_REFUSED
+    except ImportLineError as exc:
+        print(f"smart-agent: {name}: {exc}", file=sys.stderr)
+        return EXIT_REFUSED
+
+    async def work(store: Any, ns: tuple[str, ...], user: str) -> int:
+        count = await import_records(store, ns, records)
+        if args.json:
+            print(json.dumps({"user": user, "file": args.file, "imported": count}))
+        else:
+            print(f"Imported {count} memories for user {user!r} into {_where(store)}.")
+        return 0
+
+    return _on_store(args, work, args.embedding_model)
 
 
 def _stats(args: argparse.Namespace) -> int:
-    store, ns, user = _open(args)
-    with store:
-        stats = store.stats()
-        user_count = store.count(ns)
+    async def work(store: Any, ns: tuple[str, ...], user: str) -> int:
+        return _print_stats(args, await asyncio.to_thread(store.stats), store.count(ns), user)
+
+    return _on_store(args, work)
+
+
+def _print_stats(args: argparse.Namespace, stats: dict[str, Any], user_count: int, user: str) -> int:
     stats["user"] = user
     stats["user_items"] = user_count
     if args.json:

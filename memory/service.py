@@ -7,9 +7,11 @@ module, FAISS and the embedding model load on first use.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import settings
@@ -77,6 +79,22 @@ def store_for(runtime_store: Any = None, ctx: Any = None) -> Any:
 
     spec = context_field(ctx, "embedding_model", None) or settings.field_env("embedding_model")[1] or "local"
     return open_store(embeddings=spec)
+
+
+@contextlib.asynccontextmanager
+async def open_memory_store(embedding_model: str | None = None) -> AsyncIterator[Any]:
+    """The store the ``smart-agent memory`` commands work on, closed on exit: the one entry point
+    to extend when the process's memory lives elsewhere (a Postgres ``SMART_AGENT_DB``). Today the
+    FAISS store in ``$SMART_AGENT_HOME/memory`` with ``embedding_model`` (default: the context
+    field's environment variable, else ``local``)."""
+    from .store import FaissMemoryStore
+
+    spec = embedding_model or settings.field_env("embedding_model")[1] or "local"
+    store = await asyncio.to_thread(FaissMemoryStore, embeddings=spec)
+    try:
+        yield store
+    finally:
+        store.close()
 
 
 def min_similarity() -> float:
