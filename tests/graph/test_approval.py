@@ -217,3 +217,17 @@ async def test_a_resume_under_another_context_still_reviews_the_calls_of_the_pau
     final = await run(graph, reject, ctx(workspace))  # approve: none in the resuming run's context
     assert not (workspace / "out.txt").exists() and final["answer"] == "not written"
     assert [m["content"] for m in tool_messages(srv.requests[1])] == [rejection_text("write_file", "w1", "no"), "42"]
+
+
+async def test_a_new_task_on_a_paused_thread_drops_the_held_call(scripted_server, workspace):
+    """Not resuming but asking something else: the held call never runs and is answered."""
+    from smart_agent.nodes.resolver import INTERRUPTED_RESULT
+
+    srv = scripted_server([tool_call("write_file", WRITE["arguments"]), text("ok, something else")])
+    graph = graph_for(srv)
+    context = ctx(workspace, approve="write_file")
+    await run(graph, "write hello", context)
+    final = await run(graph, "never mind", context)
+    assert final["answer"] == "ok, something else" and (await pending(graph)) == ([], ())
+    assert not (workspace / "out.txt").exists() and final["reviews"] == {}
+    assert last_tool_message(srv.requests[1]) == INTERRUPTED_RESULT
