@@ -76,8 +76,12 @@ async def test_server_run_with_many_tool_calls_ends_with_answer(dev_server):
 
 
 @pytest.mark.parametrize("dev_server", ["memory"], indirect=True)
-async def test_server_runs_recall_memory_across_threads(dev_server):
-    """The server's event loop forbids blocking calls: memory must still work there."""
+async def test_server_recalls_memory_across_threads_through_its_own_store(dev_server, tmp_path):
+    """langgraph.json's store.index (the local embedding function, 384 dims) makes the server's
+    own store searchable: memory is written and recalled there, in a thread of the server's event
+    loop (which forbids blocking calls), and no FAISS folder is made under SMART_AGENT_HOME."""
+    import uuid
+
     from langgraph_sdk import get_client
 
     url, srv = dev_server
@@ -88,11 +92,18 @@ async def test_server_runs_recall_memory_across_threads(dev_server):
         ]
     )
     client = get_client(url=url)
+    user = f"u{uuid.uuid4().hex[:8]}"  # the server keeps its store in .langgraph_api/ across runs
     for task in ("Remember that my favourite colour is teal", "What is my favourite colour?"):
         thread = await client.threads.create()
-        result = await client.runs.wait(thread["thread_id"], "agent", input={"task": task})
+        result = await client.runs.wait(thread["thread_id"], "agent", input={"task": task}, context={"user_id": user})
     assert result["answer"] == "teal"
+    assert "User asked to remember: my favourite colour is teal" in srv.requests[-1]["messages"][0]["content"]
     assert result["recalled_memories"], "the second thread recalled the first one's memory"
+    found = await client.store.search_items(["memories", user], query="favourite colour")
+    texts = {i["key"]: i["value"]["text"] for i in found["items"]}  # one observation per run
+    assert len(texts) == 2 and texts[result["recalled_memories"][0]["key"]].startswith("Task: Remember that")
+    assert all(i["score"] > 0.3 for i in found["items"]), "searched by meaning, with the project's embedding model"
+    assert not (tmp_path / "home" / "memory").exists(), "no FAISS store next to the server's"
 
 
 async def test_server_runs_archive_large_tool_outputs(dev_server, tmp_path):
