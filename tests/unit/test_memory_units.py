@@ -198,3 +198,26 @@ def test_register_cli_adds_the_memory_command():
     register_cli(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["memory", "search", "q", "--user", "u", "--k", "3", "--json"])
     assert (args.memory_command, args.query, args.user, args.k, args.json) == ("search", "q", "u", 3, True)
+
+
+def test_langgraph_json_store_index_is_the_local_model(local_model):
+    """langgraph.json's store.index.embed names a file and a function: loaded on its own by path
+    (as the server loads it; the server itself: tests/e2e/test_langgraph_dev.py) and wrapped by
+    LangGraph's ensure_embeddings, it gives the local model's vectors, 384 of them."""
+    import importlib.util
+
+    from conftest import REPO
+    from langgraph.store.base import ensure_embeddings
+
+    from smart_agent.memory.embeddings import LOCAL_DIM, embed_local, local_embeddings
+
+    index = json.loads((REPO / "langgraph.json").read_text())["store"]["index"]
+    assert (index["dims"], index["fields"]) == (LOCAL_DIM, ["text"])
+    path, function = index["embed"].rsplit(":", 1)
+    spec = importlib.util.spec_from_file_location("langgraph_embed_by_path", REPO / path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    (vec,) = ensure_embeddings(getattr(module, function)).embed_documents(["The user likes teal."])
+    assert len(vec) == LOCAL_DIM and vec == pytest.approx(local_model.embed_query("The user likes teal."), abs=1e-6)
+    assert embed_local(["The user likes teal."]) == [pytest.approx(vec, abs=1e-6)]
+    assert local_embeddings() is local_model  # one model per process
