@@ -49,7 +49,9 @@ def register_cli(subparsers: Any) -> None:
         "--edit", dest="decide_edit", metavar="JSON", help="run every pending call with these arguments (the plan, for "
         "the planner's plan approval)",
     )
-    decision.add_argument("--answer", dest="decide_answer", type=utf8_text("answer"), help="answer the question")
+    decision.add_argument(
+        "--answer", dest="decide_answer", type=utf8_text("answer"), metavar="TEXT", help="answer the question"
+    )
     decision.add_argument(
         "--decisions", dest="decide_file", metavar="FILE", help="JSON: one decision per pending tool call, in order"
     )

@@ -185,3 +185,25 @@ def test_execute_with_approve_pauses_and_resumes(workspace, tmp_path):
     assert (workspace / "out.txt").read_text() == "a=42"
     unknown = run_cli([*execute[:-1], "nosuch"], env=env)
     assert unknown.returncode == 2 and "--approve: unknown tool(s) 'nosuch'" in unknown.stderr
+
+
+def test_dual_graph_pauses_in_its_planner_and_resumes(scripted_server, workspace):
+    from smart_agent.nodes.dual import DECIDE
+
+    srv = scripted_server([
+        tool_call(DECIDE, {"action": "execute", "objective": "compute and save"}),
+        {"tool_calls": [{"name": "submit_plan", "arguments": PLAN}]},
+        text("saved a=42"),
+        tool_call(DECIDE, {"action": "final", "answer": "All saved."}),
+    ])
+    env = cli_env(srv)
+    paused = run_cli(
+        ["run", "--graph", "dual", "go", "--workspace", str(workspace), "--approve-plan", "--json", "--thread", "du1"],
+        env=env,
+    )
+    assert paused.returncode == 3, paused.stderr
+    assert json.loads(paused.stdout)["interrupts"][0]["value"]["type"] == "plan_approval"  # from the subgraph
+    assert not (workspace / "out.txt").exists() and len(srv.requests) == 2
+    done = run_cli(["resume", "--thread", "du1", "--approve", "--json"], env=env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["answer"] == "All saved." and (workspace / "out.txt").read_text() == "a=42"

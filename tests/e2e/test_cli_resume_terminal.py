@@ -108,3 +108,27 @@ def test_terminal_question(scripted_server, workspace):
     child.sendline("teal")
     child.expect("you said teal")
     assert finish(child) == 0
+
+
+def test_chat_on_a_terminal_asks_the_question_between_turns(scripted_server):
+    def model(req):
+        last = req["messages"][-1]
+        if last["role"] == "tool":
+            return text(f"hi {last['content']}")
+        if last["content"] == "hello":
+            return tool_call("ask_user", {"question": "Your name?"})
+        return text(f"echo {last['content']}")
+
+    srv = scripted_server(responder=model)
+    child = spawn(["chat", "--thread", "tty6"], cli_env(srv))  # ask_user is on in chat by default
+    child.expect("you> ")
+    child.sendline("hello")
+    child.expect(r"\? Your name\?")
+    child.expect("answer> ")
+    child.sendline("Ada")
+    child.expect("agent> hi Ada")
+    child.expect("you> ")
+    child.sendline("again")
+    child.expect("agent> echo again")
+    child.sendline("/exit")
+    assert finish(child) == 0
