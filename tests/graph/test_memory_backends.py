@@ -7,8 +7,10 @@ runtime store without an index (memory off, one error event, no FAISS folder).""
 from __future__ import annotations
 
 import contextlib
+import json
 import uuid
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -25,6 +27,8 @@ from smart_agent.memory.ranking import RankingConfig, memory_times
 from smart_agent.memory.store import FaissMemoryStore, user_namespace
 from smart_agent.memory.transfer import export_records, import_records, parse_records
 from smart_agent.testing.scripted_server import text
+from smart_agent.tools.invoke import run_tool
+from smart_agent.tools.memory_tools import remember, search_memory
 
 DAY = 86_400.0
 T0 = 1_800_000_000.0
@@ -162,6 +166,26 @@ async def test_pruning_drops_the_least_valuable_beyond_the_cap(table_backend):
     assert (await b.remember(ns, "fact e", importance=0.0)).pruned == []
 
 
+async def test_memory_tools_on_each_store(table_backend):
+    b = table_backend
+    b.emb.table.update({"Ada likes green tea.": unit(0, 0, 1), "what does Ada drink": unit(0, 0.3, 1)})
+    ctx = Context(user_id="ada")
+    out = await run_tool(remember, {"text": "Ada likes green tea.", "importance": 0.9}, call_id="c1", context=ctx,
+                         store=b.store)
+    assert out.ok and out.content.startswith("Remembered (id "), out.content
+    again = await run_tool(remember, {"text": "Ada likes green tea."}, call_id="c2", context=ctx, store=b.store)
+    assert again.content.startswith("Updated an existing memory")
+    found = await run_tool(search_memory, {"query": "what does Ada drink"}, call_id="c3", context=ctx, store=b.store)
+    (row,) = json.loads(found.content)
+    assert row["text"] == "Ada likes green tea." and row["id"] in out.content
+    other = await run_tool(search_memory, {"query": "what does Ada drink"}, call_id="c4",
+                           context=Context(user_id="bob"), store=b.store)
+    assert other.content == "No memories found."
+    runtime = SimpleNamespace(context=ctx, store=InMemoryStore())  # no index: the tools say memory is off
+    assert await remember.coroutine("x", runtime=runtime) == NO_INDEX
+    assert await search_memory.coroutine("x", runtime=runtime) == NO_INDEX
+
+
 # -- the memory nodes in a real agent run ---------------------------------------------------
 @pytest.mark.parametrize("name", BACKENDS)
 async def test_agent_recalls_a_fact_written_in_another_thread(
@@ -218,8 +242,6 @@ async def test_export_import_round_trip_faiss_to_target_and_back(target, make_ba
     b_ = await src.remember(ns, "works on Tuesdays", importance=0.3)
     records = await export_records(src.store, ns)
     assert [r["key"] for r in records] == [a.key, b_.key] and all("vector" not in r for r in records)
-
-    import json
 
     lines = [json.dumps(r) for r in records]
     dst = await make_backend(target, TableEmbeddings(), DIM)
