@@ -11,6 +11,7 @@ work runs in a worker thread); ``tool.invoke`` outside an event loop runs them t
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import functools
 import json
 from collections.abc import Callable
@@ -95,11 +96,17 @@ async def _search_memory(
 
 
 def _sync(coroutine: Callable[..., Any]) -> Callable[..., Any]:
-    """The tool's sync form (``tool.invoke`` outside an event loop): the coroutine run to its end."""
+    """The tool's sync form (``tool.invoke``): the coroutine run to its end on an event loop of its
+    own, in a helper thread when the caller's thread already runs one (a notebook cell)."""
 
     @functools.wraps(coroutine)
     def run(*args: Any, **kwargs: Any) -> Any:
-        return asyncio.run(coroutine(*args, **kwargs))
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(coroutine(*args, **kwargs))
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            return pool.submit(asyncio.run, coroutine(*args, **kwargs)).result()
 
     return run
 

@@ -221,3 +221,11 @@ def test_langgraph_json_store_index_is_the_local_model(local_model):
     assert len(vec) == LOCAL_DIM and vec == pytest.approx(local_model.embed_query("The user likes teal."), abs=1e-6)
     assert embed_local(["The user likes teal."]) == [pytest.approx(vec, abs=1e-6)]
     assert local_embeddings() is local_model  # one model per process
+
+
+async def test_memory_tools_invoked_synchronously_inside_a_running_loop(fake_memory):
+    """``tool.invoke`` from a thread that runs an event loop (a notebook cell) still works."""
+    rt = tool_runtime(fake_memory, user_id="u")
+    msg = remember.invoke({"type": "tool_call", "id": "c1", "name": "remember", "args": {"text": "hi", "runtime": rt}})
+    assert isinstance(msg, ToolMessage) and msg.content.startswith("Remembered"), msg.content
+    assert fake_memory.count(user_namespace("u")) == 1
