@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from ..events import clip
+from .backends import add_db_arg
 
 EXIT_NOT_FOUND = 1
 EXIT_REFUSED = 2  # the memory file is not a smart-agent memory database
@@ -26,6 +27,7 @@ def _common(p: argparse.ArgumentParser) -> None:
         "--user", default=None, help="user id whose memories to use (default: $SMART_AGENT_USER_ID or 'default')"
     )
     p.add_argument("--json", action="store_true", help="print JSON on stdout")
+    add_db_arg(p)
 
 
 def register_cli(subparsers: Any) -> argparse.ArgumentParser:
@@ -275,6 +277,8 @@ def _import(args: argparse.Namespace) -> int:
 
 def _stats(args: argparse.Namespace) -> int:
     async def work(store: Any, ns: tuple[str, ...], user: str) -> int:
+        if not callable(getattr(store, "stats", None)):
+            raise ValueError(f"memory stats: only for the FAISS store, not {_where(store)} (use memory list)")
         return _print_stats(args, await asyncio.to_thread(store.stats), store.count(ns), user)
 
     return _on_store(args, work)

@@ -86,10 +86,20 @@ async def open_memory_store(embedding_model: str | None = None) -> AsyncIterator
     """The store the ``smart-agent memory`` commands work on, closed on exit: the one entry point
     to extend when the process's memory lives elsewhere (a Postgres ``SMART_AGENT_DB``). Today the
     FAISS store in ``$SMART_AGENT_HOME/memory`` with ``embedding_model`` (default: the context
-    field's environment variable, else ``local``)."""
+    field's environment variable, else ``local``). With ``SMART_AGENT_DB=postgresql://...``: the
+    ``AsyncPostgresStore`` the runs use (``sessions.open_backends``; pgvector, the local model)."""
+    from ..sessions import is_postgres, open_backends
     from .store import FaissMemoryStore
 
     spec = embedding_model or settings.field_env("embedding_model")[1] or "local"
+    if is_postgres(settings.database_url()):
+        from .backend import local_index
+
+        if spec != "local":  # the store's index embeds every text with the model it was set up with
+            raise ValueError(f"--embedding-model {spec!r}: the Postgres store embeds with the local model only")
+        async with open_backends(index=local_index()) as backends:
+            yield backends.store
+        return
     store = await asyncio.to_thread(FaissMemoryStore, embeddings=spec)
     try:
         yield store

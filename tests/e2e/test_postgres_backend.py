@@ -8,6 +8,7 @@ processes on one small connection pool each keep their whole history."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
@@ -92,6 +93,15 @@ def test_two_cli_processes_share_thread_memory_and_archive_on_postgres(scripted_
     assert any("my favourite colour is teal" in m["text"] for m in memories)
     assert len(archived) == 1 and archived[0]["text"] == (workspace / "big.txt").read_text()
     assert vectors and {p for p, _ in vectors} == {"memories.default"} and {f for _, f in vectors} == {"text"}
+
+    # The memory commands work on the same store (--db), still without writing under SMART_AGENT_HOME.
+    listed = run_cli(["memory", "list", "--json", "--db", url], env=env, timeout=240)
+    assert listed.returncode == 0, listed.stderr
+    assert any("my favourite colour is teal" in m["text"] for m in json.loads(listed.stdout)["memories"])
+    found = run_cli(["memory", "search", "favourite colour", "--json"], env={**env, "SMART_AGENT_DB": url}, timeout=240)
+    assert found.returncode == 0, found.stderr
+    assert "my favourite colour is teal" in json.loads(found.stdout)["results"][0]["text"]
+    assert files_under(home) == []
 
 
 OPEN_BACKENDS = """
