@@ -9,6 +9,8 @@ from langchain_core.tools import BaseTool
 
 from .ask import ASK_TAG, ask_user
 from .calculator import calculator
+from .file_edit import edit_file
+from .file_search import glob_files, grep_files
 from .files import list_files, read_file, write_file
 from .memory_tools import MEMORY_TOOLS
 from .registry import ToolMeta, ToolRegistry
@@ -22,6 +24,9 @@ BUILTIN_TOOLS: list[tuple[BaseTool, ToolMeta]] = [
     (read_file, ToolMeta(tags=("files",))),
     (list_files, ToolMeta(tags=("files",))),
     (write_file, ToolMeta(side_effects=True, tags=("files",))),
+    (edit_file, ToolMeta(side_effects=True, tags=("files",))),
+    (glob_files, ToolMeta(tags=("files",))),
+    (grep_files, ToolMeta(tags=("files",))),
     (browse_url, ToolMeta(timeout_s=30, retries=1, tags=("web",))),
     (web_search, ToolMeta(timeout_s=20, tags=("web",))),
     (ask_user, ToolMeta(tags=(ASK_TAG,))),  # offered only while the run's ask_user is on (nodes/agent.py)

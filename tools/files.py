@@ -34,6 +34,7 @@ MAX_LIST_ENTRIES = 500
 DEFAULT_MAX_WRITE_BYTES = 10_000_000
 _BINARY_SNIFF_BYTES = 8192
 _SKIP_CHUNK_CHARS = 1 << 20
+_COUNT_MAX_BYTES = 1 << 30  # read_file's line count stops there ("more than N lines")
 
 
 def _os_error(action: str, path: str, exc: OSError) -> ToolError:
@@ -57,28 +58,34 @@ class ReadFileArgs(BaseModel):
 
     path: str = Field(description="File path relative to the workspace, e.g. 'notes/todo.md'.")
     offset: int = Field(
-        default=0, ge=0, description="Character offset to start reading at (for paging through long files)."
+        default=0, ge=0, description="First line to read, 1-based (0 or 1: from the start); for large files."
+    )
+    limit: int | None = Field(
+        default=None, ge=1, description="Number of lines to read from offset (default: as many as max_chars allows)."
     )
     max_chars: int = Field(
         default=MAX_READ_CHARS, ge=1, le=MAX_READ_CHARS, description="Maximum number of characters to return."
     )
+    line_numbers: bool = Field(default=False, description="Prefix every line with its line number and a tab.")
 
 
 @tool("read_file", args_schema=ReadFileArgs)
 def read_file(
     path: str,
     offset: int = 0,
+    limit: int | None = None,
     max_chars: int = MAX_READ_CHARS,
+    line_numbers: bool = False,
     *,
     # LangChain injects only into a bare `ToolRuntime` annotation, hence `= None` (outside a graph) and the ignore
     runtime: ToolRuntime = None,  # type: ignore[assignment]
 ) -> str:
     """Read a text file from the workspace.
 
-    Returns up to max_chars characters starting at offset. When the file is
-    longer, a note at the end says which offset to use to read the next part.
+    Without offset/limit: the file's text (up to max_chars). With offset (first line,
+    1-based) and/or limit (number of lines): that window of lines, and a last line
+    saying which lines were shown, of how many, and the offset to read on from.
     """
-    offset = max(0, offset)
     max_chars = max(1, min(max_chars, MAX_READ_CHARS))
     fd, _ = open_regular(workspace_of(runtime), path)
     try:
@@ -91,29 +98,111 @@ def read_file(
             if b"\x00" in raw.read(_BINARY_SNIFF_BYTES):
                 raise ToolError(f"{path!r} looks like a binary file; read_file only reads text files.")
             raw.seek(0)
-            f = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="")
-            skipped = 0
-            while skipped < offset:
-                chunk = f.read(min(_SKIP_CHUNK_CHARS, offset - skipped))
-                if not chunk:
-                    break
-                skipped += len(chunk)
-            text = f.read(max_chars)
-            more = bool(f.read(1))
-            f.detach()
+            if max(0, offset) <= 1 and limit is None and not line_numbers:
+                return _read_text(raw, path, max_chars)
+            return _read_lines(raw, path, max(1, offset), limit, max_chars, line_numbers)
     except OSError as exc:
         raise _os_error("read", path, exc) from None
+
+
+def _read_text(raw: io.BufferedReader, path: str, max_chars: int) -> str:
+    """The whole text up to ``max_chars`` (the format of a call without offset/limit)."""
+    f = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="")
+    text = f.read(max_chars)
+    more = bool(f.read(1))
+    f.detach()
     if not text:
-        if offset == 0:
-            return "[The file is empty.]"
-        return f"[Nothing to read at offset {offset}: the file has only {skipped} characters.]"
+        return "[The file is empty.]"
     if more:
-        end = offset + len(text)
+        whole = text.count("\n")  # complete lines shown; the next one starts at line whole + 1
+        if whole == 0:
+            return text + (
+                f"\n\n[Truncated: line 1 of {path} is longer than {max_chars} characters; showed its beginning. "
+                "Call read_file with offset=2 to read the lines after it.]"
+            )
+        shown = "line 1" if whole == 1 else f"lines 1-{whole}"
+        shown += "" if text.endswith("\n") else f" and the beginning of line {whole + 1}"
         text += (
-            f"\n\n[Truncated: showed characters {offset}-{end} of {path}. "
-            f"Call read_file with offset={end} to read more.]"
+            f"\n\n[Truncated at {max_chars} characters: showed {shown} of {path}. "
+            f"Call read_file with offset={whole + 1} to read more.]"
         )
     return text
+
+
+def _count_lines(raw: io.BufferedReader) -> tuple[int, bool]:
+    """Lines of the file (a last line without newline counts) and whether all of it was counted."""
+    raw.seek(0)
+    lines, scanned, last = 0, 0, b""
+    while scanned < _COUNT_MAX_BYTES:
+        chunk = raw.read(_SKIP_CHUNK_CHARS)
+        if not chunk:
+            return lines + (1 if last not in (b"", b"\n") else 0), True
+        lines += chunk.count(b"\n")
+        scanned += len(chunk)
+        last = chunk[-1:]
+    return lines, False
+
+
+def _read_lines(
+    raw: io.BufferedReader, path: str, offset: int, limit: int | None, max_chars: int, line_numbers: bool
+) -> str:
+    """Lines ``offset`` .. ``offset + limit - 1`` (1-based), within ``max_chars``, and a note."""
+    total, exact = _count_lines(raw)
+    raw.seek(0)
+    of_total = f"{total}" if exact else f"more than {total}"
+    f = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="\n")
+    try:
+        number = 1
+        while number < offset:  # skip whole lines, reading a bounded chunk at a time
+            chunk = f.readline(_SKIP_CHUNK_CHARS)
+            if not chunk:
+                break
+            number += chunk.endswith("\n")
+        lines: list[str] = []
+        used, cut, more = 0, False, False
+        while limit is None or len(lines) < limit:
+            room = max_chars - used
+            line = f.readline(max(room, 0) + 1)
+            if not line:
+                break
+            if len(line) > room:
+                if lines:  # it does not fit: it is the next call's first line
+                    more = True
+                else:  # a first line longer than max_chars: its beginning
+                    lines.append(line[:room])
+                    cut = not line.endswith("\n")
+                    more = _more_after_line(f) if cut else bool(f.read(1))
+                break
+            lines.append(line)
+            used += len(line)
+        else:
+            more = bool(f.read(1))
+    finally:
+        f.detach()
+    if not lines:
+        if total == 0 and offset == 1:
+            return "[The file is empty.]"
+        return f"[Nothing to read at line {offset}: {path} has only {of_total} lines.]"
+    last = offset + len(lines) - 1
+    if line_numbers:
+        lines = [f"{n:>6}\t{line}" for n, line in enumerate(lines, offset)]
+    body = "".join(lines)
+    body += "" if body.endswith("\n") else "\n"
+    cut_note = f" (line {last} is longer than {max_chars} characters: only its beginning is shown)" if cut else ""
+    if more:
+        return body + f"\n[Lines {offset}-{last} of {of_total} in {path}{cut_note}. " \
+            f"Call read_file with offset={last + 1} to read more.]"
+    return body + f"\n[Lines {offset}-{last} of {of_total} in {path}{cut_note}; the end of the file.]"
+
+
+def _more_after_line(f: io.TextIOWrapper) -> bool:
+    """After a cut line: skip the rest of it and say whether another line follows."""
+    while True:
+        chunk = f.readline(_SKIP_CHUNK_CHARS)
+        if not chunk:
+            return False
+        if chunk.endswith("\n"):
+            return bool(f.read(1))
 
 
 # -- write_file -----------------------------------------------------------------

@@ -17,6 +17,8 @@ recognised by name, by resolved path and by device/inode of every folder walked
 Only regular files are read or written (a FIFO, device or socket is refused
 without blocking: opens use ``O_NONBLOCK``), and a file with more than one hard
 link is never written (it could be an outside file linked into the workspace).
+:func:`replace_regular` edits a file atomically: the new content goes to a temporary
+file in the same folder (through the same folder handle), renamed over the original.
 """
 
 from __future__ import annotations
@@ -25,15 +27,24 @@ import contextlib
 import errno
 import fcntl
 import os
+import secrets
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from .. import settings
 from .guards import ToolError, resolve_in_workspace
 
-__all__ = ["PROTECTED_NAMES", "open_dir", "open_regular", "plugins_folder", "protected_dirs", "write_regular"]
+__all__ = [
+    "PROTECTED_NAMES",
+    "open_dir",
+    "open_regular",
+    "plugins_folder",
+    "protected_dirs",
+    "replace_regular",
+    "write_regular",
+]
 
 #: Folder names refused wherever they appear in a path (compared with ``casefold``).
 PROTECTED_NAMES = frozenset({".git", ".smart-agent"})
@@ -236,6 +247,67 @@ def write_regular(workspace: str | Path, path: str, data: bytes) -> None:
         raise _os_error("write", path, exc) from None
     finally:
         os.close(fd)
+
+
+def replace_regular(
+    workspace: str | Path, path: str, edit: Callable[[bytes], bytes], *, max_bytes: int
+) -> None:
+    """Replace an existing regular file's content with ``edit(old content)``, atomically.
+
+    The same refusals as :func:`write_regular` (links, protected folders, hard links,
+    non-regular files); a file or a new content over ``max_bytes`` is refused. The new
+    content is written to a temporary file in the same folder and renamed over the
+    original (same permissions), so a reader sees the old or the new file, never a
+    half-written one; a file changed meanwhile is left alone (an error says so).
+    """
+    guard = _Guard()
+    with _walk(workspace, path, create=False, guard=guard) as (dir_fd, parts):
+        if not parts:
+            raise ToolError(f"{path!r} is a directory; give a file path.")
+        name = parts[-1]
+        try:
+            fd = _open_step(dir_fd, name, os.O_RDONLY | os.O_NONBLOCK, path)
+        except FileNotFoundError:
+            raise _not_found(path) from None
+        try:
+            before = guard.check_fd(fd, path)
+            _check_writable(before, path)
+            if before.st_size > max_bytes:
+                raise ToolError(
+                    f"Refused: {path!r} is {before.st_size} bytes, more than this run's max_write_bytes "
+                    f"({max_bytes}); not edited."
+                )
+            with os.fdopen(os.dup(fd), "rb") as f:
+                old = f.read(max_bytes + 1)
+        finally:
+            os.close(fd)
+        data = edit(old)
+        if len(data) > max_bytes:
+            raise ToolError(
+                f"Refused: the edited content is {len(data)} bytes, more than this run's max_write_bytes "
+                f"({max_bytes}); nothing was written."
+            )
+        tmp = f".smart-agent-edit-{secrets.token_hex(8)}.tmp"
+        tfd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
+        try:
+            try:
+                os.fchmod(tfd, stat.S_IMODE(before.st_mode))
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(tfd, view):]
+                os.fsync(tfd)
+            finally:
+                os.close(tfd)
+            now = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            if (now.st_dev, now.st_ino, now.st_size, now.st_mtime_ns) != (
+                before.st_dev, before.st_ino, before.st_size, before.st_mtime_ns
+            ):
+                raise ToolError(f"{path!r} changed while it was being edited; not written. Read it again and retry.")
+            os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dir_fd)
+            raise
 
 
 def _check_writable(st: os.stat_result, path: str) -> None:

@@ -32,6 +32,9 @@ BUILTIN_NAMES = [
     "read_file",
     "list_files",
     "write_file",
+    "edit_file",
+    "glob",
+    "grep",
     "browse_url",
     "web_search",
     "ask_user",
@@ -84,7 +87,9 @@ def test_default_registry(tmp_path: Path) -> None:
     assert registry.names() == BUILTIN_NAMES
     assert registry.meta("write_file").side_effects is True
     assert registry.meta("remember").side_effects is True
-    assert all(not registry.meta(n).side_effects for n in BUILTIN_NAMES if n not in ("write_file", "remember"))
+    assert registry.meta("edit_file").side_effects is True
+    writers = ("write_file", "edit_file", "remember")
+    assert all(not registry.meta(n).side_effects for n in BUILTIN_NAMES if n not in writers)
     assert registry.meta("browse_url") == ToolMeta(timeout_s=30, retries=1, tags=("web",))
     assert registry.meta("web_search").timeout_s == 20
     assert registry.meta("calculator").source == "builtin"
@@ -256,14 +261,17 @@ def test_file_tools_without_runtime_use_the_current_folder(tmp_path: Path, monke
 
 
 def test_read_file_pages(tmp_path: Path, rt: ToolRuntime) -> None:
-    (tmp_path / "long.txt").write_text("0123456789" * 3)
-    first = call(read_file, rt, path="long.txt", max_chars=12).content
-    assert first.startswith("012345678901\n\n[Truncated")
-    assert "offset=12" in first
-    second = call(read_file, rt, path="long.txt", offset=12, max_chars=12).content
-    assert second.startswith("234567890123\n\n") and "offset=24" in second
-    assert call(read_file, rt, path="long.txt", offset=24, max_chars=12).content == "456789"
-    assert "Nothing to read at offset 99" in call(read_file, rt, path="long.txt", offset=99).content
+    # without offset/limit: the text up to max_chars; the note names the line to read on from (offset is a line)
+    (tmp_path / "long.txt").write_text("0123456789\n" * 3)
+    first = call(read_file, rt, path="long.txt", max_chars=16).content
+    assert first.startswith("0123456789\n01234\n\n[Truncated")
+    assert "showed line 1 and the beginning of line 2 of long.txt" in first and "offset=2" in first
+    second = call(read_file, rt, path="long.txt", offset=2, max_chars=16).content
+    assert second == "0123456789\n\n[Lines 2-2 of 3 in long.txt. Call read_file with offset=3 to read more.]"
+    third = call(read_file, rt, path="long.txt", offset=3, max_chars=16).content
+    assert third == "0123456789\n\n[Lines 3-3 of 3 in long.txt; the end of the file.]"
+    assert "Nothing to read at line 99: long.txt has only 3 lines" in call(
+        read_file, rt, path="long.txt", offset=99).content
     (tmp_path / "empty.txt").write_text("")
     assert call(read_file, rt, path="empty.txt").content == "[The file is empty.]"
 
