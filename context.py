@@ -378,6 +378,12 @@ def validate_context(ctx: BaseContext) -> list[str]:
         problem = schema_problem(output_schema)
         if problem:
             errors.append(f"output_schema is not a valid JSON Schema: {problem}")
+    if not errors:
+        from .usage import budget_problem
+
+        problem = budget_problem(ctx)  # max_cost_usd needs a price for the run's models
+        if problem:
+            errors.append(problem)
     return errors
 
 

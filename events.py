@@ -2,7 +2,7 @@
 
 Every event is a dict ``{"event": <type>, "ts": <unix time>, **payload}``. Types
 used across the framework: ``tool_call``, ``tool_result``, ``tool_limit``,
-``final_answer``, ``usage``, ``plan``, ``summarization``, ``memory_recall``,
+``final_answer``, ``usage``, ``budget``, ``plan``, ``summarization``, ``memory_recall``,
 ``memory_write``, ``handoff``, ``sub_agent``, ``reasoning``, ``step_start``, ``step_result``,
 ``approval_requested``, ``approval``, ``question``, ``answer`` (nodes/human.py).
 
@@ -23,6 +23,7 @@ EVENT_TYPES = (
     "tool_limit",
     "final_answer",
     "usage",
+    "budget",
     "plan",
     "summarization",
     "memory_recall",

@@ -241,15 +241,20 @@ async def invoke_model(
 
     A provider error (:func:`is_provider_error`, after the client's own retries) sends the
     same request to the next of ``fallbacks`` (:func:`model_fallbacks`, rebound like
-    ``runnable``), with a ``model_fallback`` event; configuration errors never do."""
+    ``runnable``), with a ``model_fallback`` event; configuration errors never do.
+
+    Each request is counted on the run's meter (usage.py), when one is current."""
     from .events import emit
     from .replies import guard_openai_tool_args, sanitize_reply
+    from .usage import record_end, record_start
 
     guard_openai_tool_args()  # non-object tool arguments become invalid tool calls
     pending = list(fallbacks)
     while True:
         try:
+            meter = record_start()  # every request counts against the run's budget (usage.py)
             result = await runnable.ainvoke(messages)
+            record_end(meter, messages, result, spec)
             break
         except Exception as exc:
             if not pending or not is_provider_error(exc):

@@ -212,6 +212,8 @@ class FleetState(InputState, total=False):
     error: str | None
     # {model_calls, input_tokens, output_tokens, cost_usd} of the run, workers included (usage.py).
     usage: dict[str, Any]
+    # The key of the meter the workers of the current round share (usage.shared_meter).
+    budget_key: str
 
 
 

@@ -37,6 +37,16 @@ def format_event(ev: dict) -> str | None:
             f"  · model turn {ev.get('turn', '?')}: {ev.get('input_tokens', 0)} tokens in, "
             f"{ev.get('output_tokens', 0)} out"
         )
+    if kind == "budget" and ev.get("action") == "finalize":
+        used, limit = ev.get("consumed") or {}, ev.get("limit") or {}
+        what = {
+            "model_calls": f"{used.get('model_calls', 0)} of {limit.get('model_calls')} model calls",
+            "tokens": f"{used.get('input_tokens', 0) + used.get('output_tokens', 0)} of {limit.get('tokens')} tokens",
+            "cost": f"${float(used.get('cost_usd') or 0):.4f} of ${float(limit.get('cost_usd') or 0):.4f}",
+        }.get(str(ev.get("reason")), str(ev.get("reason")))
+        return f"  ! budget: {what} used: the next model call must answer"
+    if kind == "budget":  # one per model call: shown as the run goes only when asked (--json has them all)
+        return None
     if kind == "tool_limit":
         return f"  ! tool-call limit reached ({ev.get('limit')}): the next turn must answer"
     if kind == "loop_detected":

@@ -25,8 +25,10 @@ from ..models import (
 )
 from ..prompts import build_system_prompt
 from ..state import AgentState, count_of
+from ..tokens import count_request, resolve_counter
 from ..tools.ask import ASK_TAG
 from ..tools.registry import ToolRegistry
+from ..usage import BUDGET_NOTICE, BUDGET_SPENT_ANSWER, Meter, metered
 from .routes import pending_tool_calls, tool_limit_reached
 
 
@@ -107,6 +109,20 @@ def make_agent_node(
 
     async def agent(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         ctx = AgentContext.of(runtime)
+        with metered(state, ctx) as meter:  # the run's model calls, tokens and cost (usage.py)
+            spent = meter.spent()
+            update = await turn(state, ctx, meter) if not spent else spent_turn(state, meter, spent)
+            return {**update, "usage": meter.total()}
+
+    def spent_turn(state: AgentState, meter: Meter, reason: str) -> dict[str, Any]:
+        """No model call is left (a worker or sub-agent of a run whose budget is spent): answer without one."""
+        meter.finalize_event(reason, called=False)
+        turns = count_of(state, "turns") + 1
+        made = count_of(state, "tool_calls_made")
+        emit("final_answer", answer=BUDGET_SPENT_ANSWER, turns=turns, tool_calls_made=made)
+        return {"turns": turns, "answer": BUDGET_SPENT_ANSWER, "messages": [AIMessage(content=BUDGET_SPENT_ANSWER)]}
+
+    async def turn(state: AgentState, ctx: AgentContext, meter: Meter) -> dict[str, Any]:
         # Building a client reads certificates from disk: keep it off the event loop.
         llm = model or await aload_chat_model(ctx.model, **model_options(ctx))
         tools = offered_tools(ctx, registry, state)
@@ -116,10 +132,16 @@ def make_agent_node(
         ]
         if budget is not None:
             request = budget.fit_request(ctx, request, tools)
+        # The run's budget: when this turn must be its last, it answers without tools.
+        stop = meter.stop(count_request(budget.counter if budget else resolve_counter(), request, tools))
+        if stop:
+            meter.finalize_event(stop)
+            tools = []
+            request = [SystemMessage(content=f"{message_text(request[0])}\n\n{BUDGET_NOTICE}"), *request[1:]]
         spec = None if model else ctx.model
         fallbacks = model_fallbacks(ctx)
         response = await call_model(llm, request, tools, spec=spec, fallbacks=fallbacks)
-        if not state.get("output_schema"):  # (with one, structuredOutput sends an empty answer back)
+        if not state.get("output_schema") and not stop:  # (with one, structuredOutput sends an empty answer back)
             # At the tool limit a second empty reply gets the fixed answer below.
             must_answer = bool(state.get("finalize") or tool_limit_reached(state))
             response = await ask_again_if_empty(
@@ -136,6 +158,8 @@ def make_agent_node(
         # schema: then the structuredOutput node validates it and sets the answer.
         if not pending_tool_calls(response) and not state.get("output_schema"):
             answer = message_text(response).strip()
+            if not answer and stop:
+                answer = BUDGET_SPENT_ANSWER
             if not answer and (state.get("finalize") or tool_limit_reached(state)):
                 answer = "I reached the tool-call limit before I could finish, and the model gave no final text."
             update["answer"] = answer

@@ -15,6 +15,7 @@ not the raw history. After ``max_iterations`` decisions the next one must be fin
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
@@ -29,6 +30,9 @@ from ..messages import as_ai_message, message_text, task_text, usage_of
 from ..models import ModelReplyError, aload_chat_model, invoke_model, model_fallbacks, model_options, rebind_all
 from ..replies.submit import bind_submit, reply_payload, submit_tool
 from ..state import DualState, count_of
+from ..tokens import count_request, resolve_counter
+from ..usage import BUDGET_SPENT_ANSWER, current_meter, run_start_usage
+from .metering import metered_node
 
 DECIDE = "decide"
 ACTIONS = ("brainstorm", "execute", "final")
@@ -138,6 +142,7 @@ def make_prepare_node() -> Callable:
         update: dict[str, Any] = {
             "goal": goal, "thoughts": [], "decisions": [], "iterations": 0, "decision_error": "",
             "objective": "", "answer": "", "max_iterations": ctx.max_iterations,
+            "usage": run_start_usage(),  # per run (usage.py)
         }
         task = (state.get("task") or "").strip()
         if task:
@@ -164,6 +169,12 @@ def forced_final(state: Mapping[str, Any], decision: dict | None, problem: str |
     return {"action": "final", "answer": text or "I reached the step limit before reaching an answer."}
 
 
+def budget_final(state: Mapping[str, Any]) -> dict[str, str]:
+    """The final decision when the run's budget leaves no call: the last result, if any."""
+    assets = [a for a in (state.get("assets") or {}).values() if a.get("status") in ("ok", "over_budget")]
+    return {"action": "final", "answer": assets[-1]["answer"] if assets else BUDGET_SPENT_ANSWER}
+
+
 def make_decide_node(model: BaseChatModel | None = None) -> Callable:
     async def decide(state: DualState, runtime: Runtime[DualContext]) -> dict[str, Any]:
         ctx = DualContext.of(runtime)
@@ -176,9 +187,18 @@ def make_decide_node(model: BaseChatModel | None = None) -> Callable:
         llm = model or await aload_chat_model(ctx.model, **model_options(ctx))
         iterations = count_of(state, "iterations") + 1
         last_step = iterations >= count_of(state, "max_iterations", ctx.max_iterations)
+        meter = current_meter()
+        if meter is not None and (spent := meter.spent()):  # no call left: the final answer from the assets
+            meter.finalize_event(spent, node="decide", called=False)
+            return {"iterations": iterations, "decision_error": "",
+                    "decisions": [*(state.get("decisions") or []), budget_final(state)]}
         runnable = bind_submit(llm, [decide_tool()])
         fallbacks = rebind_all(model_fallbacks(ctx), lambda m: bind_submit(m, [decide_tool()]))
         messages = [SystemMessage(content=DUAL_SYSTEM), HumanMessage(content=decide_prompt(state, last_step))]
+        if not last_step and meter is not None and (stop := meter.stop(count_request(resolve_counter(), messages))):
+            meter.finalize_event(stop, node="decide")  # the run's budget: this decision must be final
+            last_step = True
+            messages[-1] = HumanMessage(content=decide_prompt(state, last_step))
         spec = None if model else ctx.model
         response = as_ai_message(await invoke_model(runnable, messages, spec=spec, fallbacks=fallbacks))
         emit("usage", node="decide", turn=iterations, **usage_of(response))
@@ -196,7 +216,7 @@ def make_decide_node(model: BaseChatModel | None = None) -> Callable:
              **{k: v for k, v in decision.items() if k != "action"})
         return {**update, "decision_error": "", "decisions": [*(state.get("decisions") or []), decision]}
 
-    return decide
+    return metered_node(decide)  # its model calls count in the run's usage
 
 
 def last_decision(state: Mapping[str, Any]) -> dict | None:
@@ -228,8 +248,12 @@ def make_execute_node(planner: Any) -> Callable:
         objective = (last_decision(state) or {}).get("objective", "")
         asset_id = f"a{len(state.get('assets') or {}) + 1}"
         emit("step_start", step=asset_id, objective=objective)
+        meter = current_meter()
         try:
-            out = await planner.ainvoke({"task": objective}, context=runtime.context)
+            # The planner shares the run's budget (its nodes find this meter) and leaves one
+            # call for the final decision.
+            with meter.reserve() if meter is not None else contextlib.nullcontext():
+                out = await planner.ainvoke({"task": objective}, context=runtime.context)
             answer = str(out.get("answer") or "")
             status = "ok" if out.get("status") in (None, "done") else str(out.get("status"))
             error = out.get("error")
@@ -241,7 +265,7 @@ def make_execute_node(planner: Any) -> Callable:
         emit("step_result", step=asset_id, ok=status == "ok", status=status, error=error, preview=preview(answer))
         return {"assets": {asset_id: asset}, "objective": objective}
 
-    return execute
+    return metered_node(execute)  # the planner's model calls count in the run's usage
 
 
 async def finish(state: DualState) -> dict[str, Any]:

@@ -19,6 +19,7 @@ import dataclasses
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from functools import reduce
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -43,6 +44,8 @@ from ..tools.agents import (
     run_detached,
     tag_events,
 )
+from ..usage import Meter, add_usage, as_usage, shared_meter, using
+from .metering import metered_node
 
 SUBMIT_SUBTASKS = "submit_subtasks"
 DECOMPOSE_ATTEMPTS = 2
@@ -160,7 +163,7 @@ def make_decompose_node(model: BaseChatModel | None = None) -> Callable:
             "max_workers": ctx.max_workers, "status": "running", "error": None, "answer": "",
         }
 
-    return decompose
+    return metered_node(decompose, run_start=True)  # the run's usage starts here
 
 
 def pending_subtasks(state: Mapping[str, Any]) -> list[str]:
@@ -172,11 +175,15 @@ def make_dispatch_node() -> Callable:
     async def dispatch(state: FleetState) -> dict[str, Any]:
         if state.get("status") != "running":
             return {"ready": []}
+        # What the workers of the round that just ended used (each result carries its own).
+        round_ = count_of(state, "round")
+        used = [r.get("usage") for r in (state.get("results") or {}).values() if r and r.get("round") == round_]
+        usage = reduce(add_usage, used, as_usage(state.get("usage"))) if used else as_usage(state.get("usage"))
         limit = max(1, count_of(state, "max_workers", 1))
         ready = pending_subtasks(state)[:limit]
         if not ready:
-            return {"ready": [], "status": "aggregating"}
-        return {"ready": ready, "round": count_of(state, "round") + 1}
+            return {"ready": [], "status": "aggregating", "usage": usage}
+        return {"ready": ready, "round": round_ + 1, "usage": usage, "budget_key": uuid.uuid4().hex}
 
     return dispatch
 
@@ -184,7 +191,10 @@ def make_dispatch_node() -> Callable:
 def worker_input(state: Mapping[str, Any], worker_id: str) -> dict[str, Any]:
     """What ``worker`` receives through ``Send``."""
     task = next(s["task"] for s in state.get("subtasks") or [] if s["id"] == worker_id)
-    return {"id": worker_id, "task": task, "goal": state.get("goal") or "", "round": count_of(state, "round")}
+    return {
+        "id": worker_id, "task": task, "goal": state.get("goal") or "", "round": count_of(state, "round"),
+        "budget_key": state.get("budget_key") or "", "usage": state.get("usage"),
+    }
 
 
 def route_after_dispatch(state: FleetState) -> list[Send] | str:
@@ -229,11 +239,17 @@ def make_worker_node(agent_graph: Any) -> Callable:
         emit("step_start", step=wid, task=task, round=item.get("round"))
         start = time.perf_counter()
         result: dict[str, Any] = {"id": wid, "task": task, "round": item.get("round", 0)}
+        # The workers of a round share the run's budget live (one call kept for the aggregation);
+        # this worker's own count goes into its result.
+        shared = shared_meter(item.get("budget_key") or wid, item.get("usage"), ctx, reserve_calls=1)
+        own = Meter(parent=shared)
         try:
-            out = await run_detached(
-                agent_graph, {"task": WORKER_TASK.format(goal=item.get("goal", ""), task=task)}, context=child_ctx,
-                config=worker_config(wid), forward=tag_events(parent_stream_writer(runtime.stream_writer), wid),
-            )
+            with using(own):
+                out = await run_detached(
+                    agent_graph, {"task": WORKER_TASK.format(goal=item.get("goal", ""), task=task)},
+                    context=child_ctx, config=worker_config(wid),
+                    forward=tag_events(parent_stream_writer(runtime.stream_writer), wid),
+                )
             result.update(
                 ok=True,
                 answer=str(out.get("answer") or ""),
@@ -246,6 +262,7 @@ def make_worker_node(agent_graph: Any) -> Callable:
             text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
             result.update(ok=False, answer="", error=f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
         result["duration_s"] = round(time.perf_counter() - start, 4)
+        result["usage"] = own.usage
         emit("step_result", step=wid, ok=result["ok"], error=result["error"], duration_s=result["duration_s"],
              round=result["round"], preview=preview(result["answer"]) if result["ok"] else None)
         return {"results": {wid: result}}
@@ -288,5 +305,5 @@ def make_aggregate_node(model: BaseChatModel | None = None) -> Callable:
         emit("final_answer", answer=answer, workers=len(subtasks), failed=failed)
         return {"answer": answer, "status": "done", "messages": [AIMessage(content=answer)]}
 
-    return aggregate
+    return metered_node(aggregate)  # its model call counts in the run's usage
 

@@ -35,6 +35,7 @@ from ..prompts import build_system_prompt
 from ..replies.submit import submit_tool
 from ..state import AgentState, count_of
 from ..tools.registry import ToolRegistry
+from ..usage import current_meter, metered
 from .agent import call_model, offered_tools
 
 REASONING = "reasoning"
@@ -96,8 +97,13 @@ def make_two_phase_node(
         ctx = AgentContext.of(runtime)
         if getattr(ctx, "reasoning", "direct") != TWO_PHASE:
             return await agent_node(state, runtime)
+        with metered(state, ctx):  # the reasoning call counts; the agent node returns the run's usage
+            return await two_phase(state, runtime, ctx)
+
+    async def two_phase(state: AgentState, runtime: Runtime[AgentContext], ctx: AgentContext) -> dict[str, Any]:
         tools = offered_tools(ctx, registry, state)
-        if not tools:  # the turn must answer: nothing to reason about
+        meter = current_meter()
+        if not tools or (meter is not None and meter.stop(0)):  # the turn must answer: nothing to reason about
             return await agent_node(state, runtime)
         llm = model or await aload_chat_model(ctx.model, **model_options(ctx))
         names = [t.name for t in tools]

@@ -10,6 +10,7 @@ from langgraph.runtime import Runtime
 
 from ..context import AgentContext, validate_context
 from ..state import AgentState
+from ..usage import run_start_usage
 from .routes import pending_tool_calls
 
 
@@ -97,6 +98,7 @@ def resolve_input(state: Mapping[str, Any], ctx: AgentContext) -> dict[str, Any]
         reviews={},
         approve=ctx.approve,
         ask_user=bool(ctx.ask_user),
+        usage=run_start_usage(),  # per run (usage.py); a nested run starts from its caller's
     )
     return update
 

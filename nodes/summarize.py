@@ -49,6 +49,7 @@ from ..tokens import (
     summary_tokens,
     usable_tokens,
 )
+from .metering import metered_node
 
 
 class SummarizeNode(Protocol):
@@ -128,4 +129,4 @@ def make_summarize_node(budget: ContextBudget, model: BaseChatModel | None = Non
         emit("summarization", action="summarize", tokens_before=before, tokens_after=after, limit=limit, **info)
         return update
 
-    return summarize
+    return metered_node(summarize)  # the summary call counts in the run's usage

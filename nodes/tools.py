@@ -44,6 +44,7 @@ from ..tools.invoke import ToolOutcome, run_tool, tool_timeout
 from ..tools.registry import ToolRegistry
 from ..tools.retry import BACKOFF_BASE_S, backoff_delay, jittered
 from .human import review_context, reviewed_message
+from .metering import metered_node
 from .routes import loop_stage, pending_tool_calls, repeat_streak
 
 
@@ -350,4 +351,4 @@ def make_tools_node(
             update = await budget.after_tools(ctx, state, update, runtime.store)
         return update
 
-    return tools
+    return metered_node(tools)  # a sub_agent's model calls count in the run's usage

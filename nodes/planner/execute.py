@@ -26,6 +26,7 @@ from ...state import PlannerState, count_of
 from ...tools.invoke import run_tool, tool_timeout
 from ...tools.registry import ToolMeta, ToolRegistry
 from ...tools.retry import BACKOFF_BASE_S, backoff_delay
+from ...usage import run_start_usage
 from .common import offered_registry, task_text
 from .prompts import clip
 from .refs import ReferenceResolutionError, referenced_steps, resolve
@@ -188,6 +189,7 @@ def make_prepare_node(*, execute_only: bool = False, registry: ToolRegistry | No
             "max_tool_calls": int(ctx.max_tool_calls),
             "tool_calls_made": 0,
             "step_budgets": {},
+            "usage": run_start_usage(),  # per run (usage.py); a nested run starts from its caller's
             "step_reviews": {sid: None for sid in state.get("step_reviews") or {}},
             "awaiting_review": [],
             "approve": ctx.approve,

@@ -32,7 +32,10 @@ from ...models import Fallback, invoke_model, load_chat_model, model_fallbacks, 
 from ...replies.feedback import feedback
 from ...replies.submit import bind_submit, find_submission
 from ...state import PlannerState, count_of
+from ...tokens import count_request, resolve_counter
 from ...tools.registry import ToolRegistry
+from ...usage import current_meter
+from ..metering import metered_node
 from .common import (
     offered_registry,
     remaining_budget,
@@ -54,6 +57,8 @@ from .schema import (
 from .validate import validate_plan
 
 PlanMethod = Literal["tool", "structured", "text"]
+# Status of a run whose budget (usage.py) left no call for planning: synthesis answers.
+OVER_BUDGET = "over_budget"
 SUBMIT_PLAN = "submit_plan"
 
 
@@ -208,6 +213,10 @@ def make_plan_node(
             messages = initial_messages(task, tools)
             attempts = 0
 
+        meter = current_meter()
+        if meter is not None and (stop := meter.stop(count_request(resolve_counter(), messages))):
+            meter.finalize_event(stop, node="plan")  # the run's budget: the last call answers from what there is
+            return {**update, "status": OVER_BUDGET}
         finished = [sid for sid, r in results.items() if r.get("status") == OK]
         result = await plan_attempt(
             llm, messages, tools, method=method, finished=finished, used_ids=list(results),
@@ -234,7 +243,7 @@ def make_plan_node(
             "planner_messages": [*messages, *result.messages],
         }
 
-    return plan
+    return metered_node(plan)  # its model calls count in the run's usage
 
 
 def make_plan_failed_node() -> Callable:

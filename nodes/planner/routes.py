@@ -26,6 +26,8 @@ def route_after_plan(state: PlannerState) -> Literal["plan", "approve", "dispatc
     """Valid plan: approval or execution. Invalid: try again, or give up."""
     if state.get("status") == "planned":
         return "approve" if state.get("approve_plan") else "dispatch"
+    if state.get("status") == "over_budget":  # the run's budget: answer with what there is
+        return "synthesize"
     if count_of(state, "plan_attempts") < count_of(state, "max_plan_attempts", 1):
         return "plan"
     # Out of attempts: a first plan fails the run; a failed *revision* still reports what ran.

@@ -18,6 +18,8 @@ from ...events import emit
 from ...messages import as_ai_message, message_text, usage_of
 from ...models import invoke_model, load_chat_model, model_fallbacks, model_options
 from ...state import PlannerState, count_of
+from ...usage import BUDGET_SPENT_ANSWER, current_meter
+from ..metering import metered_node
 from .common import task_text
 from .prompts import SYNTHESIZE_SYSTEM, clip, synthesize_prompt
 from .refs import as_text
@@ -38,12 +40,20 @@ def run_notes(state: Mapping[str, Any]) -> list[str]:
 
 def final_status(state: Mapping[str, Any]) -> str:
     status = state.get("status")
+    if status == "over_budget":
+        return status
     return "halted" if status in ("halted", "plan_invalid") else "done"
 
 
 def make_synthesize_node(model: BaseChatModel | None = None) -> Callable:
     async def synthesize(state: PlannerState, runtime: Runtime[PlannerContext]) -> dict[str, Any]:
         ctx = PlannerContext.of(runtime)
+        meter = current_meter()
+        if meter is not None and (spent := meter.spent()):  # the run's budget left no call: the trace as text
+            meter.finalize_event(spent, node="synthesize", called=False)
+            answer = f"{BUDGET_SPENT_ANSWER}\n\n{report_text(state)}"
+            emit("final_answer", answer=answer, status="over_budget")
+            return {"answer": answer, "status": "over_budget", "messages": [AIMessage(content=answer)]}
         llm = model or load_chat_model(ctx.model, **model_options(ctx))
         trace = build_trace(state.get("plan"), state.get("step_results") or {}, plan_round=count_of(state, "replans"))
         messages = [
@@ -58,13 +68,14 @@ def make_synthesize_node(model: BaseChatModel | None = None) -> Callable:
         # An empty answer is asked for once more, then fails the run (never an empty answer).
         from ..agent import ask_again_if_empty
 
-        response = await ask_again_if_empty(llm, messages, [], response, spec=spec, fallbacks=fallbacks)
-        answer = message_text(response).strip()
+        if not (meter is not None and meter.spent()):  # (an empty reply: once more, when the budget allows)
+            response = await ask_again_if_empty(llm, messages, [], response, spec=spec, fallbacks=fallbacks)
+        answer = message_text(response).strip() or BUDGET_SPENT_ANSWER
         status = final_status(state)
         emit("final_answer", answer=answer, status=status, steps=counts(trace))
         return {"answer": answer, "status": status, "messages": [AIMessage(content=answer)]}
 
-    return synthesize
+    return metered_node(synthesize)  # its model call counts in the run's usage
 
 
 def report_text(state: Mapping[str, Any]) -> str:

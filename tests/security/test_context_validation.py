@@ -102,8 +102,11 @@ def test_int_fields_refuse_bools_floats_text_and_values_out_of_bounds(name):
 @pytest.mark.parametrize("name", FLOAT_FIELDS)
 def test_float_fields_refuse_nan_inf_bools_and_values_out_of_bounds(name):
     low, high = FIELD_BOUNDS[name]
-    assert low > 0, "a timeout of 0 or less would end every call at once"
-    for bad in (math.nan, math.inf, -math.inf, True, "1.5", None, 0, -1.0, high * 2):
+    zero = []  # a budget's 0 means no limit (max_cost_usd); a timeout of 0 is refused
+    if name != "max_cost_usd":
+        assert low > 0, "a timeout of 0 or less would end every call at once"
+        zero = [0]
+    for bad in (math.nan, math.inf, -math.inf, True, "1.5", None, *zero, -1.0, high * 2):
         problem = field_problem(name, bad)
         assert problem and problem.startswith(name), (name, bad)
     assert getattr(Context(**{name: 2}), name) == 2 and getattr(Context(**{name: high}), name) == high

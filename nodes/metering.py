@@ -1,0 +1,33 @@
+"""A node that may call a model (or run a graph that does) counts those calls in the
+run's usage: :func:`metered_node` runs it inside the run's meter (usage.py) and returns
+the run's new ``usage`` with its update when the node used anything."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar, cast
+
+from langgraph.runtime import Runtime
+
+from ..context import BaseContext
+from ..usage import as_usage, metered, run_start_usage
+
+Node = TypeVar("Node", bound=Callable[..., Awaitable[dict[str, Any]]])
+
+
+def metered_node(node: Node, *, run_start: bool = False) -> Node:
+    """``node(state, runtime)`` with its model calls (its sub-agents', too) counted.
+    ``run_start``: the node starts the run, so the count starts from zero (from the
+    caller's when nested) instead of the thread's last ``usage``."""
+
+    async def wrapped(state: Mapping[str, Any], runtime: Runtime) -> dict[str, Any]:
+        seed = {**state, "usage": run_start_usage()} if run_start else state
+        with metered(seed, BaseContext.of(runtime)) as meter:
+            update = await node(state, runtime)
+            if run_start or meter.total() != as_usage(state.get("usage")):
+                update = {**(update or {}), "usage": meter.total()}
+            return update
+
+    wrapped.__name__ = getattr(node, "__name__", "node")
+    wrapped.__doc__ = node.__doc__
+    return cast(Node, wrapped)

@@ -1,0 +1,326 @@
+"""What a run used, and its budgets: model calls, tokens and money.
+
+* The usage record ``{model_calls, input_tokens, output_tokens, cost_usd}`` of a run
+  (state key ``usage`` of every graph, the ``--json`` output).
+* The price of a call from the price table (prices.py: built-in prices plus
+  ``SMART_AGENT_PRICES``).
+* :func:`budget_problem`: the start-of-run check (``max_cost_usd`` needs a price).
+* :func:`budget_stop`: the pure decision "the next turn must answer without tools".
+* :class:`Meter`: the live count of one run. :func:`models.invoke_model`, the one place
+  every model call goes through, adds each call to the meter of the current context
+  (a ``ContextVar``). A node that calls a model enters :func:`metered`, seeded from its
+  state's ``usage``, and returns ``meter.total()`` as the new ``usage``. A graph run inside
+  a node (a fleet worker, the dual graph's planner, a sub-agent) inherits the meter, so the
+  budget is the whole run's; the fleet's parallel workers share one through
+  :func:`shared_meter`.
+
+A call whose provider reports no usage still counts as a call; its tokens are estimated
+like the context budget's (serialized request / 4 characters per token in, reply text /
+4 out), so ``max_tokens`` and ``max_cost_usd`` keep working with such providers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import weakref
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+from .prices import HOW_TO_PRICE, PriceTableError, call_cost, price_of
+
+USAGE_KEYS = ("model_calls", "input_tokens", "output_tokens", "cost_usd")
+
+#: Output tokens allowed for one turn when predicting whether the next turn fits a
+#: ``max_tokens`` / ``max_cost_usd`` budget (a typical reply with a tool call or a short answer).
+OUTPUT_ALLOWANCE = 256
+
+#: Added to the system prompt of a turn the budget makes the last one.
+BUDGET_NOTICE = (
+    "The run's budget (model calls, tokens or cost) is nearly spent: no tools are available now. "
+    "Answer the user with what you have."
+)
+BUDGET_SPENT_ANSWER = "I reached the run's budget (model calls, tokens or cost) before I could finish."
+
+# --------------------------------------------------------------------------- the record
+def empty_usage() -> dict[str, Any]:
+    return {"model_calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
+
+
+def _number(value: Any, kind: type) -> Any:
+    try:
+        number = kind(value or 0)
+    except (TypeError, ValueError):
+        return kind(0)
+    return number if math.isfinite(number) and number > 0 else kind(0)
+
+
+def as_usage(value: Any) -> dict[str, Any]:
+    """A usage record from anything a state may hold (missing, None or bad numbers: 0)."""
+    value = value if isinstance(value, Mapping) else {}
+    out = {k: _number(value.get(k), int) for k in USAGE_KEYS[:3]}
+    out["cost_usd"] = _number(value.get("cost_usd"), float)
+    return out
+
+
+def add_usage(total: Mapping[str, Any], more: Mapping[str, Any]) -> dict[str, Any]:
+    a, b = as_usage(total), as_usage(more)
+    out = {k: a[k] + b[k] for k in USAGE_KEYS}
+    out["cost_usd"] = round(out["cost_usd"], 10)
+    return out
+
+
+@dataclass(frozen=True)
+class Limits:
+    """A run's budgets (0: no limit)."""
+
+    model_calls: int = 0
+    tokens: int = 0
+    cost_usd: float = 0.0
+
+    def any(self) -> bool:
+        return bool(self.model_calls or self.tokens or self.cost_usd)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"model_calls": self.model_calls, "tokens": self.tokens, "cost_usd": self.cost_usd}
+
+
+def _field(ctx: Any, name: str, default: Any) -> Any:
+    value = ctx.get(name) if isinstance(ctx, Mapping) else getattr(ctx, name, None)
+    return default if value is None else value
+
+
+def limits_of(ctx: Any) -> Limits:
+    """The budgets of a context (any class, a dict, or None)."""
+    return Limits(
+        int(_field(ctx, "max_model_calls", 0) or 0),
+        int(_field(ctx, "max_tokens", 0) or 0),
+        float(_field(ctx, "max_cost_usd", 0.0) or 0.0),
+    )
+
+
+def budget_problem(ctx: Any) -> str | None:
+    """One line when the run cannot keep its budget: ``max_cost_usd`` is set and its model
+    (or a fallback model) has no price; also a malformed SMART_AGENT_PRICES."""
+    if not limits_of(ctx).cost_usd:
+        return None
+    specs = [_field(ctx, "model", None), *(_field(ctx, "fallback_models", []) or [])]
+    try:
+        for spec in specs:
+            if isinstance(spec, str) and price_of(spec) is None:
+                return f"max_cost_usd (--max-cost): no price for model {spec!r}; " + HOW_TO_PRICE.format(spec=spec)
+    except PriceTableError as exc:
+        return str(exc)
+    return None
+
+
+# --------------------------------------------------------------------------- decisions
+def budget_spent(usage: Mapping[str, Any], limits: Limits) -> str | None:
+    """Which budget leaves no model call at all ("model_calls" / "tokens" / "cost"), or None."""
+    u = as_usage(usage)
+    if limits.model_calls and u["model_calls"] >= limits.model_calls:
+        return "model_calls"
+    if limits.tokens and u["input_tokens"] + u["output_tokens"] >= limits.tokens:
+        return "tokens"
+    if limits.cost_usd and u["cost_usd"] >= limits.cost_usd:
+        return "cost"
+    return None
+
+
+def budget_stop(
+    usage: Mapping[str, Any], limits: Limits, next_request_tokens: int, price: tuple[float, float] | None = None
+) -> str | None:
+    """Whether the next turn must answer without tools, and why ("model_calls", "tokens",
+    "cost"), or None.
+
+    * model calls: the next call is the last one allowed (``made + 1 >= max``);
+    * tokens / cost: a turn is its request (``next_request_tokens``, as the context budget
+      measures it) plus :data:`OUTPUT_ALLOWANCE` output tokens; after the next turn there
+      must be room for one more turn at least as large (requests only grow), else this
+      one is the last. ``price``: the model's (input, output) USD per 1M tokens.
+    """
+    u = as_usage(usage)
+    if limits.model_calls and u["model_calls"] + 1 >= limits.model_calls:
+        return "model_calls"
+    turn_in, turn_out = max(0, int(next_request_tokens)), OUTPUT_ALLOWANCE
+    if limits.tokens and u["input_tokens"] + u["output_tokens"] + 2 * (turn_in + turn_out) > limits.tokens:
+        return "tokens"
+    turn_cost = call_cost(price, turn_in, turn_out)
+    if limits.cost_usd and price is not None and u["cost_usd"] + 2 * turn_cost > limits.cost_usd:
+        return "cost"
+    return None
+
+
+# --------------------------------------------------------------------------- the live count
+class Meter:
+    """The usage of a run as it happens. ``parent``: the meter a child adds to as well (a
+    fleet worker's own count within the shared one); decisions read the root's total.
+    ``reserved_calls``: calls kept back for the caller (the fleet's aggregation, the dual
+    graph's final decision) while nested work runs."""
+
+    def __init__(
+        self, usage: Any = None, limits: Limits | None = None, spec: str | None = None, parent: Meter | None = None
+    ) -> None:
+        self.usage: dict[str, Any] = as_usage(usage)
+        self.limits: Limits = limits or (parent.limits if parent else Limits())
+        self.spec: str | None = spec or (parent.spec if parent else None)
+        self.parent = parent
+        self.reserved_calls = 0
+
+    @property
+    def root(self) -> Meter:
+        return self if self.parent is None else self.parent.root
+
+    def total(self) -> dict[str, Any]:
+        """The run's usage (the root's)."""
+        return dict(self.root.usage)
+
+    def effective_limits(self) -> Limits:
+        root = self.root
+        calls = root.limits.model_calls
+        if calls:
+            calls = max(1, calls - root.reserved_calls)
+        return Limits(calls, root.limits.tokens, root.limits.cost_usd)
+
+    def _add(self, delta: Mapping[str, Any]) -> None:
+        meter: Meter | None = self
+        while meter is not None:
+            meter.usage = add_usage(meter.usage, delta)
+            meter = meter.parent
+
+    def begin_call(self) -> None:
+        """A request is about to be sent (counted now, so parallel callers see it)."""
+        self._add({"model_calls": 1})
+
+    def end_call(self, input_tokens: int, output_tokens: int, spec: str | None = None) -> None:
+        cost = call_cost(_safe_price(spec or self.spec), input_tokens, output_tokens)
+        self._add({"input_tokens": input_tokens, "output_tokens": output_tokens, "cost_usd": cost})
+        limits = self.root.limits
+        if limits.any():
+            from .events import emit
+
+            emit("budget", consumed=self.total(), limit=limits.as_dict(), action="ok")
+
+    def stop(self, next_request_tokens: int) -> str | None:
+        """:func:`budget_stop` for the run's next turn."""
+        return budget_stop(self.total(), self.effective_limits(), next_request_tokens, _safe_price(self.spec))
+
+    def spent(self) -> str | None:
+        """:func:`budget_spent`: no model call is left for this caller."""
+        return budget_spent(self.total(), self.effective_limits())
+
+    def finalize_event(self, reason: str, **extra: Any) -> None:
+        from .events import emit
+
+        emit("budget", consumed=self.total(), limit=self.root.limits.as_dict(), action="finalize", reason=reason,
+             **extra)
+
+    @contextlib.contextmanager
+    def reserve(self, calls: int = 1) -> Iterator[None]:
+        """Keep ``calls`` back (while nested work runs) when a call budget is set."""
+        root = self.root
+        root.reserved_calls += calls
+        try:
+            yield
+        finally:
+            root.reserved_calls -= calls
+
+
+def _safe_price(spec: str | None) -> tuple[float, float] | None:
+    try:
+        return price_of(spec)
+    except PriceTableError:  # checked at run start when it matters (budget_problem)
+        return None
+
+
+_METER: ContextVar[Meter | None] = ContextVar("smart_agent_meter", default=None)
+
+
+def current_meter() -> Meter | None:
+    return _METER.get()
+
+
+@contextlib.contextmanager
+def metered(state: Mapping[str, Any] | None, ctx: Any) -> Iterator[Meter]:
+    """The meter of the current run: the one of an enclosing run or node when there is one
+    (nested graphs share their caller's budget), else a new one seeded from the state's
+    ``usage`` with the context's budgets, current until the block ends."""
+    existing = _METER.get()
+    if existing is not None:
+        yield existing
+        return
+    meter = Meter((state or {}).get("usage"), limits_of(ctx), _field(ctx, "model", None))
+    token = _METER.set(meter)
+    try:
+        yield meter
+    finally:
+        _METER.reset(token)
+
+
+@contextlib.contextmanager
+def using(meter: Meter) -> Iterator[Meter]:
+    """Make ``meter`` current for the block (a fleet worker's child meter)."""
+    token = _METER.set(meter)
+    try:
+        yield meter
+    finally:
+        _METER.reset(token)
+
+
+_shared: weakref.WeakValueDictionary[str, Meter] = weakref.WeakValueDictionary()
+
+
+def shared_meter(key: str, usage: Any, ctx: Any, reserve_calls: int = 0) -> Meter:
+    """The root meter parallel workers of one round share (``key``: the round's), created
+    from ``usage`` and the context's budgets by the first of them; it lives while they run."""
+    meter = _shared.get(key)
+    if meter is None:
+        meter = Meter(usage, limits_of(ctx), _field(ctx, "model", None))
+        meter.reserved_calls = reserve_calls if meter.limits.model_calls else 0
+        _shared[key] = meter
+    return meter
+
+
+def run_start_usage() -> dict[str, Any]:
+    """The ``usage`` a run starts with: the enclosing run's when nested, else zero."""
+    meter = _METER.get()
+    return meter.total() if meter is not None else empty_usage()
+
+
+def estimate_tokens(messages: Any, response: Any) -> tuple[int, int]:
+    """Tokens of a call whose provider reported none: request JSON / 4 and reply text / 4."""
+    from .messages import message_text
+    from .tokens import CHARS_PER_TOKEN, approx_counter
+
+    try:
+        tokens_in = approx_counter(list(messages or []))
+    except Exception:  # never fail a run over an estimate
+        tokens_in = math.ceil(len(str(messages)) / CHARS_PER_TOKEN)
+    text = message_text(response) if hasattr(response, "content") else ""
+    args = "".join(json.dumps(c.get("args"), default=str) for c in getattr(response, "tool_calls", None) or [])
+    return tokens_in, math.ceil(len(text + args) / CHARS_PER_TOKEN)
+
+
+def record_start() -> Meter | None:
+    """:func:`models.invoke_model`, before each request: count it on the current meter."""
+    meter = _METER.get()
+    if meter is not None:
+        meter.begin_call()
+    return meter
+
+
+def record_end(meter: Meter | None, messages: Any, response: Any, spec: str | None) -> None:
+    """:func:`models.invoke_model`, after a reply: its tokens (estimated when unreported) and cost."""
+    if meter is None:
+        return
+    from .messages import usage_of
+
+    raw = response.get("raw") if isinstance(response, dict) and "raw" in response else response
+    reported = usage_of(raw)
+    tokens_in, tokens_out = reported["input_tokens"], reported["output_tokens"]
+    if not tokens_in and not tokens_out:
+        tokens_in, tokens_out = estimate_tokens(messages, raw)
+    meter.end_call(tokens_in, tokens_out, spec)
