@@ -134,7 +134,7 @@ def debug() -> bool:
 
 def prices() -> str | None:
     """The raw text of ``$SMART_AGENT_PRICES`` (None when unset or blank): a path to a JSON
-    file or inline JSON of model prices; ``usage.price_table`` reads and checks it."""
+    file or inline JSON of model prices; ``prices.price_table`` reads and checks it."""
     raw = _get(PREFIX + "PRICES") or ""
     return raw if raw.strip() else None
 

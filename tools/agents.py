@@ -18,6 +18,7 @@ stream gets ``sub_agent`` events (``phase`` start/end, ``parent``, ``child``,
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import uuid
 from collections.abc import Callable, Mapping
@@ -30,6 +31,7 @@ from pydantic import BaseModel, Field
 
 from ..context import Context, coerce_context
 from ..events import make_event, preview
+from ..usage import current_meter
 from .registry import ToolRegistry
 
 DEPTH_KEY = "smart_agent_depth"
@@ -138,7 +140,11 @@ async def run_child(
     )
     answer, ok, problem = "", False, None
     try:
-        final = await run_detached(graph, {"task": task}, context=ctx, config=config, forward=tag_events(writer, child))
+        meter = current_meter()  # the child shares the run's budget and leaves one call for this agent's answer
+        with meter.reserve() if meter is not None else contextlib.nullcontext():
+            final = await run_detached(
+                graph, {"task": task}, context=ctx, config=config, forward=tag_events(writer, child)
+            )
         answer = str(final.get("answer") or "")
         ok = True
     except Exception as exc:

@@ -163,3 +163,24 @@ async def test_fleet_workers_share_one_budget(scripted_server):
     workers = [r for r in final["results"].values()]
     assert sum(r["usage"]["model_calls"] for r in workers) == 6 and all(r["ok"] for r in workers)
     assert all(r["usage"]["model_calls"] >= 2 for r in workers)  # both worked, in parallel
+
+
+async def test_a_sub_agents_calls_count_in_the_parents_budget(scripted_server, workspace):
+    from smart_agent.graphs.sub_agent import sub_agent_tool
+    from smart_agent.tools.registry import ToolRegistry
+
+    def respond(req):  # the parent delegates whenever it can; the child (no tools) answers
+        offered = [t["function"]["name"] for t in req.get("tools") or []]
+        return tool_call("sub_agent", {"task": "look it up"}) if "sub_agent" in offered else text("done")
+
+    srv = scripted_server(responder=respond)
+    model = openai_model(srv)
+    registry = ToolRegistry()
+    registry.register(sub_agent_tool(model=model, registry=ToolRegistry()))
+    graph = build_agent_graph(model=model, registry=registry)
+    events = []
+    final = await run_graph(graph, "delegate", ctx(workspace, max_model_calls=3), events=events)
+    # parent (delegates) → the child (one call kept for the parent: it answers without tools) →
+    # the parent, whose count includes the child's call: the last one, without tools
+    assert len(srv.requests) == 3 and "tools" not in srv.requests[1] and "tools" not in srv.requests[-1]
+    assert final["answer"] == "done" and final["usage"]["model_calls"] == 3
