@@ -180,9 +180,7 @@ async def resume_command(args: argparse.Namespace) -> int:
     if not (graph or args.graph):
         raise ValueError(f"resume: thread {thread_id!r} has no record of the graph it ran: give --graph")
     args.graph = graph or args.graph
-    if getattr(args, "ask_user", None) is not None:
-        flags["ask_user"] = args.ask_user
-    ctx = context_from_args(args, base=flags)
+    ctx = context_from_args(args, base=flags)  # the recorded flags, overridden by the ones given now
     config = {"configurable": {"thread_id": thread_id}}
 
     async def make_input(built: Any) -> Any:  # inside the thread's lock: what is pending now

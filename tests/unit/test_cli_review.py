@@ -137,3 +137,15 @@ def test_event_lines():
     assert "edited arguments" in format_event({"event": "approval", "name": "w", "decision": "edit", "args": {}})
     assert format_event({"event": "question", "question": "Why?"}) == "  ? the agent asks: Why?"
     assert format_event({"event": "answer", "preview": "teal"}) == "  ↳ answered: teal"
+
+
+def test_resume_context_is_the_recorded_flags_overridden_by_the_given_ones(tmp_path):
+    from smart_agent.cli import build_parser
+    from smart_agent.cli.run import context_from_args
+
+    args = build_parser().parse_args(["resume", "--thread", "t", "--approve", "--model", "openai:now", "--no-ask-user"])
+    assert args.graph is None and args.decide_approve is True and not hasattr(args, "approve")
+    args.graph = "agent"
+    recorded = {"model": "openai:then", "workspace": str(tmp_path), "approve": "write_file", "ask_user": True}
+    ctx = context_from_args(args, base=recorded)
+    assert (ctx.model, ctx.workspace, ctx.approve, ctx.ask_user) == ("openai:now", str(tmp_path), "write_file", False)
