@@ -4,7 +4,8 @@ One URL (``SMART_AGENT_DB`` or ``--db``) puts the threads, the memory store (pgv
 cosine) and the tool-output archive on the database: separate CLI processes share a thread
 and memory through it, nothing is written under ``SMART_AGENT_HOME``, the setup of the tables
 is idempotent and safe when processes start at once, and 20 concurrent runs of two worker
-processes on one small connection pool each keep their whole history."""
+processes on small connection pools each keep their whole history, every run recalling and
+writing memory on the store without an error."""
 
 from __future__ import annotations
 
@@ -148,17 +149,21 @@ from smart_agent.cli.run import _build, run_once
 from smart_agent.context import Context
 from smart_agent.thread_lock import thread_lock
 
+events = []
+
 async def conversation(graph, ctx, thread):
     for turn in (1, 2):
         async with thread_lock(thread):
             await run_once(graph, {"task": f"{thread} turn {turn}"}, context=ctx, thread_id=thread,
-                           on_event=lambda ev: None)
+                           on_event=events.append)
 
 async def main(worker, runs):
-    ctx = Context(model="openai:scripted-model", memory=False)
+    ctx = Context(model="openai:scripted-model", user_id=worker)
     async with open_run_backends() as backends:
         graph = _build("agent", backends.checkpointer, store=backends.store)
         await asyncio.gather(*(conversation(graph, ctx, f"{worker}-{i}") for i in range(runs)))
+    memory = [e for e in events if e["event"] in ("memory_recall", "memory_write")]
+    print(json.dumps({"memory_events": len(memory), "errors": [e for e in memory if "error" in e]}))
 
 asyncio.run(main(sys.argv[1], int(sys.argv[2])))
 """
@@ -188,10 +193,16 @@ def test_twenty_concurrent_runs_of_two_workers_lose_nothing(scripted_server, pg_
     srv = scripted_server(responder=model)
     home = tmp_path / "agent-home"
     env = cli_env(srv, SMART_AGENT_DB=url, SMART_AGENT_HOME=home, SMART_AGENT_DB_POOL_SIZE=3)
-    workers = [subprocess.Popen([sys.executable, "-c", WORKER, name, "10"], env=env, stderr=subprocess.PIPE, text=True)
-               for name in ("w1", "w2")]
-    errors = [w.communicate(timeout=300)[1] for w in workers]
-    assert [w.returncode for w in workers] == [0, 0], errors
+    env["SMART_AGENT_MEMORY"] = "true"  # every run also recalls and writes a memory on the store
+    workers = [
+        subprocess.Popen([sys.executable, "-c", WORKER, name, "10"], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+        for name in ("w1", "w2")
+    ]
+    outputs = [w.communicate(timeout=300) for w in workers]
+    assert [w.returncode for w in workers] == [0, 0], [err for _, err in outputs]
+    reports = [json.loads(out.strip().splitlines()[-1]) for out, _ in outputs]
+    assert [r["errors"] for r in reports] == [[], []] and [r["memory_events"] for r in reports] == [40, 40]
     assert len(srv.requests) == 40 and model.peak > 3  # concurrent runs, more than one pool's worth
 
     threads = [f"{w}-{i}" for w in ("w1", "w2") for i in range(10)]
@@ -205,6 +216,9 @@ def test_twenty_concurrent_runs_of_two_workers_lose_nothing(scripted_server, pg_
             ("ai", f"{thread} answered: {first} | {second}"),
         ]
     assert files_under(home) == []
+    with psycopg.connect(url) as conn:
+        users = conn.execute("SELECT DISTINCT prefix FROM store_vectors ORDER BY prefix").fetchall()
+    assert users == [("memories.w1",), ("memories.w2",)]
 
 
 def _histories(url: str, threads: list[str]) -> dict[str, list[tuple[str, str]]]:
