@@ -12,6 +12,7 @@ process settings that are not part of a run's context:
 ``SMART_AGENT_DB_POOL_SIZE``        most Postgres connections one process opens (10)
 ``SMART_AGENT_PLUGINS``             the only folder plugins load from (none when unset)
 ``SMART_AGENT_THREAD_LOCK_TIMEOUT`` seconds a run waits for a busy thread (300)
+``SMART_AGENT_MCP_CONFIG``          the CLI's MCP servers file (``--mcp-config``)
 ``SMART_AGENT_EMBEDDING_BACKEND``   ``numpy`` / ``sentence-transformers`` (``auto``)
 ``SMART_AGENT_MEMORY_MIN_SIMILARITY`` recall threshold of long-term memory
 ``SMART_AGENT_MEMORY_MAX_ITEMS``    memories kept per user
@@ -40,6 +41,7 @@ __all__ = [
     "field_env",
     "hub_offline",
     "memory_max_items",
+    "mcp_config",
     "memory_min_similarity",
     "openai_api_key",
     "openai_base_url",
@@ -99,6 +101,12 @@ def plugins_folder() -> Path | None:
     """``$SMART_AGENT_PLUGINS`` resolved, or None (no folder plugins)."""
     raw = (_get(PREFIX + "PLUGINS") or "").strip()
     return Path(raw).expanduser().resolve() if raw else None
+
+
+def mcp_config() -> Path | None:
+    """``$SMART_AGENT_MCP_CONFIG``: the CLI's MCP servers file when ``--mcp-config`` is not given."""
+    raw = (_get(PREFIX + "MCP_CONFIG") or "").strip()
+    return Path(raw).expanduser() if raw else None
 
 
 def thread_lock_timeout() -> str | None:

@@ -34,6 +34,7 @@ from collections.abc import Callable
 from .. import settings
 from . import run
 from .backends import use_db_arg
+from .mcp import add_mcp_args
 from .options import OneLineParser, utf8_text
 from .render import RunSummary, format_event
 from .run import (
@@ -69,8 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--thread", help="thread id for the demo session")
     p.set_defaults(handler=run.demo_command)
 
-    p = sub.add_parser("tools", help="list the registered tools (built-ins and plugins)")
+    p = sub.add_parser("tools", help="list the registered tools (built-ins, plugins, --mcp-config servers)")
     p.add_argument("--json", action="store_true")
+    add_mcp_args(p)
     p.set_defaults(handler=run.tools_command)
 
     p = sub.add_parser("graph", help="print a graph as Mermaid")

@@ -108,10 +108,10 @@ def chat_line(raw: bytes | str) -> tuple[str, str | None]:
     return text, text_problem(text)
 
 
-def check_tool_names(ctx: C) -> C:
+def check_tool_names(ctx: C, also: Callable[[str], bool] | None = None) -> C:
     """``ctx``; a ``ValueError`` listing the known tools when one of ``ctx.tools`` or of the
     tool names in ``ctx.approve`` is not a registered tool (built-ins, context tools and
-    plugins: what a CLI run's graph offers)."""
+    plugins: what a CLI run's graph offers) nor a name ``also`` accepts (MCP tools)."""
     from ..context_types import APPROVE_SIDE_EFFECTS, approve_tokens
 
     approve = [n for n in approve_tokens(getattr(ctx, "approve", None) or "none") if n != APPROVE_SIDE_EFFECTS]
@@ -123,7 +123,7 @@ def check_tool_names(ctx: C) -> C:
 
     known = with_context_tools(default_registry()).names()
     for flag, names in checks:
-        unknown = [n for n in names if n not in known]
+        unknown = [n for n in names if n not in known and not (also and also(n))]
         if unknown:
             raise ValueError(
                 f"{flag}: unknown tool(s) {', '.join(map(shown, unknown))}. Known tools: {', '.join(known)}"

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from .. import settings
 from .backends import add_db_arg
-from .budget import add_budget_args, budget_values, usage_report
 from .options import (
     add_context_budget_args,
     add_reasoning_args,
@@ -106,6 +105,7 @@ def _feature_context_hooks() -> list[
     tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace, dict], None]]
 ]:
     """Each feature's (add its flags, map them onto Context fields) pair."""
+    from .mcp import add_mcp_args, mcp_values
     from .memory import add_memory_context_args, memory_context_values
     from .planner import add_planner_context_args, planner_context_values
     from .review import add_review_context_args, review_context_values
@@ -115,8 +115,8 @@ def _feature_context_hooks() -> list[
         (add_memory_context_args, memory_context_values),
         (add_planner_context_args, planner_context_values),
         (add_reasoning_args, reasoning_values),
-        (add_budget_args, budget_values),
         (add_review_context_args, review_context_values),
+        (add_mcp_args, mcp_values),
     ]
 
 
@@ -139,11 +139,12 @@ def context_from_args(args: argparse.Namespace, base: dict[str, Any] | None = No
     flags that graph has no field for are ignored, as they always were by its nodes.
     ``base``: field values the flags override (a resumed thread's recorded flags)."""
     from ..context import GRAPH_CONTEXTS, Context
+    from .mcp import mcp_names
 
     schema: type[BaseContext] = GRAPH_CONTEXTS.get(getattr(args, "graph", None) or "agent", Context)
     names = {f.name for f in fields(schema)}
     values = {**(base or {}), **context_values(args)}
-    return check_tool_names(schema(**{k: v for k, v in values.items() if k in names}))
+    return check_tool_names(schema(**{k: v for k, v in values.items() if k in names}), also=mcp_names(values))
 
 
 # --------------------------------------------------------------------------- running
@@ -185,15 +186,17 @@ def _printer(stream: TextIO, quiet: bool, summary: RunSummary) -> Callable[[dict
     return on_event
 
 
-def _build(graph_name: str, checkpointer: Any, model: Any = None, store: Any = None) -> Any:
+def _build(graph_name: str, checkpointer: Any, model: Any = None, store: Any = None, registry: Any = None) -> Any:
     from ..graphs import get_builder
 
     if graph_name == "execute":  # a saved plan's execution (cli/planner.py) that `smart-agent resume` continues
         from ..graphs.planner import build_executor_graph
 
-        return build_executor_graph(checkpointer=checkpointer, store=store)
+        return build_executor_graph(checkpointer=checkpointer, store=store, registry=registry)
     builder = get_builder(graph_name)
     kwargs: dict[str, Any] = {"checkpointer": checkpointer}
+    if registry is not None:  # the run's tools with its MCP servers' (cli/mcp.py)
+        kwargs["registry"] = registry
     if store is not None:  # Postgres: memory and the archive on the database's store
         kwargs["store"] = store
     if model is not None:
@@ -209,7 +212,7 @@ def result_json(final: dict, thread_id: str, summary: RunSummary) -> dict:
         "tool_calls_made": final.get(
             "tool_calls_made", len([t for t in summary.tool_calls if t.get("ok") is not None])
         ),
-        "usage": usage_report(final, summary.usage),
+        "usage": summary.usage,
     }
     for key in ("structured_response", "todos", "status", "error"):
         if final.get(key) is not None:
@@ -251,19 +254,25 @@ async def run_and_report(
     planning), or 3 when the run stopped on an interrupt (asked on a terminal instead)."""
     from ..thread_lock import thread_lock
     from .backends import open_run_backends
+    from .mcp import open_mcp_registry
     from .review import ask_terminal, on_terminal, report_interrupted
 
     summary = RunSummary()
     event_stream = sys.stderr if args.json else sys.stdout
+    on_event = _printer(event_stream, args.quiet or False, summary)
     try:
-        async with thread_lock(thread_id), open_run_backends() as backends:  # one run at a time on a thread
-            graph = _build(graph_name, backends.checkpointer, store=backends.store)
+        async with (
+            thread_lock(thread_id),  # one run at a time on a thread
+            open_run_backends() as backends,
+            open_mcp_registry(metadata, on_event) as registry,  # MCP sessions: open for this run only
+        ):
+            graph = _build(graph_name, backends.checkpointer, store=backends.store, registry=registry)
             final = await run_once(
                 graph,
                 await make_input(graph),
                 context=ctx,
                 thread_id=thread_id,
-                on_event=_printer(event_stream, args.quiet or False, summary),
+                on_event=on_event,
                 ask=ask_terminal if on_terminal(args) else None,
                 metadata=metadata,
             )
@@ -295,6 +304,7 @@ async def run_and_report(
 async def chat_command(args: argparse.Namespace) -> int:
     from ..thread_lock import thread_lock
     from .backends import open_run_backends
+    from .mcp import open_mcp_registry
     from .review import ask_terminal, on_terminal, report_interrupted, run_metadata
 
     ctx = context_from_args(args)
@@ -311,8 +321,9 @@ async def chat_command(args: argparse.Namespace) -> int:
         return ask_terminal(pending, read=read_line)
     number = refused = 0
     print(f"smart-agent chat · thread {thread_id} · /exit to quit", file=sys.stderr)
-    async with open_run_backends() as backends:
-        graph = _build(args.graph, backends.checkpointer, store=backends.store)
+    on_start = _printer(sys.stderr, args.quiet or args.json, RunSummary())  # (an MCP server that does not start)
+    async with open_run_backends() as backends, open_mcp_registry(metadata, on_start) as registry:
+        graph = _build(args.graph, backends.checkpointer, store=backends.store, registry=registry)
         while True:
             if interactive:
                 print("you> ", end="", file=sys.stderr, flush=True)
@@ -401,10 +412,9 @@ def _demo_overrides() -> dict:
 
 
 def tools_command(args: argparse.Namespace) -> int:
-    from ..tools.builtins import default_registry
+    from .mcp import mcp_tool_rows
 
-    reg = default_registry()
-    rows = reg.describe()
+    rows = mcp_tool_rows(args, _printer(sys.stderr, False, RunSummary()))
     if args.json:
         print(json.dumps([{k: (v.__dict__ if k == "meta" else v) for k, v in r.items()} for r in rows], default=str))
         return 0

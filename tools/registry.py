@@ -42,7 +42,16 @@ class ToolMeta:
     retries: int = 0  # extra attempts after a failure (planner executor)
     cost: float = 0.0  # relative cost hint for planners
     tags: tuple[str, ...] = ()
-    source: str = "builtin"  # builtin | entry_point:<name> | plugin:<file> | user
+    source: str = "builtin"  # builtin | entry_point:<name> | plugin:<file> | mcp:<server> | user
+
+
+META_KEY = "smart_agent_tool_meta"  # a tool may carry its ToolMeta in ``tool.metadata`` (MCP tools do)
+
+
+def attached_meta(tool: BaseTool) -> ToolMeta | None:
+    """The ``ToolMeta`` a tool carries in its ``metadata`` under ``META_KEY``, if any."""
+    meta = (getattr(tool, "metadata", None) or {}).get(META_KEY)
+    return meta if isinstance(meta, ToolMeta) else None
 
 
 RegistryStep = Callable[["ToolRegistry"], None]

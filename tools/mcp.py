@@ -1,0 +1,287 @@
+"""MCP servers' tools for one run, through langchain-mcp-adapters.
+
+    async with mcp_tools("mcp.json") as mcp:          # or a list of McpServer
+        graph = build_agent_graph(registry=mcp.registry)   # or tools=mcp.tools
+        await graph.ainvoke(...)
+
+``mcp_tools`` opens every server's session once (all at once, each within its
+``start_timeout_s``), lists its tools and registers them, named ``<server>__<tool>``, in a
+copy of the run's registry with their ``ToolMeta`` (``source="mcp:<server>"``, tag ``mcp``,
+side effects unless the configuration says otherwise). At the end - also on an error or a
+cancellation - every session is closed and every stdio server process ends.
+
+A server that fails to start (a missing command, a refused connection, too slow) is left
+out: one ``error`` event (``source`` "mcp", ``server``, ``error``: one line naming it) goes
+to ``on_event`` and the run goes on with the other tools. A call on a session whose server
+died fails promptly ("Connection closed"), bounded by the tool's timeout at worst, and the
+tools node turns the failure into an error tool message like any tool failure.
+
+Each server's session lives in a task of its own (MCP's clients are anyio task groups,
+which must be entered and left by the same task); tool calls from any task use it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, TypeVar
+
+from langchain_core.tools import BaseTool, StructuredTool
+
+from ..events import make_event
+from .mcp_config import McpServer, load_mcp_config
+from .registry import META_KEY, ToolMeta, ToolRegistry
+
+__all__ = ["MCP_TAG", "McpServerGone", "McpTools", "mcp_tools"]
+
+log = logging.getLogger(__name__)
+
+MCP_TAG = "mcp"
+CLOSE_TIMEOUT_S = 10.0  # a session that does not close by then is cancelled
+PROBE_S = 2.0  # while a call on an HTTP server waits, the server is pinged this often
+TOOL_NAME_MAX = 64  # what model providers accept in a tool name
+T = TypeVar("T")
+
+
+class McpServerGone(RuntimeError):
+    """A call on a session whose server has stopped: not worth retrying within the run."""
+
+    retryable = False
+
+
+@dataclass
+class McpTools:
+    """The tools a run's MCP sessions provide, and the run's registry with them added."""
+
+    registry: ToolRegistry
+    tools: list[BaseTool] = field(default_factory=list)
+    servers: dict[str, list[str]] = field(default_factory=dict)  # started server -> its tool names
+    errors: list[str] = field(default_factory=list)  # one line per server or tool left out
+
+    def __iter__(self) -> Iterator[BaseTool]:
+        return iter(self.tools)
+
+
+@contextlib.asynccontextmanager
+async def mcp_tools(
+    config: str | Path | Sequence[McpServer],
+    *,
+    registry: ToolRegistry | None = None,
+    on_event: Callable[[dict], None] | None = None,
+) -> AsyncIterator[McpTools]:
+    """Open the configured servers for the length of the ``async with`` (see the module doc).
+    ``config``: a JSON file or parsed servers; ``registry``: the run's tools (default: the
+    built-in tools and plugins), copied, never changed."""
+    servers = load_mcp_config(config) if isinstance(config, (str, Path)) else list(config)
+    if registry is None:
+        from .builtins import default_registry
+
+        registry = default_registry()
+    result = McpTools(registry.copy())
+
+    def fail(server: str, text: str) -> None:
+        result.errors.append(text)
+        if on_event is None:
+            log.warning("smart-agent: %s", text)
+        else:
+            on_event(make_event("error", source="mcp", server=server, error=text))
+
+    sessions = [_Session(s) for s in servers]
+    try:
+        opened = await asyncio.gather(*(s.start() for s in sessions))
+        for session, (tools, problem) in zip(sessions, opened, strict=True):
+            if problem is not None:
+                fail(session.server.name, problem)
+                continue
+            names = result.servers.setdefault(session.server.name, [])
+            for tool, meta in tools:
+                if tool.name in result.registry:
+                    fail(session.server.name, f"MCP server {session.server.name!r}: tool {tool.name!r} left out: "
+                         "a tool of that name is already registered (set tool_prefix)")
+                    continue
+                result.registry.register(tool, meta)
+                result.tools.append(tool)
+                names.append(tool.name)
+            for problem in session.skipped:
+                fail(session.server.name, problem)
+        yield result
+    finally:
+        await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
+
+
+class _Session:
+    """One server's session, held open by a task of its own until ``close``."""
+
+    def __init__(self, server: McpServer) -> None:
+        self.server = server
+        self.skipped: list[str] = []
+        self._stop = asyncio.Event()
+        self._ended = asyncio.Event()  # the session is over (closed, or its transport failed)
+        self._task: asyncio.Task | None = None
+        self._session: Any = None
+
+    async def start(self) -> tuple[list[tuple[BaseTool, ToolMeta]], str | None]:
+        """The server's tools (with metadata), or the one-line reason it did not start."""
+        ready: asyncio.Future = asyncio.get_running_loop().create_future()
+        self._task = asyncio.create_task(self._hold(ready), name=f"mcp:{self.server.name}")
+        name = self.server.name
+        try:
+            raw = await asyncio.wait_for(asyncio.shield(ready), self.server.start_timeout_s)
+        except TimeoutError:
+            await self.close()
+            return [], f"MCP server {name!r} did not start within {self.server.start_timeout_s:g} s; its tools are off"
+        except Exception as exc:
+            await self.close()
+            return [], f"MCP server {name!r} failed to start: {_reason(exc)}; its tools are off"
+        return self._convert(raw), None
+
+    async def _hold(self, ready: asyncio.Future) -> None:
+        from langchain_mcp_adapters.sessions import create_session
+        from langchain_mcp_adapters.tools import load_mcp_tools
+
+        connection = dict(self.server.connection)
+        if self.server.meta.timeout_s:  # a request with no answer fails after the tool's timeout
+            connection["session_kwargs"] = {"read_timeout_seconds": timedelta(seconds=self.server.meta.timeout_s)}
+        try:
+            async with create_session(connection) as session:  # type: ignore[arg-type]
+                await session.initialize()
+                tools = await load_mcp_tools(session, server_name=self.server.name, handle_tool_errors=False)
+                self._session = session
+                if not ready.done():
+                    ready.set_result(tools)
+                await self._stop.wait()
+        except BaseException as exc:
+            if not ready.done():
+                ready.set_exception(exc if isinstance(exc, Exception) else RuntimeError("cancelled"))
+            elif not isinstance(exc, asyncio.CancelledError):
+                log.info("smart-agent: MCP server %r session ended: %s", self.server.name, _reason(exc))
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+        finally:
+            self._ended.set()
+
+    async def guarded(self, call: Awaitable[T]) -> T:
+        """``call``'s result; ``McpServerGone`` as soon as the session is over (its process
+        exited, its connection was refused) instead of waiting for an answer that cannot
+        come. An HTTP server is pinged every ``PROBE_S`` while a call waits: a dead one then
+        ends its session (a server that stops mid-call never answers the call itself)."""
+        work = asyncio.ensure_future(call)
+        ended = asyncio.ensure_future(self._ended.wait())
+        probe = asyncio.ensure_future(self._probe()) if self.server.connection["transport"] != "stdio" else None
+        try:
+            await asyncio.wait({work, ended}, return_when=asyncio.FIRST_COMPLETED)
+            if work.done():
+                return work.result()
+        except Exception as exc:
+            if _connection_closed(exc):
+                raise McpServerGone(self._gone()) from exc
+            raise
+        finally:
+            for task in (work, ended, probe):
+                if task is not None and not task.done():
+                    task.cancel()
+        raise McpServerGone(self._gone())
+
+    def _gone(self) -> str:
+        return f"MCP server {self.server.name!r} is gone (its process ended or its connection closed)"
+
+    async def _probe(self) -> None:
+        while True:
+            await asyncio.sleep(PROBE_S)
+            if self._session is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(self._session.send_ping(), PROBE_S)
+
+    def _convert(self, raw: list[BaseTool]) -> list[tuple[BaseTool, ToolMeta]]:
+        server = self.server
+        by_name = {t.name: t for t in raw}
+        wanted = list(server.allowed) if server.allowed is not None else list(by_name)
+        out = []
+        for name in wanted:
+            if name not in by_name:
+                self.skipped.append(f"MCP server {server.name!r} has no tool {name!r} (tools: {', '.join(by_name)})")
+                continue
+            full = server.tool_name(name)
+            if len(full) > TOOL_NAME_MAX or not all(c.isalnum() or c in "_-" for c in full):
+                self.skipped.append(f"MCP server {server.name!r}: tool {name!r} left out: {full!r} is not a valid "
+                                    "tool name (letters, digits, '_', '-'; at most 64)")
+                continue
+            meta = server.meta_of(name)
+            out.append((_renamed(by_name[name], full, self, meta), meta))
+        return out
+
+    async def close(self) -> None:
+        self._stop.set()
+        task = self._task
+        if task is None or task.done():
+            return
+        done, _ = await asyncio.wait({task}, timeout=CLOSE_TIMEOUT_S)
+        if not done:
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+
+
+def _renamed(tool: BaseTool, name: str, session: _Session, meta: ToolMeta) -> BaseTool:
+    """The adapter's tool under ``name``, returning text (an MCP error result raises), its
+    calls guarded by the session (a dead server fails the call at once), carrying ``meta``
+    (so ``build_agent_graph(tools=...)`` keeps it)."""
+    inner = tool.coroutine if isinstance(tool, StructuredTool) else None
+    if inner is None or tool.args_schema is None:  # (the adapter always builds a StructuredTool with both)
+        return tool
+
+    async def call(**arguments: Any) -> str:
+        content, artifact = await session.guarded(inner(**arguments))
+        return _text(content, artifact)
+
+    return StructuredTool(
+        name=name,
+        description=tool.description or f"MCP tool {tool.name}",
+        args_schema=tool.args_schema,
+        coroutine=call,
+        metadata={**(tool.metadata or {}), "mcp_tool": tool.name, META_KEY: meta},
+        tags=[MCP_TAG],
+    )
+
+
+def _text(content: Any, artifact: Any) -> str:
+    """An MCP result as the text the model reads: its text blocks, else its structured content."""
+    if isinstance(content, str):
+        return content
+    parts = []
+    for block in content if isinstance(content, list) else [content]:
+        if isinstance(block, dict) and block.get("type") == "text":
+            parts.append(str(block.get("text", "")))
+        elif isinstance(block, str):
+            parts.append(block)
+        elif isinstance(block, dict):
+            parts.append(f"[{block.get('type', 'content')} {block.get('mime_type', '')}]".replace(" ]", "]"))
+    text = "\n".join(parts)
+    if not text and isinstance(artifact, dict) and artifact.get("structured_content") is not None:
+        return json.dumps(artifact["structured_content"], ensure_ascii=False, default=str)
+    return text
+
+
+def _connection_closed(exc: BaseException) -> bool:
+    """A send on a closed transport, or MCP's "Connection closed" answer to a pending request."""
+    import anyio
+    from mcp.shared.exceptions import McpError
+    from mcp.types import CONNECTION_CLOSED
+
+    if isinstance(exc, (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream)):
+        return True
+    return isinstance(exc, McpError) and getattr(exc.error, "code", None) == CONNECTION_CLOSED
+
+
+def _reason(exc: BaseException) -> str:
+    """The innermost meaningful error of ``exc`` (anyio wraps them in exception groups), one line."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return f"{type(exc).__name__}: {text}" if type(exc).__name__ not in text else text
