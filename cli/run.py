@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from .. import settings
 from .backends import add_db_arg
+from .budget import add_budget_args, budget_values, usage_report
 from .options import (
     add_context_budget_args,
     add_reasoning_args,
@@ -115,6 +116,7 @@ def _feature_context_hooks() -> list[
         (add_memory_context_args, memory_context_values),
         (add_planner_context_args, planner_context_values),
         (add_reasoning_args, reasoning_values),
+        (add_budget_args, budget_values),
         (add_review_context_args, review_context_values),
         (add_mcp_args, mcp_values),
     ]
@@ -212,7 +214,7 @@ def result_json(final: dict, thread_id: str, summary: RunSummary) -> dict:
         "tool_calls_made": final.get(
             "tool_calls_made", len([t for t in summary.tool_calls if t.get("ok") is not None])
         ),
-        "usage": summary.usage,
+        "usage": usage_report(final, summary.usage),
     }
     for key in ("structured_response", "todos", "status", "error"):
         if final.get(key) is not None:
