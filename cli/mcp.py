@@ -58,12 +58,15 @@ def mcp_names(values: Mapping[str, Any]) -> Callable[[str], bool] | None:
 
 @asynccontextmanager
 async def open_mcp_registry(
-    metadata: Mapping[str, Any], on_event: Callable[[dict], None]
+    metadata: Mapping[str, Any], on_event: Callable[[dict], None] | None = None
 ) -> AsyncIterator[ToolRegistry | None]:
     """The run's registry with the recorded file's MCP tools, open for the ``async with``
     (None without a file: the graph's default tools). A server that fails to start is one
-    ``error`` event; the run goes on without it."""
+    ``error`` event (default: its line on stderr); the run goes on without it."""
     from .review import recorded_run
+
+    if on_event is None:
+        on_event = _stderr_line
 
     path = recorded_run(metadata)[1].get(FLAG_FIELD)
     if not path:
@@ -93,3 +96,11 @@ def mcp_tool_rows(args: argparse.Namespace, on_event: Callable[[dict], None]) ->
             return mcp.registry.describe()
 
     return asyncio.run(listed())
+
+
+def _stderr_line(ev: dict) -> None:
+    import sys
+
+    from .render import format_event
+
+    print(format_event(ev), file=sys.stderr, flush=True)

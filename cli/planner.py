@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from .backends import add_db_arg
+from .mcp import add_mcp_args, mcp_names, mcp_values, open_mcp_registry
 from .options import add_workspace_args, check_tool_names, field_int, tool_list, utf8_text
 from .review import add_approve_arg, format_plan, prompt_for_approval
 
@@ -56,6 +57,7 @@ def register_cli(subparsers: Any) -> None:
         help="how the plan is requested (default: a submit_plan tool)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    add_mcp_args(p)
     p.set_defaults(handler=plan_command)
 
     p = subparsers.add_parser(
@@ -79,6 +81,7 @@ def register_cli(subparsers: Any) -> None:
     add_approve_arg(p)
     p.add_argument("--json", action="store_true", help="print the trace as one JSON object on stdout")
     p.add_argument("--quiet", "-q", action="store_true", help="do not print step events")
+    add_mcp_args(p)
     p.set_defaults(handler=execute_command)
 
 
@@ -141,6 +144,7 @@ async def plan_command(args: argparse.Namespace) -> int:
     from ..models import load_chat_model, model_options
     from ..nodes.planner.common import select_registry
     from ..nodes.planner.plan import make_plan
+    from .review import run_metadata
 
     values: dict[str, Any] = {}
     if args.model:
@@ -149,12 +153,15 @@ async def plan_command(args: argparse.Namespace) -> int:
         values["tools"] = args.tools
     if args.max_plan_attempts is not None:
         values["max_plan_attempts"] = args.max_plan_attempts
-    ctx = check_tool_names(PlannerContext(**values))  # unknown --tools: one line, exit 2 (cli/options.py)
-    registry = select_registry(_registry(), ctx.tools)
+    mcp: dict[str, Any] = {}
+    mcp_values(args, mcp)  # --mcp-config: the servers' tools may be planned (their sessions open while planning)
+    ctx = check_tool_names(PlannerContext(**values), also=mcp_names(mcp))  # unknown --tools: one line, exit 2
     model = load_chat_model(ctx.model, **model_options(ctx))
-    result = await make_plan(
-        args.task, model=model, registry=registry, max_attempts=ctx.max_plan_attempts, method=args.method
-    )
+    async with open_mcp_registry(run_metadata("plan", mcp)) as with_mcp:
+        registry = select_registry(with_mcp or _registry(), ctx.tools)
+        result = await make_plan(
+            args.task, model=model, registry=registry, max_attempts=ctx.max_plan_attempts, method=args.method
+        )
     if result.plan is None:
         if args.json:
             print(json.dumps({"plan": None, "attempts": result.attempts, "errors": result.errors}, ensure_ascii=False))
@@ -231,10 +238,11 @@ async def execute_command(args: argparse.Namespace) -> int:
         values["max_tool_calls"] = args.max_tool_calls
     if args.approve is not None:
         values["approve"] = args.approve
-    ctx = check_tool_names(PlannerContext(**values))  # unknown --approve tools: one line, exit 2
+    mcp: dict[str, Any] = {}
+    mcp_values(args, mcp)  # --mcp-config: recorded with the flags, so `resume` reopens the servers
+    ctx = check_tool_names(PlannerContext(**values), also=mcp_names(mcp))  # unknown --approve tools: one line, exit 2
     if not args.thread and approve_tokens(ctx.approve):  # a step may pause: keep it resumable
         args.thread = f"execute-{uuid.uuid4().hex[:8]}"
-    registry = _registry()
     on_event = (lambda ev: None) if (args.quiet or args.json) else _step_printer(sys.stderr)
 
     async def run(graph: Any, config: dict) -> dict:
@@ -247,20 +255,21 @@ async def execute_command(args: argparse.Namespace) -> int:
         ask = ask_terminal if on_terminal(args) else None  # a step waiting for approval: asked, or exit 3
         return await run_until_paused(graph, graph_input, config=config, context=ctx, on_event=on_event, ask=ask)
 
-    config = {
-        "configurable": {"thread_id": args.thread or "execute"},
-        "recursion_limit": 10_000,
-        "metadata": run_metadata("execute", values),  # `smart-agent resume` continues it
-    }
-    if args.thread:
-        from ..thread_lock import thread_lock
-        from .backends import open_run_backends
+    metadata = run_metadata("execute", {**values, **mcp})  # `smart-agent resume` continues it
+    config = {"configurable": {"thread_id": args.thread or "execute"}, "recursion_limit": 10_000, "metadata": metadata}
+    async with open_mcp_registry(metadata) as with_mcp:
+        registry = with_mcp or _registry()
+        if args.thread:
+            from ..thread_lock import thread_lock
+            from .backends import open_run_backends
 
-        async with thread_lock(args.thread), open_run_backends() as backends:  # one run at a time on a thread
-            graph = build_executor_graph(registry=registry, checkpointer=backends.checkpointer, store=backends.store)
-            final = await run(graph, config)
-    else:
-        final = await run(build_executor_graph(registry=registry), config)
+            async with thread_lock(args.thread), open_run_backends() as backends:  # one run at a time on a thread
+                graph = build_executor_graph(
+                    registry=registry, checkpointer=backends.checkpointer, store=backends.store
+                )
+                final = await run(graph, config)
+        else:
+            final = await run(build_executor_graph(registry=registry), config)
 
     result = execution_json(final)
     if final.get("__interrupt__"):  # nothing more runs until `smart-agent resume --thread`

@@ -5,7 +5,7 @@ streamable HTTP:
     python mcp_server_app.py --http PORT       # streamable HTTP on 127.0.0.1:PORT/mcp
 
 Tools: ``add(a, b)``; ``note(text)`` appends a line to $MCP_NOTES (a side effect);
-``crash()`` ends the server process in the middle of the call. The process writes its pid
+``crash()`` ends the server process in the middle of the call. The process appends its pid
 to $MCP_PID_FILE when it starts.
 """
 
@@ -40,8 +40,8 @@ def crash() -> str:
 
 if __name__ == "__main__":
     if os.environ.get("MCP_PID_FILE"):
-        with open(os.environ["MCP_PID_FILE"], "w", encoding="utf-8") as fh:
-            fh.write(str(os.getpid()))
+        with open(os.environ["MCP_PID_FILE"], "a", encoding="utf-8") as fh:  # one line per start
+            fh.write(f"{os.getpid()}\n")
     if len(sys.argv) == 3 and sys.argv[1] == "--http":
         server.settings.port = int(sys.argv[2])
         server.run(transport="streamable-http")

@@ -26,8 +26,15 @@ def write_config(tmp_path: Path, servers: dict) -> Path:
     return path
 
 
+def pids_of(tmp_path: Path, name: str = "math") -> list[int]:
+    """The pids of every start of the stdio server ``name``, in order."""
+    return [int(line) for line in (tmp_path / f"{name}.pid").read_text().split()]
+
+
 def pid_of(tmp_path: Path, name: str = "math") -> int:
-    return int((tmp_path / f"{name}.pid").read_text())
+    """The pid of the one start of the stdio server ``name``."""
+    (pid,) = pids_of(tmp_path, name)
+    return pid
 
 
 def alive(pid: int) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from conftest import cli_env, run_cli
-from mcp_support import alive, pid_of, stdio_server, write_config
+from mcp_support import alive, pid_of, pids_of, stdio_server, write_config
 
 from smart_agent.testing.scripted_server import last_tool_message, text, tool_call
 
@@ -67,3 +67,31 @@ def test_a_bad_config_or_tool_name_is_one_line(tmp_path):
     config = write_config(tmp_path, {"math": stdio_server(tmp_path, tools=["add"])})
     unknown = run_cli(["run", "hi", "--mcp-config", str(config), "--tools", "math__add,math__note"], env=cli_env())
     assert unknown.returncode == 2 and "--tools: unknown tool(s) 'math__note'" in unknown.stderr
+
+
+def test_plan_then_execute_a_plan_of_mcp_tools(scripted_server, workspace, tmp_path):
+    config = write_config(tmp_path, {"math": stdio_server(tmp_path)})
+    plan = {"steps": [{"id": "sum", "tool": "math__add", "args": {"a": 4, "b": 5}},
+                      {"id": "keep", "tool": "math__note", "args": {"text": "sum is ${sum}"}}]}
+    srv = scripted_server([{"tool_calls": [{"name": "submit_plan", "arguments": plan}]}])
+    saved = tmp_path / "plan.json"
+    planned = run_cli(["plan", "add and note", "--mcp-config", str(config), "--save", str(saved), "--json"],
+                      env=cli_env(srv))
+    assert planned.returncode == 0, planned.stderr
+    assert "math__add" in srv.requests[0]["messages"][0]["content"]  # the planner was told about the MCP tools
+    executed = run_cli(["execute", str(saved), "--mcp-config", str(config), "--json"], env=cli_env())
+    assert executed.returncode == 0, executed.stderr
+    trace = json.loads(executed.stdout)["trace"]
+    assert [(t["id"], t["status"]) for t in trace] == [("sum", "ok"), ("keep", "ok")]
+    assert (tmp_path / "notes.txt").read_text() == "sum is 9\n"
+
+
+def test_chat_offers_the_mcp_tools_on_every_turn(scripted_server, workspace, tmp_path):
+    config = write_config(tmp_path, {"math": stdio_server(tmp_path)})
+    srv = scripted_server([tool_call("math__add", {"a": 1, "b": 1}), echo_last_tool,
+                           tool_call("math__add", {"a": 2, "b": 2}), echo_last_tool])
+    chat = run_cli(["chat", "--mcp-config", str(config), "--workspace", str(workspace)], env=cli_env(srv),
+                   input_text="1+1?\n2+2?\n")
+    assert chat.returncode == 0, chat.stderr
+    assert chat.stdout.splitlines() == ["tool said: 2", "tool said: 4"]
+    assert len(pids_of(tmp_path)) == 1  # one session (one server process) served both turns
