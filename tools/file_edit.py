@@ -41,6 +41,11 @@ def _line_of(text: str, index: int) -> int:
     return text.count("\n", 0, index) + 1
 
 
+def _lines(text: str) -> int:
+    """How many lines a piece of text touches (a final newline ends its last line)."""
+    return text.count("\n") + (0 if text.endswith("\n") else 1) if text else 0
+
+
 def not_found_hint(text: str, old: str) -> str:
     """Why ``old`` may not have matched: line endings, surrounding whitespace, or the closest line."""
     if "\r\n" in text and "\r" not in old and old.replace("\n", "\r\n") in text:
@@ -108,6 +113,6 @@ def edit_file(
     replace_regular(workspace_of(runtime), path, edit, max_bytes=max_write_bytes_of(runtime))
     count, line = done["count"], done["line"]
     if count == 1:
-        before, after = old.count("\n") + 1, (new.count("\n") + 1 if new else 0)
+        before, after = _lines(old), _lines(new)
         return f"Replaced 1 occurrence in {path} at line {line} ({before} line(s) replaced by {after})."
     return f"Replaced {count} occurrences in {path} (the first at line {line})."

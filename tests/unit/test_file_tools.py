@@ -119,7 +119,7 @@ def test_edit_file_replaces_one_exact_occurrence(tmp_path: Path, rt: ToolRuntime
     target.chmod(0o640)
     inode = target.stat().st_ino
     assert call(edit_file, rt, path="a.py", old="    return 1\n", new="    x = 1\n    return x\n") == (
-        "Replaced 1 occurrence in a.py at line 2 (2 line(s) replaced by 3)."
+        "Replaced 1 occurrence in a.py at line 2 (1 line(s) replaced by 2)."
     )
     assert target.read_text() == "def f():\n    x = 1\n    return x\n\n\ndef g():\n    return 2\n"
     assert stat.S_IMODE(target.stat().st_mode) == 0o640  # permissions kept
