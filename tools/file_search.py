@@ -139,7 +139,9 @@ def glob_files(pattern: str, path: str = ".", *, runtime: ToolRuntime = None) ->
     limits = WalkLimits(search_deadline(runtime))
     found = []
     for entry in walk(workspace_of(runtime), path, limits, descend=matcher.may_match_below):
-        if not entry.parts or not matcher.matches(entry.parts):
+        if not entry.parts:  # the path itself is a file
+            raise ToolError(f"{path!r} is a file, not a folder; give the folder to search in.")
+        if not matcher.matches(entry.parts):
             continue
         if entry.kind == "dir":
             found.append(entry.rel + "/")

@@ -229,6 +229,8 @@ def test_glob_no_match_and_errors(tree: Path, rt: ToolRuntime) -> None:
             call(glob_files, rt, pattern=pattern)
     with pytest.raises(ToolError, match="does not exist"):
         call(glob_files, rt, pattern="*", path="nope")
+    with pytest.raises(ToolError, match="'a.py' is a file, not a folder"):
+        call(glob_files, rt, pattern="*", path="a.py")
     with pytest.raises(ToolError, match="outside the workspace"):
         call(glob_files, rt, pattern="*", path="..")
 
