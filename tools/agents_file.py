@@ -1,0 +1,240 @@
+"""The agents file (``agents.yaml`` or ``.json``): named agents, who hands off to whom, who
+calls whom as a tool. Its JSON Schema is ``docs/agents.schema.json``, described in
+``docs/agents.md``::
+
+    default: triage
+    agents:
+      triage:
+        description: Routes each question to the right specialist.
+        prompt: You are the triage agent.
+        tools: []
+        handoffs: [math]
+      math:
+        description: Does arithmetic.
+        prompt: You are the math agent.
+        tools: [calculator]
+
+An agent has ``description``, ``prompt``, ``tools`` (tool names, globs allowed), optional
+``model``, ``handoffs`` (agents it may transfer the thread to), ``sub_agents`` (agents it may
+call as tools named after them) and any agent run setting (``max_tool_calls``,
+``reasoning``, ``memory``, ...). Every problem is one ``AgentsFileError`` line naming the file,
+the agent and the field.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from ..context_types import shown
+
+__all__ = ["AgentDef", "AgentsConfig", "AgentsFileError", "agent_setting_names", "load_agents_file", "match_tools"]
+
+NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,39}$")
+TOP_KEYS = ("$schema", "default", "agents")
+OWN_KEYS = ("description", "prompt", "tools", "model", "handoffs", "sub_agents")
+# Context fields an agent may not set: its prompt and tools have keys of their own.
+NOT_SETTINGS = {"system_prompt", "tools", "model"}
+GLOB_CHARS = set("*?[")
+
+
+class AgentsFileError(ValueError):
+    """An agents file that cannot be used (one line: file, agent, field, why)."""
+
+
+@dataclass(frozen=True)
+class AgentDef:
+    """One agent of the file (tool patterns as written; ``handoffs``/``sub_agents`` checked)."""
+
+    name: str
+    description: str
+    prompt: str
+    tools: tuple[str, ...] = ()
+    handoffs: tuple[str, ...] = ()
+    sub_agents: tuple[str, ...] = ()
+    settings: dict[str, Any] = field(default_factory=dict)  # context fields (model included)
+
+
+@dataclass(frozen=True)
+class AgentsConfig:
+    path: str
+    default: str
+    agents: dict[str, AgentDef]
+
+
+def agent_setting_names() -> list[str]:
+    """The run settings an agent may set: the agent loop's context fields but its prompt and tools."""
+    from ..context import AgentContext
+
+    return [f.name for f in fields(AgentContext) if f.name not in NOT_SETTINGS]
+
+
+def match_tools(patterns: Iterable[str], names: Iterable[str]) -> tuple[list[str], str | None]:
+    """The names ``patterns`` select, in pattern order, and the first pattern that selects none."""
+    names = list(names)
+    out: list[str] = []
+    for pattern in patterns:
+        found = fnmatch.filter(names, pattern) if GLOB_CHARS & set(pattern) else [n for n in names if n == pattern]
+        if not found:
+            return out, pattern
+        out.extend(n for n in found if n not in out)
+    return out, None
+
+
+def load_agents_file(
+    path: str | Path,
+    *,
+    tool_names: Iterable[str] | None = None,
+    also: Callable[[str], bool] | None = None,
+    max_depth: int | None = None,
+) -> AgentsConfig:
+    """Read and check an agents file. ``tool_names``: the tools agents may name (default: the
+    built-in, plugin and context tools); ``also`` accepts other exact names (MCP tools).
+    ``max_depth``: the deepest sub-agent chain allowed (default: the ``max_agent_depth`` setting)."""
+    where = str(path)
+    data = _read(Path(path), where)
+    if not isinstance(data, Mapping):
+        raise AgentsFileError(f"{where}: expected a mapping with 'agents' (and 'default')")
+    unknown = [str(k) for k in data if k not in TOP_KEYS]
+    if unknown:
+        raise AgentsFileError(f"{where}: {unknown[0]}: unknown key (known: {', '.join(TOP_KEYS)})")
+    agents_data = data.get("agents")
+    if not isinstance(agents_data, Mapping) or not agents_data:
+        raise AgentsFileError(f"{where}: agents: expected a mapping of one or more agents {{name: {{...}}}}")
+    if tool_names is None:
+        from .builtins import default_registry
+        from .context_tools import with_context_tools
+
+        tool_names = with_context_tools(default_registry()).names()
+    known_tools = list(tool_names)
+    agents = {str(n): _agent(n, spec, where, known_tools, also) for n, spec in agents_data.items()}
+    default = data.get("default", next(iter(agents)))
+    if not isinstance(default, str) or default not in agents:
+        raise AgentsFileError(f"{where}: default: {shown(default)} is not one of the agents ({', '.join(agents)})")
+    for agent in agents.values():
+        _check_links(agent, agents, where, known_tools)
+    _check_depth(agents, where, max_depth)
+    return AgentsConfig(where, default, agents)
+
+
+def _read(path: Path, where: str) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = getattr(exc, "strerror", None) or exc
+        raise AgentsFileError(f"{where}: cannot read the agents file ({type(exc).__name__}: {why})") from None
+    if path.suffix.lower() == ".json":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            why = f"line {exc.lineno}, column {exc.colno}: {exc.msg}"
+            raise AgentsFileError(f"{where}: not valid JSON ({why})") from None
+    import yaml  # type: ignore[import-untyped]
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise AgentsFileError(f"{where}: not valid YAML ({at}{' '.join(str(problem).split())})") from None
+
+
+def _agent(
+    name: Any, spec: Any, where: str, known_tools: list[str], also: Callable[[str], bool] | None
+) -> AgentDef:
+    at = f"{where}: agent {shown(name)}"
+
+    def bad(key: str, why: str) -> AgentsFileError:
+        return AgentsFileError(f"{at}: {key}: {why}")
+
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        raise AgentsFileError(f"{at}: an agent name is a letter then up to 39 letters, digits, '_' or '-'")
+    if not isinstance(spec, Mapping):
+        raise AgentsFileError(f"{at}: expected a mapping with description, prompt and tools")
+    settings_names = agent_setting_names()
+    for key in spec:
+        if key not in OWN_KEYS and key not in settings_names:
+            raise bad(str(key), f"unknown field (an agent has {', '.join(OWN_KEYS)} or a run setting: "
+                                f"{', '.join(settings_names)})")
+    for key in ("description", "prompt"):
+        if not isinstance(spec.get(key), str) or not spec[key].strip():
+            raise bad(key, "expected a non-empty text")
+    tools = _names(spec.get("tools", []), bad, "tools")
+    for pattern in tools:
+        if GLOB_CHARS & set(pattern):
+            if not fnmatch.filter(known_tools, pattern):
+                raise bad("tools", f"{shown(pattern)} matches no tool (known: {', '.join(known_tools)})")
+        elif pattern not in known_tools and not (also and also(pattern)):
+            raise bad("tools", f"unknown tool {shown(pattern)} (known: {', '.join(known_tools)})")
+    settings: dict[str, Any] = {}
+    from ..context import field_problem
+
+    for key in [k for k in spec if k in settings_names or k == "model"]:
+        problem = field_problem(key, spec[key])
+        if problem:
+            raise bad(key, problem)
+        settings[key] = spec[key]
+    return AgentDef(
+        name=name,
+        description=" ".join(spec["description"].split()),
+        prompt=spec["prompt"],
+        tools=tuple(tools),
+        handoffs=tuple(_names(spec.get("handoffs", []), bad, "handoffs")),
+        sub_agents=tuple(_names(spec.get("sub_agents", []), bad, "sub_agents")),
+        settings=settings,
+    )
+
+
+def _names(value: Any, bad: Callable[[str, str], AgentsFileError], key: str) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise bad(key, "expected a list of names")
+    return [v.strip() for v in value]
+
+
+def _check_links(agent: AgentDef, agents: Mapping[str, AgentDef], where: str, known_tools: list[str]) -> None:
+    at = f"{where}: agent {shown(agent.name)}"
+    for key, targets in (("handoffs", agent.handoffs), ("sub_agents", agent.sub_agents)):
+        for target in targets:
+            if target not in agents:
+                raise AgentsFileError(f"{at}: {key}: unknown agent {shown(target)} (agents: {', '.join(agents)})")
+            if target == agent.name:
+                raise AgentsFileError(f"{at}: {key}: an agent cannot name itself")
+    for target in agent.sub_agents:  # the sub-agent's tool is named after it
+        if target in known_tools:
+            raise AgentsFileError(
+                f"{at}: sub_agents: {shown(target)} is also a tool's name; rename the agent"
+            )
+
+
+def _check_depth(agents: Mapping[str, AgentDef], where: str, max_depth: int | None) -> None:
+    """No agent reaches itself through sub_agents, and no chain is deeper than ``max_depth``."""
+    if max_depth is None:
+        from ..context import AgentContext
+
+        max_depth = AgentContext().max_agent_depth
+
+    def walk(name: str, chain: list[str]) -> None:
+        for child in agents[name].sub_agents:
+            path = [*chain, child]
+            if child in chain:
+                raise AgentsFileError(
+                    f"{where}: agent {shown(chain[0])}: sub_agents: a cycle ({' -> '.join(path)}) nests "
+                    f"sub-agents without end (max_agent_depth {max_depth})"
+                )
+            if len(path) - 1 > max_depth:
+                raise AgentsFileError(
+                    f"{where}: agent {shown(chain[0])}: sub_agents: {' -> '.join(path)} is deeper than "
+                    f"max_agent_depth {max_depth}"
+                )
+            walk(child, path)
+
+    for name in agents:
+        walk(name, [name])
