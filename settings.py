@@ -13,6 +13,7 @@ process settings that are not part of a run's context:
 ``SMART_AGENT_PLUGINS``             the only folder plugins load from (none when unset)
 ``SMART_AGENT_THREAD_LOCK_TIMEOUT`` seconds a run waits for a busy thread (300)
 ``SMART_AGENT_MCP_CONFIG``          the CLI's MCP servers file (``--mcp-config``)
+``SMART_AGENT_AGENTS``              the agents file (``--agents``; the served ``agent`` graph's team)
 ``SMART_AGENT_EMBEDDING_BACKEND``   ``numpy`` / ``sentence-transformers`` (``auto``)
 ``SMART_AGENT_MEMORY_MIN_SIMILARITY`` recall threshold of long-term memory
 ``SMART_AGENT_MEMORY_MAX_ITEMS``    memories kept per user
@@ -106,6 +107,12 @@ def plugins_folder() -> Path | None:
 def mcp_config() -> Path | None:
     """``$SMART_AGENT_MCP_CONFIG``: the CLI's MCP servers file when ``--mcp-config`` is not given."""
     raw = (_get(PREFIX + "MCP_CONFIG") or "").strip()
+    return Path(raw).expanduser() if raw else None
+
+
+def agents_file() -> Path | None:
+    """``$SMART_AGENT_AGENTS``: the agents file (``--agents`` in the CLI; the served ``agent`` graph's team)."""
+    raw = (_get(PREFIX + "AGENTS") or "").strip()
     return Path(raw).expanduser() if raw else None
 
 

@@ -2,9 +2,11 @@
 
     resolver → memory_recall → agent ⇄ [human →] tools → toolLimitFinalize → agent → memory_write → END
 
-With ``agents`` (a team) the loop gains a ``handoff`` node: each member has its own
-prompt and tools, ``transfer_to_<name>`` tools hand the thread over, and the active
-member's turn runs the same agent, human and tools nodes.
+The ``handoff`` node is always wired after ``tools``; only a team routes to it. With
+``agents`` (a team, or ``agents_file``: an agents file, ``docs/agents.md``) each member has
+its own prompt, tools and settings, ``transfer_to_<name>`` tools hand the thread over, and
+the active member's turn runs the same agent, human and tools nodes. The served ``graph``
+runs the team of ``$SMART_AGENT_AGENTS`` when it is set.
 
 ``human`` (nodes/human.py) pauses the run (a LangGraph interrupt) for the tool calls the
 run's ``approve`` setting names and for ``ask_user`` questions.
@@ -42,10 +44,12 @@ from ..nodes.routes import (
 )
 from ..nodes.structured import make_structured_output_node
 from ..nodes.summarize import make_summarize_node
+from ..nodes.team import no_handoff
 from ..nodes.tools import make_tools_node
 from ..state import AgentState, InputState
 from ..tools.assembly import resolve_registry
 from ..tools.registry import ToolRegistry
+from .team_file import served_agents_file, team_from_file
 
 if TYPE_CHECKING:
     from ..nodes.team import AgentSpec
@@ -66,6 +70,7 @@ def build_agent_graph(
     output_schema: Any = None,
     agents: dict[str, AgentSpec] | None = None,
     default_agent: str | None = None,
+    agents_file: Any = None,
 ):
     """Compile the agent loop.
 
@@ -79,10 +84,14 @@ def build_agent_graph(
 
     ``agents`` (name -> ``AgentSpec(prompt, tools, handoffs)``) makes a team: members
     replace ``registry``/``tools``, ``default_agent`` (the first member when None) holds a
-    new thread, and the ``handoff`` node switches the active member.
+    new thread, and the ``handoff`` node switches the active member. ``agents_file`` (a path)
+    gives both from an agents file, the members' tools taken from ``registry``/``tools``.
     """
     hooks = []
-    handoff_node = None
+    if agents_file is not None:
+        agents, default_agent = team_from_file(
+            agents_file, registry=resolve_registry(registry, tools), build=build_agent_graph, model=model
+        )
     if agents:
         from ..nodes.team import (
             active_agent,
@@ -119,6 +128,7 @@ def build_agent_graph(
         tools_node = make_tools_node(registry, budget)
         human_node = make_human_node(registry)
         human_check = needs_human(registry)
+        handoff_node = no_handoff  # wired, never routed to: one agent has no active_agent
 
     builder = StateGraph(AgentState, context_schema=AgentContext, input_schema=InputState)
     builder.add_node("resolver", make_resolver(budget.on_run_start, *hooks))
@@ -148,17 +158,17 @@ def build_agent_graph(
         {"summarize": "summarize", "agent": "agent", END: "memory_write"},
     )
     builder.add_edge("memory_write", END)
-    if handoff_node is not None:
-        builder.add_node("handoff", handoff_node)
-        builder.add_conditional_edges(
-            "handoff", measured(route_after_handoff, budget), ["toolLimitFinalize", "summarize", "agent"]
-        )
-    after_tools = ["toolLimitFinalize", "summarize", "agent"] + (["handoff"] if agents else [])
+    builder.add_node("handoff", handoff_node)
+    builder.add_conditional_edges(
+        "handoff", measured(route_after_handoff, budget), ["toolLimitFinalize", "summarize", "agent"]
+    )
+    after_tools = ["handoff", "toolLimitFinalize", "summarize", "agent"]
     builder.add_conditional_edges("tools", measured(route_after_tools, budget), after_tools)
     builder.add_conditional_edges("toolLimitFinalize", measured(route_before_agent, budget), ["summarize", "agent"])
     compiled = builder.compile(checkpointer=checkpointer, store=store, name=name)
     return compiled.with_config(recursion_limit=DEFAULT_RECURSION_LIMIT)
 
 
-# What `langgraph dev` serves: no checkpointer of its own (the server provides one).
-graph = build_agent_graph()
+# What `langgraph dev` serves: no checkpointer of its own (the server provides one); the
+# team of $SMART_AGENT_AGENTS when set (a bad file: the AgentsFileError line, naming it).
+graph = build_agent_graph(agents_file=served_agents_file())

@@ -24,7 +24,7 @@ from ..events import emit
 from ..state import AgentState, count_of
 from ..tools.agents import as_handoff
 from ..tools.builtins import builtin_meta
-from ..tools.registry import ToolMeta, ToolRegistry
+from ..tools.registry import ToolMeta, ToolRegistry, attached_meta
 from .routes import HANDOFF_PREFIX, pending_tool_calls
 
 
@@ -32,13 +32,15 @@ from .routes import HANDOFF_PREFIX, pending_tool_calls
 class AgentSpec:
     """One member of a team: its system prompt and tools.
 
-    ``handoffs``: the agents it may transfer to (None: every other member).
+    ``handoffs``: the agents it may transfer to (None: every other member). ``context``: run
+    settings of its turns (context fields, e.g. ``model``, ``reasoning``; an agents file's).
     """
 
     prompt: str
     tools: list[BaseTool] = field(default_factory=list)
     handoffs: list[str] | None = None
     description: str = ""
+    context: dict[str, Any] = field(default_factory=dict)
 
 
 def team_registries(agents: dict[str, AgentSpec]) -> dict[str, ToolRegistry]:
@@ -49,7 +51,7 @@ def team_registries(agents: dict[str, AgentSpec]) -> dict[str, ToolRegistry]:
     for name, spec in agents.items():
         reg = ToolRegistry()
         for tool in spec.tools:  # (a built-in keeps its metadata: side effects decide approval)
-            reg.register(tool, builtin_meta(tool) or ToolMeta(source="user"), replace=True)
+            reg.register(tool, builtin_meta(tool) or attached_meta(tool) or ToolMeta(source="user"), replace=True)
         targets = [t for t in (spec.handoffs if spec.handoffs is not None else agents) if t != name]
         for target in targets:
             if target not in agents:
@@ -83,8 +85,8 @@ def active_agent(state: Mapping[str, Any], agents: dict[str, Any], default: str)
 
 
 def member_runtime(runtime: Runtime[AgentContext], spec: AgentSpec) -> Runtime[AgentContext]:
-    """The run's runtime with the member's prompt; its tools come from its own registry."""
-    ctx = dataclasses.replace(AgentContext.of(runtime), system_prompt=spec.prompt, tools=None)
+    """The run's runtime with the member's prompt and settings; its tools come from its own registry."""
+    ctx = dataclasses.replace(AgentContext.of(runtime), **spec.context, system_prompt=spec.prompt, tools=None)
     return runtime.override(context=ctx)
 
 
@@ -135,6 +137,11 @@ def resolve_handoffs(
                 f"{first.get('name', '')[len(HANDOFF_PREFIX):]} is now the active agent."
             )
     return winner, errors
+
+
+async def no_handoff(state: AgentState) -> dict[str, Any]:
+    """The ``handoff`` node of a single agent: never routed to (no ``active_agent``), changes nothing."""
+    return {}
 
 
 def make_handoff_node(agents: dict[str, AgentSpec], default: str, registries: dict[str, ToolRegistry]) -> Callable:

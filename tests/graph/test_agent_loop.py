@@ -190,6 +190,11 @@ AGENT_EDGES = {  # (source, target, conditional): what Studio and the README dra
     ("tools", "agent", True),
     ("tools", "summarize", True),
     ("tools", "toolLimitFinalize", True),
+    # the handoff node is always wired (only a team routes to it)
+    ("tools", "handoff", True),
+    ("handoff", "agent", True),
+    ("handoff", "summarize", True),
+    ("handoff", "toolLimitFinalize", True),
     ("toolLimitFinalize", "agent", True),
     ("toolLimitFinalize", "summarize", True),
     ("structuredOutput", "agent", True),

@@ -1,0 +1,97 @@
+"""A team from an agents file (graphs/team_file.py) over the real OpenAI client: a transfer gives
+the next request the other agent's prompt and tools; a named sub-agent runs with its own prompt
+and tools and only its answer returns to the caller; depth limit and tagged events."""
+
+from __future__ import annotations
+
+from conftest import offered, openai_model, run_with_events
+from langgraph.checkpoint.memory import InMemorySaver
+
+from smart_agent.context import Context
+from smart_agent.graphs.agent import build_agent_graph
+from smart_agent.testing.scripted_server import text, tool_call
+
+TEAM = """\
+default: triage
+agents:
+  triage:
+    description: Routes each question to the right specialist.
+    prompt: You are the triage agent.
+    tools: []
+    handoffs: [math]
+    sub_agents: [checker]
+  math:
+    description: Does arithmetic.
+    prompt: You are the math agent.
+    tools: [calculator]
+  checker:
+    description: Checks a sum and answers yes or no.
+    prompt: You are the checker.
+    tools: [calc*]
+    sub_agents: [math]
+"""
+
+
+def ctx(**kw):
+    return Context(model="openai:scripted-model", memory=False, **kw)
+
+
+def team(tmp_path, srv):
+    path = tmp_path / "agents.yaml"
+    path.write_text(TEAM)
+    return build_agent_graph(agents_file=str(path), model=openai_model(srv), checkpointer=InMemorySaver())
+
+
+def system(req):
+    return req["messages"][0]["content"]
+
+
+async def test_transfer_gives_the_next_request_the_other_agents_prompt_and_tools(tmp_path, scripted_server):
+    srv = scripted_server([
+        tool_call("transfer_to_math", {"reason": "arithmetic"}),
+        tool_call("calculator", {"expression": "6*7"}),
+        text("42"),
+    ])
+    final, events = await run_with_events(team(tmp_path, srv), "what is 6*7?", ctx())
+
+    first, second, third = srv.requests
+    assert system(first).startswith("You are the triage agent.")
+    assert offered(first) == ["checker", "transfer_to_math"]
+    assert system(second).startswith("You are the math agent.")
+    assert offered(second) == ["calculator"]
+    assert third["messages"][-1]["content"] == "42"
+    assert final["answer"] == "42" and final["active_agent"] == "math"
+    assert [(e["from"], e["to"]) for e in events if e["event"] == "handoff"] == [("triage", "math")]
+
+
+async def test_named_sub_agent_returns_only_its_answer(tmp_path, scripted_server):
+    def respond(req):
+        prompt, last = system(req), req["messages"][-1]
+        if prompt.startswith("You are the triage agent."):
+            if last["role"] == "tool":
+                return text(f"checked: {last['content']}")
+            return tool_call("checker", {"task": "Is 2+2 equal to 4?"})
+        if prompt.startswith("You are the checker."):
+            if last["role"] == "tool":
+                return text("yes")
+            return tool_call("calculator", {"expression": "2+2"})
+        return text("unexpected")
+
+    srv = scripted_server(responder=respond)
+    final, events = await run_with_events(team(tmp_path, srv), "check 2+2=4", ctx(max_agent_depth=1))
+
+    root, child, child_after, root_after = srv.requests
+    assert system(child).startswith("You are the checker.")
+    # at depth 1 = max_agent_depth the checker is not given its own sub-agent `math`
+    assert offered(child) == ["calculator"] and child["messages"][-1]["content"] == "Is 2+2 equal to 4?"
+    assert child_after["messages"][-1]["content"] == "4"
+    # the parent's next request holds only the child's final answer, none of its conversation
+    tool_messages = [m for m in root_after["messages"] if m["role"] == "tool"]
+    assert [m["content"] for m in tool_messages] == ["yes"]
+    assert len(root_after["messages"]) == len(root["messages"]) + 2
+    assert final["answer"] == "checked: yes"
+    starts = [e for e in events if e["event"] == "sub_agent" and e["phase"] == "start"]
+    assert [(e["tool"], e["depth"]) for e in starts] == [("checker", 1)]
+    child_calls = [e for e in events if e["event"] == "tool_call" and e.get("agent")]
+    assert child_calls and all(e["agent"] == starts[0]["child"] for e in child_calls)
+    assert starts[0]["child"].startswith("checker-")
