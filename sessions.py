@@ -29,6 +29,11 @@ DB_ENV = "SMART_AGENT_DB"
 # ef_construction=64), cosine distance (the memory's vectors are normalized).
 PG_ANN_INDEX: dict[str, Any] = {"kind": "hnsw"}
 PG_DISTANCE = "cosine"
+# Rows one HNSW index scan returns (pgvector's default: 40, at most 1000). The store filters
+# by namespace after the scan, so with many users in one table a user's share of 40 rows is
+# often fewer than the 50 candidates a recall asks for; every pool connection sets this, and
+# with pgvector 0.8 or later also iterative scans, which go on until the filter is satisfied.
+PG_EF_SEARCH = 1000
 
 # First key of the two-key Postgres advisory locks (the checkpointer's setup here, the
 # thread locks in thread_lock.py): keeps these locks apart from other users' locks.
@@ -118,6 +123,16 @@ async def _setup_postgres(conn: Any, *parts: Any, wait_s: float = 120.0) -> None
         await conn.execute("SELECT pg_advisory_unlock(%s, 0)", (PG_LOCK_NAMESPACE,))
 
 
+def _hnsw_settings(pgvector_version: str | None) -> list[str]:
+    """What every pool connection sets: :data:`PG_EF_SEARCH`, and iterative index scans where
+    pgvector has them (0.8+)."""
+    out = [f"SET hnsw.ef_search = {PG_EF_SEARCH}"]
+    parts = [int(p) if p.isdigit() else 0 for p in (pgvector_version or "0").split(".")[:2]]
+    if tuple(parts) >= (0, 8):
+        out.append("SET hnsw.iterative_scan = relaxed_order")
+    return out
+
+
 @asynccontextmanager
 async def _open_postgres(url: str, index: Mapping[str, Any] | None, pool_size: int) -> AsyncIterator[Backends]:
     try:
@@ -132,6 +147,17 @@ async def _open_postgres(url: str, index: Mapping[str, Any] | None, pool_size: i
         ) from exc
 
     setup_conn = await connect_postgres(url)  # fails fast, in one line, when the server is not there
+    cur = await setup_conn.execute(
+        "SELECT coalesce((SELECT extversion FROM pg_extension WHERE extname = 'vector'), "
+        "(SELECT default_version FROM pg_available_extensions WHERE name = 'vector')) AS v"
+    )
+    row = await cur.fetchone()
+    hnsw_settings = _hnsw_settings(row["v"] if row else None)
+
+    async def configure(conn: Any) -> None:
+        for statement in hnsw_settings:
+            await conn.execute(statement)
+
     # One pool for the checkpointer and the store (the thread lock holds a connection of its own).
     pool: AsyncConnectionPool = AsyncConnectionPool(
         url,
@@ -139,6 +165,7 @@ async def _open_postgres(url: str, index: Mapping[str, Any] | None, pool_size: i
         max_size=pool_size,
         open=False,
         kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+        configure=configure,
     )
     try:
         async with setup_conn:

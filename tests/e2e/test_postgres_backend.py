@@ -17,6 +17,7 @@ import time
 import uuid
 from pathlib import Path
 
+import numpy as np
 import psycopg
 import pytest
 from conftest import cli_env, run_cli
@@ -252,3 +253,50 @@ def test_a_bad_pool_size_or_an_unreachable_database_is_one_line(scripted_server,
     assert res.returncode == 1 and len(lines) == 1, res.stderr
     assert lines[0].startswith("smart-agent: DatabaseUnavailable: cannot connect to the Postgres database")
     assert srv.requests == []  # nothing ran
+
+
+def test_a_users_recall_gets_all_its_candidates_among_many_users_memories(pg_url):
+    """pgvector filters an HNSW scan's rows by namespace afterwards: with its default of 40 rows
+    per scan, a user holding 10% of the table got a handful of the 50 candidates recall asks for
+    (pgvector 0.6 here: no iterative scans)."""
+    import asyncio
+
+    from smart_agent.sessions import open_backends
+
+    url = fresh_database(pg_url)
+    query = np.random.default_rng(0).normal(size=384).tolist()
+    index = {"dims": 384, "embed": lambda texts: [query for _ in texts], "fields": ["text"]}
+
+    async def fill_and_search() -> int:
+        async with open_backends(url, index=index) as backends:
+            assert backends.store is not None
+            async with backends.store.conn.connection() as conn:
+                cur = await conn.execute(
+                    "SELECT indexdef FROM pg_indexes WHERE indexname = 'store_vectors_embedding_idx'"
+                )
+                indexdef = (await cur.fetchone())["indexdef"]
+                await conn.execute("DROP INDEX store_vectors_embedding_idx")  # built once after the rows: faster
+                for user, n in (("other", 20_000), ("bob", 2_200)):
+                    await conn.execute(
+                        "INSERT INTO store (prefix, key, value) SELECT %s, 'k' || g, '{\"text\": \"m\"}'::jsonb "
+                        "FROM generate_series(1, %s) g", (f"memories.{user}", n)
+                    )
+                    await conn.execute(
+                        "INSERT INTO store_vectors (prefix, key, field_name, embedding) SELECT %s, 'k' || g, 'text', "
+                        "(SELECT array_agg(random() - 0.5) FROM generate_series(1, 384) WHERE g > 0)::vector(384) "
+                        "FROM generate_series(1, %s) g", (f"memories.{user}", n)
+                    )
+                await conn.execute(indexdef)
+                await conn.execute("ANALYZE store")
+                await conn.execute("ANALYZE store_vectors")
+                cur = await conn.execute(
+                    "EXPLAIN SELECT 1 FROM store JOIN store_vectors sv ON store.prefix = sv.prefix "
+                    "AND store.key = sv.key WHERE store.prefix = 'memories.bob' "
+                    "ORDER BY sv.embedding <=> %s::vector LIMIT 101",
+                    (str(query),),
+                )
+                plan = " ".join(str(next(iter(r.values()))) for r in await cur.fetchall())
+            assert "store_vectors_embedding_idx" in plan  # the search goes through the HNSW index
+            return len(await backends.store.asearch(("memories", "bob"), query="what do I like?", limit=50))
+
+    assert asyncio.run(fill_and_search()) == 50
