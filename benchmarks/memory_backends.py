@@ -7,7 +7,8 @@ the same queries, one at a time:
 
 * **search**: ``BaseStore.asearch(namespace, query=..., limit=5)``, the store's own vector
   search (FAISS: flat inner product, exact; Postgres: ``AsyncPostgresStore`` with a pgvector
-  HNSW index, cosine, pgvector's defaults m=16, ef_construction=64, ef_search=40);
+  HNSW index, cosine, pgvector's m=16 and ef_construction=64, and the ef_search every
+  connection of ``sessions.open_backends`` sets: ``PG_EF_SEARCH``, 1000);
 * **recall**: ``memory.backend.recall(store, namespace, query, k=5)``, what a run does: the
   store's nearest candidates (50) re-ranked by similarity, recency and importance.
 
