@@ -4,7 +4,8 @@ nothing outside it imports it.
     smart-agent run TASK [--graph agent|planner|...] [--thread ID] [--json] ...
     smart-agent chat [--thread ID] ...          (Assistant mode: one stdin line per turn)
     smart-agent demo                            (offline, against a bundled scripted model)
-    smart-agent tools | smart-agent graph [NAME]
+    smart-agent tools | smart-agent graph [NAME] [--agents FILE]
+    smart-agent agents validate FILE | list [--agents FILE]   (cli/agents.py)
     smart-agent plan | execute                  (cli/planner.py)
     smart-agent resume --thread ID --approve|--reject|--edit|--answer|--decisions
                                                 (cli/resume.py: a run paused on an interrupt, exit 3)
@@ -77,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("graph", help="print a graph as Mermaid")
     p.add_argument("name", nargs="?", default="agent")
+    p.add_argument("--agents", metavar="FILE", help="draw the agent graph of this agents file's team")
     p.set_defaults(handler=run.graph_command)
 
     for register in _feature_cli_hooks():
@@ -86,11 +88,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _feature_cli_hooks() -> list[Callable]:
     """Sub-commands contributed by features (memory, planner...)."""
+    from .agents import register_cli as register_agents_cli
     from .memory import register_cli as register_memory_cli
     from .planner import register_cli as register_planner_cli
     from .resume import register_cli as register_resume_cli
 
-    return [register_memory_cli, register_planner_cli, register_resume_cli]
+    return [register_memory_cli, register_planner_cli, register_resume_cli, register_agents_cli]
 
 
 def main(argv: list[str] | None = None) -> int:

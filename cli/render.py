@@ -16,6 +16,16 @@ def short(value: Any, n: int = 120) -> str:
 
 
 def format_event(ev: dict) -> str | None:
+    """The event's line; a child agent's events (``agent``: its id, e.g. ``checker-1a2b3c4d``) are
+    prefixed with ``[<id>]`` so a sub-agent's work reads apart from its caller's."""
+    line = _event_line(ev)
+    agent = ev.get("agent")
+    if line is None or not agent or ev.get("event") == "sub_agent":
+        return line
+    return f"  [{agent}] {line.lstrip()}"
+
+
+def _event_line(ev: dict) -> str | None:
     kind = ev.get("event")
     if kind == "tool_call":
         args = ev.get("args") or {}

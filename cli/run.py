@@ -106,6 +106,7 @@ def _feature_context_hooks() -> list[
     tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace, dict], None]]
 ]:
     """Each feature's (add its flags, map them onto Context fields) pair."""
+    from .agents import add_agents_args, agents_values
     from .mcp import add_mcp_args, mcp_values
     from .memory import add_memory_context_args, memory_context_values
     from .planner import add_planner_context_args, planner_context_values
@@ -119,6 +120,7 @@ def _feature_context_hooks() -> list[
         (add_budget_args, budget_values),
         (add_review_context_args, review_context_values),
         (add_mcp_args, mcp_values),
+        (add_agents_args, agents_values),  # after MCP: an agent may name the servers' tools
     ]
 
 
@@ -188,7 +190,8 @@ def _printer(stream: TextIO, quiet: bool, summary: RunSummary) -> Callable[[dict
     return on_event
 
 
-def _build(graph_name: str, checkpointer: Any, model: Any = None, store: Any = None, registry: Any = None) -> Any:
+def _build(graph_name: str, checkpointer: Any, model: Any = None, store: Any = None, registry: Any = None,
+           agents_file: str | None = None) -> Any:
     from ..graphs import get_builder
 
     if graph_name == "execute":  # a saved plan's execution (cli/planner.py) that `smart-agent resume` continues
@@ -203,6 +206,8 @@ def _build(graph_name: str, checkpointer: Any, model: Any = None, store: Any = N
         kwargs["store"] = store
     if model is not None:
         kwargs["model"] = model
+    if agents_file and graph_name == "agent":  # --agents: the agent graph runs the file's team (cli/agents.py)
+        kwargs["agents_file"] = agents_file
     return builder(**kwargs)
 
 
@@ -255,6 +260,7 @@ async def run_and_report(
     the outcome (``run`` and ``resume``): the answer or the --json object; exit 0, 1 (failed
     planning), or 3 when the run stopped on an interrupt (asked on a terminal instead)."""
     from ..thread_lock import thread_lock
+    from .agents import recorded_agents_file
     from .backends import open_run_backends
     from .mcp import open_mcp_registry
     from .review import ask_terminal, on_terminal, report_interrupted
@@ -268,7 +274,10 @@ async def run_and_report(
             open_run_backends() as backends,
             open_mcp_registry(metadata, on_event) as registry,  # MCP sessions: open for this run only
         ):
-            graph = _build(graph_name, backends.checkpointer, store=backends.store, registry=registry)
+            graph = _build(
+                graph_name, backends.checkpointer, store=backends.store, registry=registry,
+                agents_file=recorded_agents_file(metadata),
+            )
             final = await run_once(
                 graph,
                 await make_input(graph),
@@ -305,6 +314,7 @@ async def run_and_report(
 
 async def chat_command(args: argparse.Namespace) -> int:
     from ..thread_lock import thread_lock
+    from .agents import recorded_agents_file
     from .backends import open_run_backends
     from .mcp import open_mcp_registry
     from .review import ask_terminal, on_terminal, report_interrupted, run_metadata
@@ -325,7 +335,10 @@ async def chat_command(args: argparse.Namespace) -> int:
     print(f"smart-agent chat · thread {thread_id} · /exit to quit", file=sys.stderr)
     on_start = _printer(sys.stderr, args.quiet or args.json, RunSummary())  # (an MCP server that does not start)
     async with open_run_backends() as backends, open_mcp_registry(metadata, on_start) as registry:
-        graph = _build(args.graph, backends.checkpointer, store=backends.store, registry=registry)
+        graph = _build(
+            args.graph, backends.checkpointer, store=backends.store, registry=registry,
+            agents_file=recorded_agents_file(metadata),
+        )
         while True:
             if interactive:
                 print("you> ", end="", file=sys.stderr, flush=True)
@@ -428,6 +441,8 @@ def tools_command(args: argparse.Namespace) -> int:
 
 
 def graph_command(args: argparse.Namespace) -> int:
-    graph = _build(args.name, None)
+    from .agents import checked_agents_file
+
+    graph = _build(args.name, None, agents_file=checked_agents_file(args.agents, args.name))
     print(graph.get_graph().draw_mermaid())
     return 0

@@ -19,7 +19,13 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def dev_server(scripted_server, tmp_path, request):
+def dev_server_env():
+    """Extra environment of the `langgraph dev` process (a test module overrides this fixture)."""
+    return {}
+
+
+@pytest.fixture
+def dev_server(scripted_server, tmp_path, request, dev_server_env):
     """Start `langgraph dev` whose graphs talk to a scripted OpenAI-compatible server
     (long-term memory off unless the test parametrizes the fixture with "memory")."""
     srv = scripted_server([])
@@ -31,6 +37,7 @@ def dev_server(scripted_server, tmp_path, request):
         SMART_AGENT_WORKSPACE=str(tmp_path),
         SMART_AGENT_MEMORY="true" if getattr(request, "param", "") == "memory" else "false",
         SMART_AGENT_HOME=str(tmp_path / "home"),
+        **dev_server_env,
     )
     exe = Path(sys.executable).with_name("langgraph")
     with open(tmp_path / "langgraph-dev.log", "w") as log:  # the server keeps its own copy of the file
