@@ -95,3 +95,52 @@ async def test_named_sub_agent_returns_only_its_answer(tmp_path, scripted_server
     child_calls = [e for e in events if e["event"] == "tool_call" and e.get("agent")]
     assert child_calls and all(e["agent"] == starts[0]["child"] for e in child_calls)
     assert starts[0]["child"].startswith("checker-")
+
+
+async def test_named_sub_agents_run_at_most_max_sub_agents_at_once(tmp_path, scripted_server):
+    import threading
+    import time
+
+    from smart_agent.testing.scripted_server import tool_calls
+
+    lock, active = threading.Lock(), {"now": 0, "peak": 0}
+
+    def respond(req):
+        last = req["messages"][-1]
+        if system(req).startswith("You are the triage agent."):
+            if last["role"] == "tool":
+                return text(" + ".join(m["content"] for m in req["messages"] if m["role"] == "tool"))
+            return tool_calls([("checker", {"task": f"part {i}"}) for i in range(4)])
+        with lock:  # a checker's model turn: count how many run at once
+            active["now"] += 1
+            active["peak"] = max(active["peak"], active["now"])
+        time.sleep(0.3)
+        with lock:
+            active["now"] -= 1
+        return text(f"ok {last['content']}")
+
+    srv = scripted_server(responder=respond)
+    final, events = await run_with_events(
+        team(tmp_path, srv), "four parts", ctx(max_sub_agents=2, max_parallel_tools=4, max_agent_depth=1)
+    )
+    assert active["peak"] == 2
+    assert final["answer"] == " + ".join(f"ok part {i}" for i in range(4))
+    assert len([e for e in events if e["event"] == "sub_agent" and e["phase"] == "end" and e["ok"]]) == 4
+
+
+async def test_a_named_sub_agents_call_needing_approval_is_refused(tmp_path, scripted_server):
+    from smart_agent.nodes.human import NO_APPROVER
+    from smart_agent.testing.scripted_server import last_tool_message
+
+    srv = scripted_server([
+        tool_call("checker", {"task": "Is 2+2 equal to 4?"}),  # triage delegates
+        tool_call("calculator", {"expression": "2+2"}),  # the checker's call needs approval: nobody can give it
+        text("cannot check"),
+        text("The checker could not check."),
+    ])
+    graph = team(tmp_path, srv)
+    final, events = await run_with_events(graph, "check", ctx(approve="calculator", max_agent_depth=1))
+    assert final["answer"] == "The checker could not check."
+    assert last_tool_message(srv.requests[2]) == NO_APPROVER.format(name="calculator", approve="calculator")
+    snapshot = await graph.aget_state({"configurable": {"thread_id": "t"}})
+    assert snapshot.next == () and not any(e["event"] == "approval_requested" for e in events)
