@@ -121,7 +121,9 @@ class NamedSubAgents:
         if depth > max_depth:
             raise RuntimeError(f"sub-agent depth limit reached ({max_depth}); do this task yourself")
         agent = self.agent(name)
-        own = dataclasses.replace(ctx, **agent.settings, system_prompt=agent.prompt, tools=None)
+        # its own settings; the caller's output schema is the caller's (the child's is its own setting, if any)
+        changes = {"output_schema": None, **agent.settings, "system_prompt": agent.prompt, "tools": None}
+        own = dataclasses.replace(ctx, **changes)
         graph = self.child_graph(name, depth < max_depth)
         async with self.semaphore(depth, concurrent):
             return await run_child(graph, task, runtime=runtime, name=name, context=child_context(own))

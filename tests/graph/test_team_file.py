@@ -144,3 +144,16 @@ async def test_a_named_sub_agents_call_needing_approval_is_refused(tmp_path, scr
     assert last_tool_message(srv.requests[2]) == NO_APPROVER.format(name="calculator", approve="calculator")
     snapshot = await graph.aget_state({"configurable": {"thread_id": "t"}})
     assert snapshot.next == () and not any(e["event"] == "approval_requested" for e in events)
+
+
+async def test_the_callers_output_schema_does_not_bind_a_named_sub_agent(tmp_path, scripted_server):
+    """The run's output_schema is the caller's: the checker answers in plain text, the caller in JSON."""
+    srv = scripted_server([
+        tool_call("checker", {"task": "Is 2+2 equal to 4?"}),
+        text("yes"),  # the checker: plain text, no schema of its own
+        text('{"verdict": "yes"}'),
+    ])
+    schema = {"type": "object", "properties": {"verdict": {"type": "string"}}, "required": ["verdict"]}
+    final, _events = await run_with_events(team(tmp_path, srv), "check", ctx(output_schema=schema))
+    assert len(srv.requests) == 3 and srv.requests[2]["messages"][-1]["content"] == "yes"
+    assert final["structured_response"] == {"verdict": "yes"}
