@@ -135,3 +135,14 @@ def test_agents_validate_list_and_graph(team_file):
         assert "handoff(handoff)" in drawing and "tools -.-> handoff;" in drawing
     res = run_cli(["graph", "planner", "--agents", str(team_file)], env=env)
     assert res.returncode == 2 and "--agents: only the agent graph runs a team" in res.stderr
+
+
+def test_chat_keeps_the_active_agent_between_turns(scripted_server, workspace, team_file):
+    srv = scripted_server([tool_call("transfer_to_math", {}), text("Math here: 42."), text("Still math: 43.")])
+    res = run_cli(["chat", "--agents", str(team_file), "--workspace", str(workspace)],
+                  env=cli_env(srv), input_text="what is 6*7?\nand plus one?\n")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines() == ["Math here: 42.", "Still math: 43."]
+    prompts = [system(r).split(".")[0] for r in srv.requests]
+    assert prompts == ["You are the triage agent", "You are the math agent", "You are the math agent"]
+    assert srv.requests[2]["messages"][-1]["content"] == "and plus one?"
