@@ -5,7 +5,11 @@ is named by file path and this file is loaded on its own, outside the package: h
 import. The model loads on the first text embedded, not when the server starts.
 """
 
-# mypy checks the repository folder, in which the package has no `smart_agent` name: hence the ignore
-from smart_agent.memory.embeddings import embed_local as embed  # type: ignore[import-not-found]
+from importlib import import_module
+
+# Looked up by name: mypy checks the repository folder, where the package has no `smart_agent`
+# name, and an installed copy, where it has one; an import statement would need an ignore
+# comment that one of the two reports as unused.
+embed = import_module("smart_agent.memory.embeddings").embed_local
 
 __all__ = ["embed"]
