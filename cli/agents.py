@@ -17,7 +17,8 @@ from typing import Any
 
 from .. import settings
 
-__all__ = ["add_agents_args", "agents_values", "checked_agents_file", "recorded_agents_file", "register_cli"]
+__all__ = ["add_agents_args", "agents_values", "checked_agents_file", "recorded_agents_file", "recorded_mcp_servers",
+           "register_cli"]
 
 FLAG_FIELD = "agents_file"  # the key of the recorded flags (not a Context field)
 
@@ -59,6 +60,14 @@ def recorded_agents_file(metadata: Mapping[str, Any]) -> str | None:
 
     path = recorded_run(metadata)[1].get(FLAG_FIELD)
     return path if isinstance(path, str) and path else None
+
+
+def recorded_mcp_servers(metadata: Mapping[str, Any]) -> list[Any]:
+    """The MCP servers of the recorded agents file (its ``mcp_servers``), opened for the run."""
+    from .review import recorded_run
+
+    path = recorded_agents_file(metadata)
+    return list(_load(path, recorded_run(metadata)[1]).mcp_servers) if path else []
 
 
 def _load(path: str, values: Mapping[str, Any] | None = None) -> Any:

@@ -69,12 +69,16 @@ async def open_mcp_registry(
         on_event = _stderr_line
 
     path = recorded_run(metadata)[1].get(FLAG_FIELD)
-    if not path:
+    from .agents import recorded_mcp_servers
+
+    servers = recorded_mcp_servers(metadata)  # an --agents file's own mcp_servers
+    if not path and not servers:
         yield None
         return
     from ..tools.mcp import mcp_tools
+    from ..tools.mcp_config import load_mcp_config
 
-    async with mcp_tools(path, on_event=on_event) as mcp:
+    async with mcp_tools([*(load_mcp_config(path) if path else []), *servers], on_event=on_event) as mcp:
         yield mcp.registry
 
 

@@ -32,11 +32,12 @@ from pathlib import Path
 from typing import Any
 
 from ..context_types import shown
+from .mcp_config import McpServer, parse_mcp_servers
 
 __all__ = ["AgentDef", "AgentsConfig", "AgentsFileError", "agent_setting_names", "load_agents_file", "match_tools"]
 
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,39}$")
-TOP_KEYS = ("$schema", "default", "agents")
+TOP_KEYS = ("$schema", "default", "agents", "mcp_servers")
 OWN_KEYS = ("description", "prompt", "tools", "model", "handoffs", "sub_agents")
 # Context fields an agent may not set: its prompt and tools have keys of their own.
 NOT_SETTINGS = {"system_prompt", "tools", "model"}
@@ -65,6 +66,7 @@ class AgentsConfig:
     path: str
     default: str
     agents: dict[str, AgentDef]
+    mcp_servers: tuple[McpServer, ...] = ()  # the file's own MCP servers (opened by the CLI for a run)
 
 
 def agent_setting_names() -> list[str]:
@@ -75,15 +77,17 @@ def agent_setting_names() -> list[str]:
 
 
 def match_tools(patterns: Iterable[str], names: Iterable[str]) -> tuple[list[str], str | None]:
-    """The names ``patterns`` select, in pattern order, and the first pattern that selects none."""
+    """The names ``patterns`` select, in pattern order, and the first pattern that selects none
+    (e.g. an MCP tool of a server that is not open)."""
     names = list(names)
     out: list[str] = []
+    missing: str | None = None
     for pattern in patterns:
         found = fnmatch.filter(names, pattern) if GLOB_CHARS & set(pattern) else [n for n in names if n == pattern]
-        if not found:
-            return out, pattern
+        if not found and missing is None:
+            missing = pattern
         out.extend(n for n in found if n not in out)
-    return out, None
+    return out, missing
 
 
 def load_agents_file(
@@ -112,6 +116,15 @@ def load_agents_file(
 
         tool_names = with_context_tools(default_registry()).names()
     known_tools = list(tool_names)
+    servers: tuple[McpServer, ...] = ()
+    if data.get("mcp_servers") is not None:  # the common {"mcpServers"} format, checked the same way
+        if not isinstance(data["mcp_servers"], Mapping):
+            raise AgentsFileError(f"{where}: mcp_servers: expected a mapping {{server: {{command | url, ...}}}}")
+        try:
+            servers = tuple(parse_mcp_servers(data["mcp_servers"], where, base=Path(path).parent))
+        except ValueError as exc:
+            raise AgentsFileError(str(exc).replace(f"{where}: mcpServers.", f"{where}: mcp_servers.", 1)) from None
+        also = _or(also, lambda name: any(s.may_name(name) for s in servers))
     agents = {str(n): _agent(n, spec, where, known_tools, also) for n, spec in agents_data.items()}
     default = data.get("default", next(iter(agents)))
     if not isinstance(default, str) or default not in agents:
@@ -119,7 +132,11 @@ def load_agents_file(
     for agent in agents.values():
         _check_links(agent, agents, where, known_tools)
     _check_depth(agents, where, max_depth)
-    return AgentsConfig(where, default, agents)
+    return AgentsConfig(where, default, agents, servers)
+
+
+def _or(first: Callable[[str], bool] | None, second: Callable[[str], bool]) -> Callable[[str], bool]:
+    return second if first is None else (lambda name: first(name) or second(name))
 
 
 def _read(path: Path, where: str) -> Any:
@@ -168,7 +185,7 @@ def _agent(
     tools = _names(spec.get("tools", []), bad, "tools")
     for pattern in tools:
         if GLOB_CHARS & set(pattern):
-            if not fnmatch.filter(known_tools, pattern):
+            if not fnmatch.filter(known_tools, pattern) and not (also and also(pattern)):
                 raise bad("tools", f"{shown(pattern)} matches no tool (known: {', '.join(known_tools)})")
         elif pattern not in known_tools and not (also and also(pattern)):
             raise bad("tools", f"unknown tool {shown(pattern)} (known: {', '.join(known_tools)})")

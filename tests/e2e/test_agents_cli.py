@@ -146,3 +146,27 @@ def test_chat_keeps_the_active_agent_between_turns(scripted_server, workspace, t
     prompts = [system(r).split(".")[0] for r in srv.requests]
     assert prompts == ["You are the triage agent", "You are the math agent", "You are the math agent"]
     assert srv.requests[2]["messages"][-1]["content"] == "and plus one?"
+
+
+def test_an_agents_files_own_mcp_servers_are_opened_for_the_run(scripted_server, workspace, tmp_path):
+    from mcp_support import pid_of, stdio_server
+
+    from smart_agent.testing.scripted_server import last_tool_message
+
+    team = {"default": "triage", "mcp_servers": {"math": stdio_server(tmp_path)}, "agents": {
+        "triage": {"description": "Routes.", "prompt": "You are the triage agent.", "handoffs": ["math"]},
+        "math": {"description": "Adds.", "prompt": "You are the math agent.", "tools": ["math__add"]},
+    }}
+    path = tmp_path / "team.json"
+    path.write_text(json.dumps(team))
+    srv = scripted_server([tool_call("transfer_to_math", {}), tool_call("math__add", {"a": 4, "b": 5}),
+                           lambda req: text(f"sum: {last_tool_message(req)}")])
+    res = run_cli(["run", "4+5", "--agents", str(path), "--workspace", str(workspace)], env=cli_env(srv))
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip().splitlines()[-1] == "sum: 9"
+    assert offered(srv.requests[1]) == ["math__add"] and pid_of(tmp_path) > 0
+    team["mcp_servers"]["math"]["url"] = "http://127.0.0.1:1/mcp"  # both command and url
+    path.write_text(json.dumps(team))
+    res = run_cli(["agents", "validate", str(path)], env=cli_env())
+    assert res.returncode == 2 and res.stderr.strip().count("\n") == 0
+    assert f"{path}: mcp_servers.math: give exactly one of" in res.stderr

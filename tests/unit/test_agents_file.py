@@ -12,7 +12,7 @@ from conftest import REPO
 from langchain_core.messages import AIMessage
 
 from smart_agent.nodes.routes import route_after_tools
-from smart_agent.tools.agents_file import OWN_KEYS, AgentsFileError, agent_setting_names, load_agents_file
+from smart_agent.tools.agents_file import OWN_KEYS, TOP_KEYS, AgentsFileError, agent_setting_names, load_agents_file
 
 pytestmark = pytest.mark.unit
 
@@ -71,6 +71,7 @@ def test_schema_accepts_the_example_and_lists_the_loader_keys(tmp_path):
     import yaml
 
     jsonschema.validate(yaml.safe_load(TEAM), SCHEMA)
+    assert set(SCHEMA["properties"]) == set(TOP_KEYS)
     agent = SCHEMA["$defs"]["agent"]["properties"]
     assert set(agent) == set(OWN_KEYS) | set(agent_setting_names())
     with pytest.raises(jsonschema.ValidationError):
@@ -122,3 +123,12 @@ def test_single_agent_never_routes_to_handoff():
     state = {"messages": [call], "tool_calls_made": 1}
     assert route_after_tools(state) != "handoff"
     assert route_after_tools({**state, "active_agent": "triage"}) == "handoff"
+
+
+def test_the_files_own_mcp_servers_name_tools(tmp_path):
+    servers = "mcp_servers:\n  fs:\n    command: python\n"
+    config = load_agents_file(write(tmp_path, servers + TEAM.replace("[calculator]", "[fs__read, 'fs__*']")))
+    assert [s.name for s in config.mcp_servers] == ["fs"] and config.agents["math"].tools == ("fs__read", "fs__*")
+    assert "agent 'math': tools: unknown tool 'web__get'" in problem(tmp_path, servers + TEAM.replace(
+        "[calculator]", "[web__get]"))
+    assert "mcp_servers.fs: give exactly one of" in problem(tmp_path, servers + "    url: http://x\n" + TEAM)
