@@ -16,11 +16,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from .. import settings
+from .mcp import AGENTS_FIELD as FLAG_FIELD  # the key of the recorded flags (not a Context field)
 
-__all__ = ["add_agents_args", "agents_values", "checked_agents_file", "recorded_agents_file", "recorded_mcp_servers",
-           "register_cli"]
-
-FLAG_FIELD = "agents_file"  # the key of the recorded flags (not a Context field)
+__all__ = ["add_agents_args", "agents_values", "checked_agents_file", "recorded_agents_file", "register_cli"]
 
 
 def add_agents_args(p: argparse.ArgumentParser) -> None:
@@ -60,14 +58,6 @@ def recorded_agents_file(metadata: Mapping[str, Any]) -> str | None:
 
     path = recorded_run(metadata)[1].get(FLAG_FIELD)
     return path if isinstance(path, str) and path else None
-
-
-def recorded_mcp_servers(metadata: Mapping[str, Any]) -> list[Any]:
-    """The MCP servers of the recorded agents file (its ``mcp_servers``), opened for the run."""
-    from .review import recorded_run
-
-    path = recorded_agents_file(metadata)
-    return list(_load(path, recorded_run(metadata)[1]).mcp_servers) if path else []
 
 
 def _load(path: str, values: Mapping[str, Any] | None = None) -> Any:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["add_mcp_args", "mcp_names", "mcp_values", "open_mcp_registry"]
 
 FLAG_FIELD = "mcp_config"  # the key of the recorded flags (not a Context field)
+AGENTS_FIELD = "agents_file"  # the recorded --agents file (cli/agents.py), whose mcp_servers a run opens too
 
 
 def add_mcp_args(p: argparse.ArgumentParser) -> None:
@@ -56,6 +57,16 @@ def mcp_names(values: Mapping[str, Any]) -> Callable[[str], bool] | None:
     return lambda name: any(s.may_name(name) for s in servers)
 
 
+def agents_file_servers(flags: Mapping[str, Any]) -> list[Any]:
+    """The MCP servers of the recorded agents file (its ``mcp_servers``; none without a file)."""
+    path = flags.get(AGENTS_FIELD)
+    if not path:
+        return []
+    from ..tools.agents_file import load_agents_file
+
+    return list(load_agents_file(path, also=mcp_names(flags)).mcp_servers)
+
+
 @asynccontextmanager
 async def open_mcp_registry(
     metadata: Mapping[str, Any], on_event: Callable[[dict], None] | None = None
@@ -68,10 +79,9 @@ async def open_mcp_registry(
     if on_event is None:
         on_event = _stderr_line
 
-    path = recorded_run(metadata)[1].get(FLAG_FIELD)
-    from .agents import recorded_mcp_servers
-
-    servers = recorded_mcp_servers(metadata)  # an --agents file's own mcp_servers
+    flags = recorded_run(metadata)[1]
+    path = flags.get(FLAG_FIELD)
+    servers = agents_file_servers(flags)  # an --agents file's own mcp_servers
     if not path and not servers:
         yield None
         return
