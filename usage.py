@@ -25,7 +25,7 @@ import contextlib
 import json
 import math
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -204,9 +204,16 @@ class Meter:
 
             emit("budget", consumed=self.total(), limit=limits.as_dict(), action="ok")
 
-    def stop(self, next_request_tokens: int) -> str | None:
-        """:func:`budget_stop` for the run's next turn."""
-        return budget_stop(self.total(), self.effective_limits(), next_request_tokens, _safe_price(self.spec))
+    def stop(self, next_request_tokens: int | Callable[[], int]) -> str | None:
+        """:func:`budget_stop` for the run's next turn. ``next_request_tokens`` may be a
+        function: it measures the request only when a token or cost budget needs its size."""
+        limits = self.effective_limits()
+        if not limits.any():
+            return None
+        size = next_request_tokens
+        if callable(size):
+            size = size() if (limits.tokens or limits.cost_usd) else 0
+        return budget_stop(self.total(), limits, size, _safe_price(self.spec))
 
     def spent(self) -> str | None:
         """:func:`budget_spent`: no model call is left for this caller."""

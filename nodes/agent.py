@@ -133,7 +133,7 @@ def make_agent_node(
         if budget is not None:
             request = budget.fit_request(ctx, request, tools)
         # The run's budget: when this turn must be its last, it answers without tools.
-        stop = meter.stop(count_request(budget.counter if budget else resolve_counter(), request, tools))
+        stop = meter.stop(lambda: count_request(budget.counter if budget else resolve_counter(), request, tools))
         if stop:
             meter.finalize_event(stop)
             tools = []

@@ -195,7 +195,8 @@ def make_decide_node(model: BaseChatModel | None = None) -> Callable:
         runnable = bind_submit(llm, [decide_tool()])
         fallbacks = rebind_all(model_fallbacks(ctx), lambda m: bind_submit(m, [decide_tool()]))
         messages = [SystemMessage(content=DUAL_SYSTEM), HumanMessage(content=decide_prompt(state, last_step))]
-        if not last_step and meter is not None and (stop := meter.stop(count_request(resolve_counter(), messages))):
+        size = lambda: count_request(resolve_counter(), messages)  # noqa: E731 (measured only when a budget needs it)
+        if not last_step and meter is not None and (stop := meter.stop(size)):
             meter.finalize_event(stop, node="decide")  # the run's budget: this decision must be final
             last_step = True
             messages[-1] = HumanMessage(content=decide_prompt(state, last_step))

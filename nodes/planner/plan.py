@@ -214,7 +214,7 @@ def make_plan_node(
             attempts = 0
 
         meter = current_meter()
-        if meter is not None and (stop := meter.stop(count_request(resolve_counter(), messages))):
+        if meter is not None and (stop := meter.stop(lambda: count_request(resolve_counter(), messages))):
             meter.finalize_event(stop, node="plan")  # the run's budget: the last call answers from what there is
             return {**update, "status": OVER_BUDGET}
         finished = [sid for sid, r in results.items() if r.get("status") == OK]
