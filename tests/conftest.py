@@ -49,6 +49,20 @@ def isolated_home(tmp_path, monkeypatch):
     return home
 
 
+@pytest.fixture(autouse=True)
+def fresh_openai_http_clients():
+    """langchain-openai caches one httpx client per base URL for the whole process. A test
+    whose scripted server gets the port an earlier test's server had would reuse that
+    client, whose pooled connection belongs to the earlier test's closed event loop
+    ("Event loop is closed" while the pool closes it). Each test starts with new clients."""
+    yield
+    utils = sys.modules.get("langchain_openai.chat_models._client_utils")
+    for name in ("_cached_async_httpx_client", "_cached_sync_httpx_client"):
+        cached = getattr(utils, name, None)
+        if cached is not None:
+            cached.cache_clear()
+
+
 @pytest.fixture
 def workspace(tmp_path):
     ws = tmp_path / "ws"
