@@ -16,7 +16,8 @@ holds exactly one JSON object.
 
 * ``options.py`` - argument types and checks (one line, exit 2), feature flags;
 * ``render.py`` - one line per event, the run summary;
-* ``run.py`` - run, chat, demo, tools, graph and the flags that build the ``Context``;
+* ``run.py`` - run, chat, demo, tools, graph; ``context_args.py`` - the flags that build
+  the ``Context``; ``outcome.py`` - a run's --json object, answer lines and exit code;
 * ``planner.py``, ``memory.py`` - the features' commands and flags;
 * ``review.py`` - runs that pause for a person (review, questions): prompts, exit 3;
   ``resume.py`` - ``smart-agent resume``.
@@ -35,17 +36,12 @@ from collections.abc import Callable
 from .. import settings
 from . import run
 from .backends import use_db_arg
+from .context_args import add_context_args, context_from_args
 from .mcp import add_mcp_args
 from .options import OneLineParser, utf8_text
+from .outcome import EXIT_FAILURE, EXIT_USAGE, result_json
 from .render import RunSummary, format_event
-from .run import (
-    EXIT_FAILURE,
-    EXIT_USAGE,
-    add_context_args,
-    context_from_args,
-    result_json,
-    run_once,
-)
+from .run import run_once
 
 __all__ = [
     "EXIT_FAILURE", "EXIT_USAGE", "RunSummary", "add_context_args", "build_parser", "context_from_args",
@@ -59,11 +55,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="run one task (Runner mode)")
     p.add_argument("task", type=utf8_text("task"), help="the task, in plain language")
-    run.add_context_args(p)
+    add_context_args(p)
     p.set_defaults(handler=run.run_command)
 
     p = sub.add_parser("chat", help="a conversation (Assistant mode): one stdin line per user turn")
-    run.add_context_args(p)
+    add_context_args(p)
     p.set_defaults(handler=run.chat_command)
 
     p = sub.add_parser("demo", help="run the agent offline against a bundled scripted model")

@@ -27,7 +27,7 @@ __all__ = ["EXIT_INTERRUPTED", "file_decisions", "flag_decision", "register_cli"
 
 
 def register_cli(subparsers: Any) -> None:
-    from . import run
+    from .context_args import add_context_args
 
     p = subparsers.add_parser(
         "resume",
@@ -55,7 +55,7 @@ def register_cli(subparsers: Any) -> None:
     decision.add_argument(
         "--decisions", dest="decide_file", metavar="FILE", help="JSON: one decision per pending tool call, in order"
     )
-    run.add_context_args(p, review_flags=False)
+    add_context_args(p, review_flags=False)
     p.add_argument("--ask-user", action=argparse.BooleanOptionalAction, default=None, help="offer ask_user from now on")
     p.set_defaults(handler=resume_command, graph=None)
 
@@ -165,8 +165,9 @@ def _answers(args: argparse.Namespace, pending: list[Any]) -> list[Any]:
 async def resume_command(args: argparse.Namespace) -> int:
     from langgraph.types import Command
 
+    from .context_args import context_from_args, context_values
     from .review import pending_interrupts, recorded_run, resume_value, run_metadata
-    from .run import context_from_args, context_values, run_and_report
+    from .run import run_and_report
 
     thread_id = args.thread
     if not thread_id:

@@ -1,5 +1,6 @@
 """The commands that run graphs (``run``, ``chat``, ``demo``) and list what there is
-(``tools``, ``graph``), with the ``run``/``chat`` flags that build the run's ``Context``."""
+(``tools``, ``graph``). The flags that build the run's ``Context`` are in cli/context_args.py,
+the reporting of a run's outcome (--json object, exit code) in cli/outcome.py."""
 
 from __future__ import annotations
 
@@ -10,145 +11,16 @@ import os
 import sys
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import fields
 from typing import TYPE_CHECKING, Any, TextIO
 
 from .. import settings
-from .backends import add_db_arg
-from .budget import add_budget_args, budget_values, usage_report
-from .options import (
-    add_context_budget_args,
-    add_reasoning_args,
-    add_workspace_args,
-    chat_line,
-    check_tool_names,
-    context_budget_values,
-    field_int,
-    reasoning_values,
-    tool_list,
-)
+from .context_args import context_from_args, context_values
+from .options import chat_line
+from .outcome import EXIT_FAILURE, EXIT_USAGE, print_json, report_error, report_outcome, result_json
 from .render import RunSummary, format_event, short
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..context import BaseContext
-
-EXIT_USAGE = 2
-EXIT_FAILURE = 1
-
-
-# --------------------------------------------------------------------------- context
-CONTEXT_FLAGS: dict[str, str] = {
-    "model": "model",
-    "system_prompt": "system_prompt",
-    "max_tool_calls": "max_tool_calls",
-    "max_parallel_tools": "max_parallel_tools",
-    "loop_limit": "loop_limit",
-    "workspace": "workspace",
-    "allow_private_network": "allow_private_network",
-    "tools": "tools",
-    "model_timeout": "model_timeout_s",
-    "model_retries": "model_max_retries",
-    "tool_retries": "tool_retries",
-    "fallback_model": "fallback_models",
-}
-
-
-def add_context_args(p: argparse.ArgumentParser, *, review_flags: bool = True) -> None:
-    p.add_argument("--graph", default="agent", help="which graph runs the task (agent, planner, dual, fleet)")
-    p.add_argument("--model", help="chat model as provider:model (default: $SMART_AGENT_MODEL or openai:gpt-4o-mini)")
-    p.add_argument("--system-prompt", help="replace the system prompt")
-    p.add_argument("--thread", help="thread id: continue an earlier session of that id")
-    p.add_argument(
-        "--max-tool-calls", type=field_int("max_tool_calls"), help="hard bound on tool executions per run (default 20)"
-    )
-    p.add_argument(
-        "--max-parallel-tools",
-        type=field_int("max_parallel_tools"),
-        help="tool calls of one turn run at once (default 5)",
-    )
-    p.add_argument(
-        "--loop-limit",
-        type=field_int("loop_limit"),
-        help="the same tool call this many times in a row: a notice, once more: finalize (default 3, 0: off)",
-    )
-    add_workspace_args(p)
-    add_db_arg(p)
-    p.add_argument("--tools", type=tool_list, help="comma-separated tool names to offer")
-    p.add_argument(
-        "--model-timeout",
-        type=float,
-        metavar="S",
-        help="seconds a model request may wait for the service (default 120)",
-    )
-    p.add_argument(
-        "--model-retries", type=int, metavar="N", help="retries of a timed-out or unreachable model request (default 2)"
-    )
-    p.add_argument(
-        "--tool-retries",
-        type=field_int("tool_retries"),
-        metavar="N",
-        help="extra attempts of a tool call that failed transiently (timeout, connection; default 0)",
-    )
-    p.add_argument(
-        "--fallback-model",
-        action="append",
-        metavar="SPEC",
-        help="provider:model tried next when a model call fails with a provider error (repeatable)",
-    )
-    p.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout; events go to stderr")
-    p.add_argument("--quiet", "-q", action="store_true", help="do not print events")
-    for add_args, _values in _feature_context_hooks():
-        if review_flags or add_args.__name__ != "add_review_context_args":  # `resume` has its own --approve
-            add_args(p)
-
-
-def _feature_context_hooks() -> list[
-    tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace, dict], None]]
-]:
-    """Each feature's (add its flags, map them onto Context fields) pair."""
-    from .agents import add_agents_args, agents_values
-    from .mcp import add_mcp_args, mcp_values
-    from .memory import add_memory_context_args, memory_context_values
-    from .planner import add_planner_context_args, planner_context_values
-    from .review import add_review_context_args, review_context_values
-
-    return [
-        (add_context_budget_args, context_budget_values),
-        (add_memory_context_args, memory_context_values),
-        (add_planner_context_args, planner_context_values),
-        (add_reasoning_args, reasoning_values),
-        (add_budget_args, budget_values),
-        (add_review_context_args, review_context_values),
-        (add_mcp_args, mcp_values),
-        (add_agents_args, agents_values),  # after MCP: an agent may name the servers' tools
-    ]
-
-
-def context_values(args: argparse.Namespace) -> dict[str, Any]:
-    """The context fields the flags give (all graphs' fields; what a thread records for `resume`)."""
-    values: dict[str, Any] = {}
-    for flag, field_name in CONTEXT_FLAGS.items():
-        v = getattr(args, flag, None)
-        if v is not None:
-            values[field_name] = v
-    if values.get("workspace"):
-        values["workspace"] = os.path.abspath(values["workspace"])
-    for _add_args, to_values in _feature_context_hooks():
-        to_values(args, values)
-    return values
-
-
-def context_from_args(args: argparse.Namespace, base: dict[str, Any] | None = None) -> BaseContext:
-    """The run's context, of the class of the graph it runs (``--graph``, default agent):
-    flags that graph has no field for are ignored, as they always were by its nodes.
-    ``base``: field values the flags override (a resumed thread's recorded flags)."""
-    from ..context import GRAPH_CONTEXTS, Context
-    from .mcp import mcp_names
-
-    schema: type[BaseContext] = GRAPH_CONTEXTS.get(getattr(args, "graph", None) or "agent", Context)
-    names = {f.name for f in fields(schema)}
-    values = {**(base or {}), **context_values(args)}
-    return check_tool_names(schema(**{k: v for k, v in values.items() if k in names}), also=mcp_names(values))
 
 
 # --------------------------------------------------------------------------- running
@@ -211,22 +83,6 @@ def _build(graph_name: str, checkpointer: Any, model: Any = None, store: Any = N
     return builder(**kwargs)
 
 
-def result_json(final: dict, thread_id: str, summary: RunSummary) -> dict:
-    out = {
-        "answer": final.get("answer", ""),
-        "thread_id": thread_id,
-        "tool_calls": summary.tool_calls,
-        "tool_calls_made": final.get(
-            "tool_calls_made", len([t for t in summary.tool_calls if t.get("ok") is not None])
-        ),
-        "usage": usage_report(final, summary.usage),
-    }
-    for key in ("structured_response", "todos", "status", "error"):
-        if final.get(key) is not None:
-            out[key] = final[key]
-    return out
-
-
 async def _run_input(args: argparse.Namespace, graph: Any, thread_id: str) -> Any:
     """``{"task": ...}``; a planner thread with unfinished work resumes instead (None)."""
     if args.graph == "planner" and args.thread:
@@ -263,7 +119,7 @@ async def run_and_report(
     from .agents import recorded_agents_file
     from .backends import open_run_backends
     from .mcp import open_mcp_registry
-    from .review import ask_terminal, on_terminal, report_interrupted
+    from .review import ask_terminal, on_terminal
 
     summary = RunSummary()
     event_stream = sys.stderr if args.json else sys.stdout
@@ -288,28 +144,9 @@ async def run_and_report(
                 metadata=metadata,
             )
     except Exception as exc:
-        if args.json:  # stdout still holds exactly one JSON object; main() reports on stderr
-            failed = {**result_json({}, thread_id, summary), "error": {"type": type(exc).__name__, "message": str(exc)}}
-            print(json.dumps(failed, ensure_ascii=False, default=str))
+        report_error(args, thread_id, summary, exc)
         raise
-    if final.get("__interrupt__"):  # nothing more runs until `smart-agent resume`
-        return report_interrupted(args.json, result_json(final, thread_id, summary), thread_id, final["__interrupt__"])
-    no_plan = final.get("status") == "planning_failed"  # no valid plan within the bounded attempts
-    if args.json:
-        print(json.dumps(result_json(final, thread_id, summary), ensure_ascii=False, default=str))
-    if no_plan:
-        first = next((line for line in str(final.get("error") or "").splitlines() if line.strip()), "no valid plan")
-        print(f"smart-agent: {first.strip().rstrip(':')} (details: --json)", file=sys.stderr)
-        return EXIT_FAILURE
-    if not args.json:
-        print(final.get("answer", ""))
-        if not args.quiet:
-            print(
-                f"\n(thread {thread_id} · {len(summary.tool_calls)} tool calls · {summary.usage['total_tokens']} "
-                "tokens)",
-                file=sys.stderr,
-            )
-    return 0
+    return report_outcome(args, final, thread_id, summary)
 
 
 async def chat_command(args: argparse.Namespace) -> int:
@@ -370,7 +207,7 @@ async def chat_command(args: argparse.Namespace) -> int:
                 result = result_json(final, thread_id, summary)
                 return report_interrupted(args.json, result, thread_id, final["__interrupt__"])
             if args.json:
-                print(json.dumps(result_json(final, thread_id, summary), ensure_ascii=False, default=str), flush=True)
+                print_json(result_json(final, thread_id, summary))
             else:
                 print(f"agent> {final.get('answer', '')}" if interactive else final.get("answer", ""), flush=True)
     return EXIT_USAGE if refused else 0

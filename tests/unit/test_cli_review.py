@@ -141,7 +141,7 @@ def test_event_lines():
 
 def test_resume_context_is_the_recorded_flags_overridden_by_the_given_ones(tmp_path):
     from smart_agent.cli import build_parser
-    from smart_agent.cli.run import context_from_args
+    from smart_agent.cli.context_args import context_from_args
 
     args = build_parser().parse_args(["resume", "--thread", "t", "--approve", "--model", "openai:now", "--no-ask-user"])
     assert args.graph is None and args.decide_approve is True and not hasattr(args, "approve")
