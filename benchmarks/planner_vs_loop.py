@@ -1,34 +1,42 @@
 """Benchmark: plan-then-execute (``planner``) against the agent loop (``agent``) on one task.
 
-    python benchmarks/planner_vs_loop.py [--pages 4] [--page-delay 1.0] [--model-latency 0.5] [--repeat 3]
+    python benchmarks/planner_vs_loop.py [--pages 4,8,16] [--page-delay 1.0] [--model-latency 0.5] [--repeat 3]
+                                         [--kinds planner,loop_parallel,...]
 
 The task: read N web pages (a local stdlib server, each page answering after
 ``--page-delay`` seconds), save them together to one file, and answer. Every graph
 runs over the real ``langchain_openai.ChatOpenAI`` client against the scripted
 OpenAI-compatible server, which answers after ``--model-latency`` seconds (a
 stand-in for a real model's response time) and counts tokens as ``ceil(chars / 4)``.
+Each run's ``max_parallel_tools`` is N.
 
-Three runs of the same work:
+Five runs of the same work (``--kinds``):
 
 * ``planner`` – one planning call (a DAG: N parallel ``browse_url`` steps, then a
   ``write_file`` that references their outputs), execution without the model, one
   synthesis call;
-* ``loop (parallel calls)`` – the agent loop with a model that emits all N
-  ``browse_url`` calls in one turn, then ``write_file`` with the pages copied into
-  its arguments, then the answer;
-* ``loop (one call per turn)`` – the same with a model that calls one tool per turn,
-  as many models do;
-* ``create_agent (...)`` – LangChain's own ``langchain.agents.create_agent`` with the
-  same tools and the same two scripted model behaviours, as the outside baseline.
+* ``loop_parallel`` – the agent loop with a model that emits all N ``browse_url`` calls
+  in one turn, then ``write_file`` with the pages copied into its arguments, then the answer;
+* ``loop_sequential`` – the same with a model that calls one tool per turn, as many models do;
+* ``create_agent_parallel`` / ``create_agent_sequential`` – LangChain's own
+  ``langchain.agents.create_agent`` with the same tools and the same two scripted model
+  behaviours, as the outside baseline.
 
-Ratios are the planner's number divided by each other run's (below 1: the planner
-needs less).
+The **physical limit** is what no run can beat: the plan call + the longest tool (all
+pages at once) + the synthesis call = 2 × model latency + page delay (2.0 s by default).
+Each row gives the median wall time, its ratio to that limit, and ``÷ planner``: how many
+times longer than the planner the run took (the planner's own row is 1).
+
+For every N the kinds run in turn (interleaved), ``--repeat`` rounds, in one process, after
+one untimed planner run (a process's first fetch builds its SSL context and imports
+httpx's transport: cold-start work, measured by ``benchmarks/cold_start.py``).
 
 What differs is structural, not the scripted model's wit: how many model calls a
 run needs, how much text the model has to read (the loop re-sends the growing
 conversation every turn) and write (the loop copies the pages through its output;
 the planner references them as ``${p0}``), and how much of the tool time overlaps.
 
+``rows()`` returns the table rows for ``benchmarks/run_all.py`` (keys in its docstring).
 Results go to benchmarks/results/planner_vs_loop.json and a markdown table on stdout.
 """
 
@@ -37,12 +45,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import platform
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -107,7 +117,7 @@ async def run_one(kind: str, urls: list[str], latency: float, workspace: str) ->
             graph = builder(model=model, registry=registry)
         # Every run is offered the same two tools, so tool schemas weigh the same everywhere.
         values: dict[str, Any] = {"model": "openai:scripted", "allow_private_network": True, "workspace": workspace,
-                                  "max_parallel_tools": 8, "tools": list(TOOLS)}
+                                  "max_parallel_tools": len(urls), "tools": list(TOOLS)}
         if "memory" in Context.__dataclass_fields__:
             values["memory"] = False  # long-term memory is not what is measured here
         ctx = Context(**values)
@@ -138,7 +148,7 @@ async def run_one(kind: str, urls: list[str], latency: float, workspace: str) ->
 
 def serve_pages(delay: float):
     import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from http.server import BaseHTTPRequestHandler
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args: Any) -> None:
@@ -160,84 +170,111 @@ def serve_pages(delay: float):
     return httpd
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--pages", type=int, default=4)
-    ap.add_argument("--page-delay", type=float, default=1.0, help="seconds each page takes to answer")
-    ap.add_argument("--model-latency", type=float, default=0.5, help="seconds each model call takes")
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--out", default=str(RESULTS))
-    args = ap.parse_args(argv)
+KINDS = {
+    "planner": "planner",
+    "loop_parallel": "loop (parallel calls)",
+    "loop_sequential": "loop (one call per turn)",
+    "create_agent_parallel": "create_agent (parallel calls)",
+    "create_agent_sequential": "create_agent (one call per turn)",
+}
 
-    httpd = serve_pages(args.page_delay)
-    urls = [f"http://127.0.0.1:{httpd.server_address[1]}/page{i}" for i in range(args.pages)]
-    kinds = {
-        "planner": "planner",
-        "loop_parallel": "loop (parallel calls)",
-        "loop_sequential": "loop (one call per turn)",
-        "create_agent_parallel": "create_agent (parallel calls)",
-        "create_agent_sequential": "create_agent (one call per turn)",
-    }
-    rows: dict[str, list[dict]] = {k: [] for k in kinds}
+
+def physical_limit(page_delay: float, model_latency: float) -> float:
+    """The least any run can take: the plan call, the longest tool (all pages at once), the synthesis."""
+    return model_latency + page_delay + model_latency
+
+
+def measure(
+    pages: int, *, repeat: int = 3, page_delay: float = 1.0, model_latency: float = 0.5,
+    kinds: Sequence[str] = tuple(KINDS),
+) -> dict[str, list[dict[str, Any]]]:
+    """``repeat`` rounds of every kind at ``pages`` pages, interleaved, after one untimed planner run."""
+    ThreadingHTTPServer.request_queue_size = 128  # the default 5 drops simultaneous connects (1 s SYN retry)
+    httpd = serve_pages(page_delay)
+    urls = [f"http://127.0.0.1:{httpd.server_address[1]}/page{i}" for i in range(pages)]
+    runs: dict[str, list[dict[str, Any]]] = {k: [] for k in kinds}
     try:
-        for _ in range(args.repeat):
+        with tempfile.TemporaryDirectory() as ws:  # warm-up: the process's first fetch builds its SSL context
+            asyncio.run(run_one("planner", urls, model_latency, ws))
+        for _ in range(repeat):
             for kind in kinds:
                 with tempfile.TemporaryDirectory() as ws:
-                    rows[kind].append(asyncio.run(run_one(kind, urls, args.model_latency, ws)))
+                    runs[kind].append(asyncio.run(run_one(kind, urls, model_latency, ws)))
     finally:
         httpd.shutdown()
         httpd.server_close()
+    return runs
 
-    summary = {}
-    for kind, runs in rows.items():
-        summary[kind] = {
-            "label": kinds[kind],
-            "median_s": round(statistics.median(r["seconds"] for r in runs), 3),
-            "min_s": round(min(r["seconds"] for r in runs), 3),
-            "model_calls": runs[0]["model_calls"],
-            "input_tokens": runs[0]["input_tokens"],
-            "output_tokens": runs[0]["output_tokens"],
+
+def summarize(pages: int, runs: dict[str, list[dict[str, Any]]], limit_s: float) -> list[dict[str, Any]]:
+    """One row per kind: medians, the ratio to the physical limit and how many times the planner is faster."""
+    medians = {kind: statistics.median(r["seconds"] for r in rs) for kind, rs in runs.items()}
+    planner = medians.get("planner")
+    return [
+        {
+            "pages": pages,
+            "run": KINDS[kind],
+            "median_s": round(medians[kind], 3),
+            "min_s": round(min(r["seconds"] for r in rs), 3),
+            "limit_s": round(limit_s, 3),
+            "vs_limit": round(medians[kind] / limit_s, 3),
+            "planner_speedup": round(medians[kind] / planner, 2) if planner else None,
+            "model_calls": rs[0]["model_calls"],
+            "input_tokens": rs[0]["input_tokens"],
+            "output_tokens": rs[0]["output_tokens"],
         }
-    base = summary["planner"]
-    ratios = {
-        kind: {
-            "wall_time": round(base["median_s"] / s["median_s"], 3),
-            "model_calls": round(base["model_calls"] / s["model_calls"], 3),
-            "input_tokens": round(base["input_tokens"] / s["input_tokens"], 3),
-        }
-        for kind, s in summary.items()
-        if kind != "planner"
-    }
+        for kind, rs in runs.items()
+    ]
+
+
+def rows(
+    pages: Sequence[int] = (4, 8, 16), repeat: int = 3, page_delay: float = 1.0, model_latency: float = 0.5,
+    kinds: Sequence[str] = tuple(KINDS),
+) -> list[dict[str, Any]]:
+    """The table rows for ``benchmarks/run_all.py``: for each N in ``pages`` and each kind, ``pages``,
+    ``run`` (label), ``median_s``, ``min_s``, ``limit_s`` (the physical limit), ``vs_limit``
+    (median / limit), ``planner_speedup`` (this run's median / the planner's), ``model_calls``,
+    ``input_tokens``, ``output_tokens``. ``kinds`` must include ``planner``."""
+    limit = physical_limit(page_delay, model_latency)
+    table: list[dict[str, Any]] = []
+    for n in pages:
+        runs = measure(n, repeat=repeat, page_delay=page_delay, model_latency=model_latency, kinds=kinds)
+        table.extend(summarize(n, runs, limit))
+    return table
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pages", default="4,8,16", help="comma-separated page counts N (default 4,8,16)")
+    ap.add_argument("--page-delay", type=float, default=1.0, help="seconds each page takes to answer")
+    ap.add_argument("--model-latency", type=float, default=0.5, help="seconds each model call takes")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--kinds", default=",".join(KINDS), help="comma-separated runs (default: all)")
+    ap.add_argument("--out", default=str(RESULTS))
+    args = ap.parse_args(argv)
+    pages = [int(p) for p in str(args.pages).split(",") if p.strip()]
+    kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
+    if "planner" not in kinds or any(k not in KINDS for k in kinds):
+        ap.error("--kinds: a comma-separated subset of " + ", ".join(KINDS) + " that includes planner")
+
+    table = rows(pages, args.repeat, args.page_delay, args.model_latency, kinds)
     result = {
-        "settings": vars(args) | {"out": None},
-        "machine": {
-            "python": sys.version.split()[0],
-            "platform": platform.platform(),
-            "cpus": __import__("os").cpu_count(),
-        },
-        "results": summary,
-        "planner_ratio_to": ratios,
-        "runs": rows,
+        "settings": vars(args) | {"out": None, "pages": pages},
+        "machine": {"python": sys.version.split()[0], "platform": platform.platform(), "cpus": os.cpu_count()},
+        "rows": table,
     }
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
 
-    print(
-        f"{args.pages} pages x {args.page_delay:g} s, model latency {args.model_latency:g} s, median of {args.repeat} "
-        "runs\n"
-    )
-    print("| run | wall time (s) | model calls | input tokens | output tokens |")
-    print("|---|---:|---:|---:|---:|")
-    for s in summary.values():
-        print(
-            f"| {s['label']} | {s['median_s']:.2f} | {s['model_calls']} | {s['input_tokens']} | {s['output_tokens']} |"
-        )
-    print("\nplanner ÷ other run (below 1: the planner needs less)\n")
-    print("| against | wall time | model calls | input tokens |")
-    print("|---|---:|---:|---:|")
-    for kind, r in ratios.items():
-        print(f"| {kinds[kind]} | {r['wall_time']:.2f} | {r['model_calls']:.2f} | {r['input_tokens']:.2f} |")
+    limit = physical_limit(args.page_delay, args.model_latency)
+    print(f"N pages x {args.page_delay:g} s, model latency {args.model_latency:g} s, median of {args.repeat} runs; "
+          f"physical limit (plan call + longest tool + synthesis) {limit:g} s\n")
+    print("| N | run | wall time (s) | ÷ physical limit | ÷ planner | model calls | input tokens | output tokens |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|")
+    for r in table:
+        print(f"| {r['pages']} | {r['run']} | {r['median_s']:.2f} | {r['vs_limit']:.2f} | {r['planner_speedup']:.2f} "
+              f"| {r['model_calls']} | {r['input_tokens']} | {r['output_tokens']} |")
     print(f"\nwritten to {out}")
     return 0
 
