@@ -1,8 +1,10 @@
 """The event stream: structured events on LangGraph's ``custom`` stream mode.
 
 Every event is a dict ``{"event": <type>, "ts": <unix time>, **payload}``. Types
-used across the framework: ``tool_call``, ``tool_result``, ``tool_limit``,
-``final_answer``, ``usage``, ``budget``, ``plan``, ``summarization``, ``memory_recall``,
+used across the framework (:data:`EVENT_TYPES`; the CLI renders each one, cli/lines.py):
+``tool_call``, ``tool_result``, ``tool_limit``, ``tool_retry``, ``loop_detected``,
+``final_answer``, ``usage``, ``model_text`` (what the model says beside tool calls),
+``model_fallback``, ``budget``, ``plan``, ``summarization``, ``memory_recall``,
 ``memory_write``, ``handoff``, ``sub_agent``, ``reasoning``, ``step_start``, ``step_result``,
 ``approval_requested``, ``approval``, ``question``, ``answer`` (nodes/human.py).
 
@@ -21,8 +23,12 @@ EVENT_TYPES = (
     "tool_call",
     "tool_result",
     "tool_limit",
+    "tool_retry",
+    "loop_detected",
     "final_answer",
     "usage",
+    "model_text",
+    "model_fallback",
     "budget",
     "plan",
     "summarization",

@@ -29,6 +29,8 @@ import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TextIO
 
+from .lines import format_plan  # the plan's lines, as its event shows them
+
 #: Exit code of a run that stopped on an interrupt: it waits for ``smart-agent resume``.
 EXIT_INTERRUPTED = 3
 #: Checkpoint metadata key recording how a thread's runs were started (graph, flags).
@@ -185,16 +187,6 @@ def report_interrupted(as_json: bool, result: Mapping[str, Any], thread_id: str,
 
 
 # -- the planner's plan approval (nodes/planner/approve.py) ---------------------------------
-def format_plan(plan: dict[str, Any]) -> str:
-    lines = []
-    for step in plan.get("steps") or []:
-        args = json.dumps(step.get("args") or {}, ensure_ascii=False)
-        deps = f"  after {', '.join(step['depends_on'])}" if step.get("depends_on") else ""
-        extra = "" if step.get("on_fail", "halt") == "halt" else "  (on_fail: continue)"
-        lines.append(f"  {step['id']}: {step['tool']}({args}){deps}{extra}")
-    return "\n".join(lines) or "  (no steps)"
-
-
 def prompt_for_approval(
     request: dict[str, Any],
     *,

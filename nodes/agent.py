@@ -11,7 +11,7 @@ from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
 from ..context import AgentContext
-from ..events import emit
+from ..events import emit, preview
 from ..history.budget import ContextBudget
 from ..messages import as_ai_message, message_text, usage_of
 from ..models import (
@@ -149,6 +149,8 @@ def make_agent_node(
             )
         turns = count_of(state, "turns") + 1
         emit("usage", turn=turns, **usage_of(response))
+        if pending_tool_calls(response) and (said := message_text(response).strip()):
+            emit("model_text", text=preview(said, 2000), turn=turns)  # what it says beside its calls
         update: dict[str, Any] = {"turns": turns}
         if not tools and pending_tool_calls(response):
             # Nothing was offered, so nothing can run: keep the text, drop the calls,

@@ -74,7 +74,7 @@ def test_reasoning_two_phase_flag(scripted_server, workspace):
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["answer"] == "1591"
     assert [offered(r) for r in srv.requests] == [[REASONING], ["calculator"], [REASONING], []]
-    assert "[reasoning]" in res.stderr
+    assert "✎ reasoning: Need arithmetic. · plan: calculator: 37*43 · tools: calculator" in res.stderr
 
 
 def test_run_fleet_graph(scripted_server, workspace):
