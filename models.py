@@ -133,6 +133,29 @@ def _provider_kwargs(provider: str) -> dict[str, Any]:
     return {}
 
 
+#: Providers whose requests a --record / --replay session (cassette/) carries: the OpenAI SDK's.
+CASSETTE_PROVIDERS = frozenset({"openai"})
+
+
+def _cassette_kwargs(provider: str | None, spec: str) -> dict[str, Any]:
+    """The HTTP clients of the active record or replay session (cassette/transport.py), if any;
+    a ModelConfigError for a provider it does not cover (its requests would bypass it)."""
+    from .cassette import active_session
+
+    session = active_session()
+    if session is None:
+        return {}
+    if provider not in CASSETTE_PROVIDERS:
+        raise ModelConfigError(
+            f"--record/--replay cover only {', '.join(sorted(CASSETTE_PROVIDERS))}: models (any OpenAI-compatible "
+            f"server), not {spec!r}."
+        )
+    kwargs = session.client_kwargs()
+    if session.mode == "replay" and not settings.openai_api_key():
+        kwargs["api_key"] = "replay"  # nothing is sent anywhere; the SDK only wants a key
+    return kwargs
+
+
 def split_spec(spec: str) -> tuple[str | None, str]:
     if ":" in spec:
         provider, model = spec.split(":", 1)
@@ -160,6 +183,7 @@ def load_chat_model(
         raise ModelConfigError(f"Model spec {spec!r} names no model. {HOW_TO_CONFIGURE}")
     kwargs = {
         **(_provider_kwargs(provider) if provider else {}),
+        **_cassette_kwargs(provider, spec),
         **_limit_kwargs(provider, timeout, max_retries),
         **overrides,
     }
@@ -270,8 +294,12 @@ async def invoke_model(
 
 def _raise_model_error(exc: Exception, spec: str | None) -> NoReturn:
     """Raise what a failed model call means: a configuration, timeout or reply error, else ``exc``."""
+    from .cassette import miss_from_error
     from .replies import reply_problem
 
+    miss = miss_from_error(exc)  # --replay: the cassette holds no answer to this request
+    if miss is not None:
+        raise miss from None
     explained = explain_model_error(exc, spec)
     if explained is not None:
         raise explained from None

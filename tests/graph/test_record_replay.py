@@ -1,0 +1,88 @@
+"""Record and replay (smart_agent.cassette) through the real langchain-openai client: a graph
+run recorded against the scripted server replays with the server stopped, streamed or not."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+
+from smart_agent.cassette import ReplayMiss, recording, replaying
+from smart_agent.context import Context
+from smart_agent.graphs.agent import build_agent_graph
+from smart_agent.models import ModelConfigError
+from smart_agent.testing.scripted_server import text, tool_call
+
+
+def calculator_model(req):
+    results = [m for m in req["messages"] if m["role"] == "tool"]
+    if not results:
+        return tool_call("calculator", {"expression": "37*43"})
+    return text(f"37*43 = {results[-1]['content']}")
+
+
+async def streamed_run(task, workspace, thread):
+    """An agent run whose model calls stream (stream_mode "messages"): the answer, tool calls,
+    usage and the text of the streamed message chunks."""
+    graph = build_agent_graph(checkpointer=InMemorySaver())
+    context = Context(model="openai:scripted-model", workspace=str(workspace), memory=False)
+    final, pieces = {}, []
+    async for mode, chunk in graph.astream(
+        {"task": task}, config={"configurable": {"thread_id": thread}}, context=context,
+        stream_mode=["messages", "values"],
+    ):  # fmt: skip
+        if mode == "messages":
+            pieces.append(chunk[0].content)
+        else:
+            final = chunk
+    calls = [(c["name"], c["args"]) for m in final["messages"] for c in getattr(m, "tool_calls", [])]
+    return final["answer"], calls, final.get("usage"), "".join(p for p in pieces if isinstance(p, str))
+
+
+@pytest.fixture
+def openai_env(monkeypatch):
+    def point(server):
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+
+    return point
+
+
+async def test_streamed_run_replays_with_the_server_stopped(scripted_server, workspace, tmp_path, openai_env):
+    srv = scripted_server(responder=calculator_model)
+    openai_env(srv)
+    cassette = tmp_path / "cassette"
+    async with recording(cassette):
+        recorded = await streamed_run("What is 37*43?", workspace, "rec")
+    srv.stop()
+    bodies = [json.loads(p.read_text())["request"]["body"] for p in sorted(cassette.glob("*.json"))]
+    assert len(bodies) == 2 and all(b["stream"] is True for b in bodies)  # the client streamed both calls
+    assert recorded[0] == "37*43 = 1591" and recorded[1] == [("calculator", {"expression": "37*43"})]
+    assert "37*43 = 1591" in recorded[3] and recorded[2]["model_calls"] == 2
+
+    async with replaying(cassette) as session:
+        replayed = await streamed_run("What is 37*43?", workspace, "rep")
+    assert replayed == recorded  # answer, tool calls, usage and the streamed text
+    assert session.cassette.matches == [(1, "exact"), (2, "exact")] and session.misses == []
+
+
+async def test_replay_miss_names_the_request_and_is_not_retried(scripted_server, workspace, tmp_path, openai_env):
+    srv = scripted_server(responder=calculator_model)
+    openai_env(srv)
+    async with recording(tmp_path / "c"):
+        await streamed_run("What is 37*43?", workspace, "rec")
+    srv.stop()
+    async with replaying(tmp_path / "c") as session:
+        with pytest.raises(ReplayMiss, match=r"last user message 'What is 6\*7\?'"):
+            await streamed_run("What is 6*7?", workspace, "rep")
+    assert len(session.misses) == 1  # one request: the client did not retry the miss
+
+
+async def test_other_providers_are_refused_while_a_session_is_active(tmp_path):
+    async with recording(tmp_path / "c"):
+        graph = build_agent_graph(checkpointer=InMemorySaver())
+        context = Context(model="anthropic:claude-sonnet-4-5", workspace=str(tmp_path), memory=False)
+        with pytest.raises(ModelConfigError, match="cover only openai"):
+            await graph.ainvoke({"task": "hi"}, config={"configurable": {"thread_id": "t"}}, context=context)
+    assert list((tmp_path / "c").iterdir()) == []
