@@ -88,8 +88,9 @@ def _feature_cli_hooks() -> list[Callable]:
     from .memory import register_cli as register_memory_cli
     from .planner import register_cli as register_planner_cli
     from .resume import register_cli as register_resume_cli
+    from .threads import register_cli as register_threads_cli
 
-    return [register_memory_cli, register_planner_cli, register_resume_cli, register_agents_cli]
+    return [register_memory_cli, register_planner_cli, register_resume_cli, register_agents_cli, register_threads_cli]
 
 
 def main(argv: list[str] | None = None) -> int:
