@@ -17,13 +17,18 @@ from langchain_core.language_models import BaseChatModel
 
 from . import settings
 
-HOW_TO_CONFIGURE = (
+#: How to set up a model: printed by `smart-agent doctor` (cli/doctor.py) after a model problem.
+SETUP_HELP = (
     "Configure a model with --model PROVIDER:MODEL (or SMART_AGENT_MODEL), for example "
     "'openai:gpt-4o-mini' with OPENAI_API_KEY set, 'anthropic:claude-sonnet-4-5' with "
     "ANTHROPIC_API_KEY, or 'ollama:llama3.1' with a local Ollama. For any OpenAI-compatible "
     "server (vLLM, llama.cpp, LM Studio...) set OPENAI_BASE_URL=http://host:port/v1 and "
     "OPENAI_API_KEY (any value if the server ignores it). `smart-agent demo` runs fully "
     "offline against a bundled scripted model."
+)
+#: The end of every model configuration error: short, the set-up text is behind `smart-agent doctor`.
+HOW_TO_CONFIGURE = (
+    "Check --model (or SMART_AGENT_MODEL) and the provider's key: `smart-agent doctor` says what is wrong."
 )
 
 

@@ -85,12 +85,16 @@ def build_parser() -> argparse.ArgumentParser:
 def _feature_cli_hooks() -> list[Callable]:
     """Sub-commands contributed by features (memory, planner...)."""
     from .agents import register_cli as register_agents_cli
+    from .doctor import register_cli as register_doctor_cli
     from .memory import register_cli as register_memory_cli
     from .planner import register_cli as register_planner_cli
     from .resume import register_cli as register_resume_cli
     from .threads import register_cli as register_threads_cli
 
-    return [register_memory_cli, register_planner_cli, register_resume_cli, register_agents_cli, register_threads_cli]
+    return [
+        register_memory_cli, register_planner_cli, register_resume_cli, register_agents_cli, register_threads_cli,
+        register_doctor_cli,
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -108,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
             result = asyncio.run(result)
         return int(result or 0)
     except ModelConfigError as exc:
-        print(f"smart-agent: model not available.\n{exc}", file=sys.stderr)
+        print(f"smart-agent: model not available: {' '.join(str(exc).split())}", file=sys.stderr)
         return EXIT_USAGE
     except StructuredOutputError as exc:
         print(f"smart-agent: structured output failed: {exc}", file=sys.stderr)
