@@ -49,8 +49,35 @@ __all__ = [
 ]
 
 
+EXAMPLES = """examples:
+  smart-agent doctor                                  check the model, data folder, memory and database
+  smart-agent run "What is 37*43?"                    one task with the agent loop
+  smart-agent run "Compare a.txt and b.txt" --graph planner --json
+  smart-agent chat --thread work                      a conversation; run it again to continue it
+  smart-agent threads list                            the sessions; threads show|export|delete ID
+  smart-agent run "Split this goal" --graph fleet --max-workers 2
+  smart-agent demo                                    offline, against a bundled scripted model
+
+smart-agent COMMAND --help shows a command's options."""
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("smart-agent")
+    except PackageNotFoundError:  # pragma: no cover - a source tree that was never installed
+        return "unknown"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="smart-agent", description="Autonomous agents on LangGraph.")
+    parser = OneLineParser(
+        prog="smart-agent",
+        description="Autonomous agents on LangGraph.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"smart-agent {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("run", help="run one task (Runner mode)")

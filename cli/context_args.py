@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from .backends import add_db_arg
 from .budget import add_budget_args, budget_values
+from .flags import REVIEW_FIELDS, add_generated_args, generated_values
 from .options import (
     add_context_budget_args,
     add_reasoning_args,
@@ -42,7 +43,9 @@ CONTEXT_FLAGS: dict[str, str] = {
 
 
 def add_context_args(p: argparse.ArgumentParser, *, review_flags: bool = True) -> None:
-    p.add_argument("--graph", default="agent", help="which graph runs the task (agent, planner, dual, fleet)")
+    from ..graphs import BUILDERS
+
+    p.add_argument("--graph", default="agent", choices=list(BUILDERS), help="which graph runs the task: %(choices)s")
     p.add_argument("--model", help="chat model as provider:model (default: $SMART_AGENT_MODEL or openai:gpt-4o-mini)")
     p.add_argument("--system-prompt", help="replace the system prompt")
     p.add_argument("--thread", help="thread id: continue an earlier session of that id")
@@ -88,6 +91,7 @@ def add_context_args(p: argparse.ArgumentParser, *, review_flags: bool = True) -
     for add_args, _values in _feature_context_hooks():
         if review_flags or add_args.__name__ != "add_review_context_args":  # `resume` has its own --approve
             add_args(p)
+    add_generated_args(p, skip=() if review_flags else REVIEW_FIELDS)  # every other context field: --<field>
 
 
 def _feature_context_hooks() -> list[
@@ -123,6 +127,7 @@ def context_values(args: argparse.Namespace) -> dict[str, Any]:
         values["workspace"] = os.path.abspath(values["workspace"])
     for _add_args, to_values in _feature_context_hooks():
         to_values(args, values)
+    generated_values(args, values)
     return values
 
 
