@@ -10,6 +10,8 @@ nothing outside it imports it.
     smart-agent resume --thread ID --approve|--reject|--edit|--answer|--decisions
                                                 (cli/resume.py: a run paused on an interrupt, exit 3)
     smart-agent memory list|search|forget|stats|export|import (cli/memory.py)
+    smart-agent threads list|show ID|export ID|delete ID (cli/threads.py)
+    smart-agent doctor                          (cli/doctor.py: model, data folder, memory, database)
 
 Events stream live to stderr (to stdout in human mode); with ``--json`` stdout
 holds exactly one JSON object.
