@@ -38,6 +38,7 @@ from collections.abc import Callable
 from .. import settings
 from . import run
 from .backends import use_db_arg
+from .cassette import add_cassette_args
 from .context_args import add_context_args, context_from_args
 from .mcp import add_mcp_args
 from .options import OneLineParser, utf8_text
@@ -85,10 +86,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="run one task (Runner mode)")
     p.add_argument("task", type=utf8_text("task"), help="the task, in plain language")
     add_context_args(p)
+    add_cassette_args(p)
     p.set_defaults(handler=run.run_command)
 
     p = sub.add_parser("chat", help="a conversation (Assistant mode): one stdin line per user turn")
     add_context_args(p)
+    add_cassette_args(p)
     p.set_defaults(handler=run.chat_command)
 
     p = sub.add_parser("demo", help="run the agent offline against a bundled scripted model")

@@ -118,6 +118,7 @@ async def run_and_report(
     from ..thread_lock import thread_lock
     from .agents import recorded_agents_file
     from .backends import open_run_backends
+    from .cassette import cassette_session
     from .mcp import open_mcp_registry
     from .review import ask_terminal, on_terminal
 
@@ -127,6 +128,7 @@ async def run_and_report(
     try:
         async with (
             thread_lock(thread_id),  # one run at a time on a thread
+            cassette_session(args),  # --record / --replay: the model traffic (cli/cassette.py)
             open_run_backends() as backends,
             open_mcp_registry(metadata, on_event) as registry,  # MCP sessions: open for this run only
         ):
@@ -153,6 +155,7 @@ async def chat_command(args: argparse.Namespace) -> int:
     from ..thread_lock import thread_lock
     from .agents import recorded_agents_file
     from .backends import open_run_backends
+    from .cassette import cassette_session
     from .mcp import open_mcp_registry
     from .review import ask_terminal, on_terminal, report_interrupted, run_metadata
 
@@ -171,7 +174,11 @@ async def chat_command(args: argparse.Namespace) -> int:
     number = refused = 0
     print(f"smart-agent chat · thread {thread_id} · /exit to quit", file=sys.stderr)
     on_start = _printer(sys.stderr, args.quiet or args.json, RunSummary())  # (an MCP server that does not start)
-    async with open_run_backends() as backends, open_mcp_registry(metadata, on_start) as registry:
+    async with (
+        cassette_session(args),  # --record / --replay: the model traffic (cli/cassette.py)
+        open_run_backends() as backends,
+        open_mcp_registry(metadata, on_start) as registry,
+    ):
         graph = _build(
             args.graph, backends.checkpointer, store=backends.store, registry=registry,
             agents_file=recorded_agents_file(metadata),

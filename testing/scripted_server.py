@@ -32,6 +32,12 @@ verbatim, e.g. to test malformed arguments). Tool-call ids are generated as
 the list is exhausted). With neither left, the server answers HTTP 500
 ``scripted server: script exhausted after N requests`` so a test fails loudly.
 
+``cassette=DIR`` (CLI ``--cassette DIR``) answers every POST the cassette folder holds
+(recorded with ``smart-agent run --record DIR``; matched as ``--replay`` matches, see
+docs/record_replay.md) with the recorded status, headers and body, byte for byte; a request it
+does not hold goes to the script or responder, or, with neither, gets HTTP 400 naming the
+request (``x-smart-agent-replay: miss``).
+
 Token usage is approximate: ``prompt_tokens = ceil(len(json.dumps(messages) +
 json.dumps(tools or [])) / 4)`` and ``completion_tokens = ceil(len(content +
 all tool-call argument strings) / 4)``.
@@ -39,6 +45,7 @@ all tool-call argument strings) / 4)``.
 CLI::
 
     python -m smart_agent.testing.scripted_server --script script.json [--port 0] [--loop]
+    python -m smart_agent.testing.scripted_server --cassette DIR [--port 0]
 
 prints exactly one line ``BASE_URL=http://127.0.0.1:PORT/v1`` once listening
 and serves until killed.
@@ -50,6 +57,7 @@ import argparse
 import contextlib
 import json
 import math
+import os
 import re
 import signal
 import socket
@@ -62,6 +70,7 @@ from typing import Any
 
 # The script entries and request readers live in script.py (the demo's rules use them
 # without the server); they stay importable from here.
+from ..cassette import MISS_HEADER, Cassette, parse_body
 from .script import (
     ScriptEntry,
     error,
@@ -194,6 +203,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         try:
             raw = self._read_body()
+            if self.server.owner.cassette is not None and self.server.owner._from_cassette(self, raw):
+                return
             if self._path() != "/chat/completions":
                 self._send_error(404, f"scripted server: unknown path {self.path}", headers={"x-should-retry": "false"})
                 return
@@ -229,6 +240,7 @@ class ScriptedOpenAIServer:
         model: str = "scripted-model",
         default_delay_s: float = 0.0,
         loop: bool = False,
+        cassette: str | os.PathLike[str] | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -245,6 +257,7 @@ class ScriptedOpenAIServer:
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._conns: set[socket.socket] = set()
+        self.cassette = Cassette(cassette) if cassette is not None else None
 
     # -- lifecycle --------------------------------------------------------- #
     def start(self) -> ScriptedOpenAIServer:
@@ -380,6 +393,34 @@ class ScriptedOpenAIServer:
             if self.responder is not None:
                 return self.responder, n, self._pos
             return None, n, self._pos
+
+    def _from_cassette(self, h: _Handler, raw: bytes) -> bool:
+        """Answer a POST from the cassette (cassette/store.py: exact, then tolerant match) as it
+        was recorded; True when answered (a miss too, when no script or responder is left)."""
+        assert self.cassette is not None
+        path = h.path.split("?", 1)[0]
+        body = parse_body(raw)
+        found = self.cassette.find(path, body)
+        if found is None:
+            if self._script or self.responder is not None:
+                return False  # the script answers what the cassette does not hold
+            with self._lock:
+                self._requests.append(body)
+                self._raw.append(raw)
+            h._send_error(400, str(self.cassette.miss(path, body)), type_="replay_miss", code="replay_miss",
+                          headers={"x-should-retry": "false", MISS_HEADER: "miss"})
+            return True
+        with self._lock:
+            self._requests.append(body)
+            self._raw.append(raw)
+        h.send_response(found.status)
+        for name, value in found.headers.items():
+            h.send_header(name, value)
+        h.send_header("Content-Length", str(len(found.content)))
+        h.end_headers()
+        h.wfile.write(found.content)
+        h.wfile.flush()
+        return True
 
     def _handle_completion(self, h: _Handler, request: dict[str, Any], raw: bytes) -> None:
         entry, n, consumed = self._next_entry(request, raw)
@@ -581,6 +622,9 @@ def main(argv: list[str] | None = None) -> int:
     src = parser.add_mutually_exclusive_group(required=True)
     src.add_argument("--script", help="JSON file holding a list of script entries")
     src.add_argument("--demo", action="store_true", help="answer with the rule-based `smart-agent demo` model")
+    src.add_argument(
+        "--cassette", metavar="DIR", help="answer the requests recorded in this cassette folder (smart-agent --record)"
+    )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--model", default="scripted-model")
@@ -594,6 +638,14 @@ def main(argv: list[str] | None = None) -> int:
         from .demo import demo_responder
 
         responder = demo_responder
+    elif args.cassette:
+        from ..cassette import CassetteError, load_interactions
+
+        try:
+            load_interactions(args.cassette)
+        except CassetteError as exc:
+            print(f"scripted_server: {exc}", file=sys.stderr)
+            return 2
     else:
         try:
             with open(args.script, encoding="utf-8") as fh:
@@ -607,7 +659,7 @@ def main(argv: list[str] | None = None) -> int:
 
     server = ScriptedOpenAIServer(
         script, responder=responder, host=args.host, port=args.port, model=args.model,
-        default_delay_s=args.delay, loop=args.loop,
+        default_delay_s=args.delay, loop=args.loop, cassette=args.cassette,
     )
     server.start()
     print(f"BASE_URL={server.base_url}", flush=True)

@@ -1,0 +1,126 @@
+"""``--record DIR`` / ``--replay DIR`` on run and chat, in CLI processes: a run recorded
+against the scripted server replays with the server stopped; a miss is one line naming the
+request, exit 2; the scripted server's ``--cassette`` answers the recorded requests."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+
+from conftest import cli_env, run_cli
+
+from smart_agent.testing.scripted_server import text, tool_call
+
+
+def calculator_model(req):
+    results = [m for m in req["messages"] if m["role"] == "tool"]
+    if not results:
+        return tool_call("calculator", {"expression": "37*43"})
+    return text(f"37*43 = {results[-1]['content']}")
+
+
+def offline_env(**extra):
+    """No model server: a base URL where nothing listens and no key."""
+    return cli_env(OPENAI_BASE_URL="http://127.0.0.1:9/v1", SMART_AGENT_MODEL="openai:scripted-model", **extra)
+
+
+def outcome(stdout):
+    out = json.loads(stdout)
+    return out["answer"], out["tool_calls"], out["tool_calls_made"], out["usage"]
+
+
+def record_calculator_run(scripted_server, workspace, cassette):
+    srv = scripted_server(responder=calculator_model)
+    res = run_cli(
+        ["run", "What is 37*43?", "--json", "--workspace", str(workspace), "--record", str(cassette)],
+        env=cli_env(srv),
+    )
+    assert res.returncode == 0, res.stderr
+    srv.stop()
+    return res
+
+
+def test_recorded_run_replays_with_the_server_stopped(scripted_server, workspace, tmp_path):
+    cassette = tmp_path / "cassette"
+    recorded = record_calculator_run(scripted_server, workspace, cassette)
+    assert sorted(p.name for p in cassette.iterdir()) == ["0001.json", "0002.json"]
+
+    replayed = run_cli(
+        ["run", "What is 37*43?", "--json", "--workspace", str(workspace), "--replay", str(cassette)],
+        env=offline_env(),
+    )
+    assert replayed.returncode == 0, replayed.stderr
+    assert outcome(replayed.stdout) == outcome(recorded.stdout)  # answer, tool calls and usage
+    assert outcome(replayed.stdout)[0] == "37*43 = 1591"
+
+    # another system prompt: no exact match, the tolerant one answers the same conversation
+    other_prompt = run_cli(
+        ["run", "What is 37*43?", "--json", "--replay", str(cassette), "--system-prompt", "Be brief."],
+        env=offline_env(),
+    )
+    assert other_prompt.returncode == 0, other_prompt.stderr
+    assert outcome(other_prompt.stdout) == outcome(recorded.stdout)
+
+
+def test_replay_miss_is_one_line_naming_the_request(scripted_server, workspace, tmp_path):
+    cassette = tmp_path / "cassette"
+    record_calculator_run(scripted_server, workspace, cassette)
+    res = run_cli(["run", "What is 6*7?", "--replay", str(cassette)], env=offline_env())
+    assert res.returncode == 2
+    assert res.stderr.startswith("smart-agent: replay: no recorded response in ")
+    assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr
+    assert "'What is 6*7?'" in res.stderr and "model=scripted-model" in res.stderr
+
+    res = run_cli(["run", "hi", "--replay", str(tmp_path / "missing")], env=offline_env())
+    assert res.returncode == 2 and "is not a cassette folder" in res.stderr and "Traceback" not in res.stderr
+    res = run_cli(["run", "hi", "--replay", str(cassette), "--record", str(tmp_path / "x")], env=offline_env())
+    assert res.returncode == 2 and "not allowed with argument" in res.stderr
+
+
+def test_recorded_chat_replays_with_the_server_stopped(scripted_server, tmp_path):
+    def model(req):
+        users = [m["content"] for m in req["messages"] if m["role"] == "user"]
+        return text(f"turn {len(users)}: you said {users[-1]}")
+
+    srv = scripted_server(responder=model)
+    cassette = tmp_path / "chat"
+    lines = "I am Ada\nWho am I?\n"
+    recorded = run_cli(["chat", "--record", str(cassette)], env=cli_env(srv), input_text=lines)
+    assert recorded.returncode == 0, recorded.stderr
+    srv.stop()
+    assert recorded.stdout.splitlines() == ["turn 1: you said I am Ada", "turn 2: you said Who am I?"]
+    replayed = run_cli(["chat", "--replay", str(cassette)], env=offline_env(), input_text=lines)
+    assert replayed.returncode == 0, replayed.stderr
+    assert replayed.stdout == recorded.stdout
+
+
+def test_scripted_server_serves_a_cassette(scripted_server, workspace, tmp_path):
+    cassette = tmp_path / "cassette"
+    recorded = record_calculator_run(scripted_server, workspace, cassette)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "smart_agent.testing.scripted_server", "--cassette", str(cassette), "--port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(),
+    )  # fmt: skip
+    try:
+        line: list[str] = []
+        reader = threading.Thread(target=lambda: line.append(proc.stdout.readline()), daemon=True)
+        reader.start()
+        reader.join(timeout=30)
+        assert line and line[0].startswith("BASE_URL="), "the server printed no BASE_URL line"
+        env = cli_env(OPENAI_BASE_URL=line[0].strip().split("=", 1)[1], OPENAI_API_KEY="k",
+                      SMART_AGENT_MODEL="openai:scripted-model")  # fmt: skip
+        served = run_cli(["run", "What is 37*43?", "--json", "--workspace", str(workspace)], env=env)
+        assert served.returncode == 0, served.stderr
+        assert outcome(served.stdout) == outcome(recorded.stdout)
+        missed = run_cli(["run", "What is 6*7?"], env=env)
+        assert missed.returncode == 2 and "'What is 6*7?'" in missed.stderr
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    bad = subprocess.run(
+        [sys.executable, "-m", "smart_agent.testing.scripted_server", "--cassette", str(tmp_path / "none")],
+        capture_output=True, text=True, env=cli_env(), timeout=60,
+    )  # fmt: skip
+    assert bad.returncode == 2 and "does not exist" in bad.stderr
