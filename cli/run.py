@@ -227,6 +227,7 @@ async def demo_command(args: argparse.Namespace) -> int:
     from ..testing.scripted_server import ScriptedOpenAIServer
     from ..thread_lock import thread_lock
     from .backends import open_run_backends
+    from .review import run_metadata
 
     workspace = os.path.abspath(args.workspace or data_home() / "demo-workspace")
     os.makedirs(workspace, exist_ok=True)
@@ -250,6 +251,7 @@ async def demo_command(args: argparse.Namespace) -> int:
                 context=ctx,
                 thread_id=thread_id,
                 on_event=_printer(sys.stdout, False, summary),
+                metadata=run_metadata("agent", {}),  # `threads list` shows the demo's graph
             )
             state = await graph.aget_state({"configurable": {"thread_id": thread_id}})
     written = os.path.join(workspace, DEMO_FILE)
