@@ -92,3 +92,12 @@ def test_threads_on_postgres(scripted_server, workspace, pg_url):
     url = pg_url.replace("/postgres?", f"/{name}?", 1)
     srv = scripted_server()
     _sessions_round_trip(srv, cli_env(srv, SMART_AGENT_WORKSPACE=str(workspace), SMART_AGENT_DB=url))
+
+
+def test_demo_thread_is_listed_with_its_graph(tmp_path):
+    env = cli_env()
+    res = run_cli(["demo", "--thread", "d1", "--workspace", str(tmp_path / "ws")], env=env)
+    assert res.returncode == 0, res.stderr
+    res = run_cli(["threads", "list", "--json"], env=env)
+    (row,) = json.loads(res.stdout)
+    assert row["thread_id"] == "d1" and row["graph"] == "agent" and row["messages"] > 2
