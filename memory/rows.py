@@ -24,7 +24,7 @@ from langgraph.store.base import (
     SearchOp,
 )
 
-from . import integrity
+from . import ann, integrity
 from .matching import _ns_json, _ns_matches, _ns_path, _validate_labels, match_filter
 from .ranking import Recalled, _importance
 from .vectors import _NoTxn, _NsIndex, _Txn, _vec_bytes, _VectorIndexes
@@ -63,31 +63,30 @@ class _Rows(_VectorIndexes):
 
         ns_json = _ns_json(ns)
         entry = self._touch_ns(ns, ns_json)
-        old = self._conn.execute("SELECT id FROM items WHERE ns=? AND key=?", (ns_json, key)).fetchone()
+        old = self._conn.execute("SELECT id, created_at FROM items WHERE ns=? AND key=?", (ns_json, key)).fetchone()
         blob = None
         if vec is not None:
             self._check_dim(vec)
             blob = _vec_bytes(vec)
         payload = json.dumps(dict(value), ensure_ascii=False)
+        created = now
         if old:
-            item_id = old[0]
-            self._conn.execute(
-                "UPDATE items SET value=?, text=?, vector=?, updated_at=? WHERE id=?",
-                (payload, text, blob, now, item_id),
-            )
-            if entry.index is not None:
-                entry.index.remove_ids(np.array([item_id], dtype="int64"))
+            # A rewrite is a new row (a new id): a row's vector never changes under its id, so
+            # another process's index catches up by ids alone (index_cache.py).
+            created = old[1]
+            self._conn.execute("DELETE FROM items WHERE id=?", (old[0],))
+            entry.remove(np.array([old[0]], dtype="int64"))
         else:
-            item_id = self._conn.execute(
-                "INSERT INTO items(ns, key, value, text, vector, created_at, updated_at) VALUES (?,?,?,?,?,?,?)",
-                (ns_json, key, payload, text, blob, now, now),
-            ).lastrowid
+            entry.rows += 1
+        item_id = self._conn.execute(
+            "INSERT INTO items(ns, key, value, text, vector, created_at, updated_at) VALUES (?,?,?,?,?,?,?)",
+            (ns_json, key, payload, text, blob, created, now),
+        ).lastrowid
+        assert item_id is not None
         if vec is not None:
             if entry.index is None:
-                entry.index = self._new_index(int(vec.shape[0]))
-            entry.index.add_with_ids(
-                np.ascontiguousarray(vec.reshape(1, -1), dtype="float32"), np.array([item_id], dtype="int64")
-            )
+                entry.index = ann.new_index(int(vec.shape[0]))
+            entry.add(np.array([item_id], dtype="int64"), vec.reshape(1, -1))
         self._bump(ns_json, entry)
         return int(item_id)
 
@@ -106,8 +105,8 @@ class _Rows(_VectorIndexes):
                 ids.append(row[0])
                 deleted.append(key)
         if ids:
-            if entry.index is not None:
-                entry.index.remove_ids(np.array(ids, dtype="int64"))
+            entry.remove(np.array(ids, dtype="int64"))
+            entry.rows -= len(ids)
             self._bump(ns_json, entry)
         return deleted
 
@@ -188,7 +187,13 @@ class _Rows(_VectorIndexes):
         need: int,
         flt: Mapping[str, Any] | None,
         min_similarity: float = -1.0,
+        *,
+        by_similarity: bool = False,
     ) -> list[Recalled]:
+        """The best ``need`` memories by blended score (or by similarity), most relevant first.
+
+        FAISS gives ``max(ranking.candidates, 4 * need)`` candidates; without a filter only their
+        timestamps and importance are read to rank them, and the full rows only of those returned."""
         total = sum(
             (e.index.ntotal if (e := self._index_for(ns)) is not None and e.index is not None else 0) for ns in ns_list
         )
@@ -197,47 +202,85 @@ class _Rows(_VectorIndexes):
         n = max(self.ranking.candidates, 4 * need)
         now = self.clock()
         while True:
-            cands = self._candidates(ns_list, qvec, n)
-            sims = dict(cands)
-            rows: list[Any] = []
-            ids = [i for i, _ in cands]
-            for start in range(0, len(ids), 500):
-                chunk = ids[start : start + 500]
-                rows.extend(
-                    self._conn.execute(
-                        "SELECT ns, key, value, created_at, updated_at, id FROM items WHERE id IN "
-                        f"({','.join('?' * len(chunk))})",
-                        chunk,
-                    ).fetchall()
-                )
-            results: list[Recalled] = []
-            for row in rows:
-                sim = sims[row[5]]
-                if sim < min_similarity:
+            cands = [c for c in self._candidates(ns_list, qvec, n) if c[1] >= min_similarity]
+            if flt:
+                results = self._score(self._full_rows([i for i, _ in cands]), dict(cands), now, flt)
+                if len(results) < need and n < total:
+                    n *= 4
                     continue
-                item = self._row_to_item(row)
-                if item is None or not match_filter(item.value, flt):
-                    continue
-                imp = _importance(item.value)
-                age = now - row[4]
-                rec = self.ranking.recency(age)
-                score = self.ranking.score(sim, age, imp)
-                item.score = score
-                results.append(Recalled(item, sim, rec, imp, score))
-            if len(results) >= need or n >= total or not flt:
-                break
-            n *= 4
-        results.sort(key=lambda r: (-r.score, -r.similarity, r.item.key))
+                return self._order(results, by_similarity)[:need]
+            return self._best(cands, need, now, by_similarity)
+
+    @staticmethod
+    def _order(results: list[Recalled], by_similarity: bool) -> list[Recalled]:
+        if by_similarity:
+            return sorted(results, key=lambda r: (-r.similarity, r.item.key))
+        return sorted(results, key=lambda r: (-r.score, -r.similarity, r.item.key))
+
+    def _full_rows(self, ids: Sequence[int]) -> list[Any]:
+        rows: list[Any] = []
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            rows.extend(
+                self._conn.execute(
+                    "SELECT ns, key, value, created_at, updated_at, id FROM items WHERE id IN "
+                    f"({','.join('?' * len(chunk))})",
+                    chunk,
+                ).fetchall()
+            )
+        return rows
+
+    def _score(
+        self, rows: Sequence[Any], sims: Mapping[int, float], now: float, flt: Mapping[str, Any] | None
+    ) -> list[Recalled]:
+        results: list[Recalled] = []
+        for row in rows:
+            item = self._row_to_item(row)
+            if item is None or not match_filter(item.value, flt):
+                continue
+            imp = _importance(item.value)
+            age = now - row[4]
+            item.score = score = self.ranking.score(sims[row[5]], age, imp)
+            results.append(Recalled(item, sims[row[5]], self.ranking.recency(age), imp, score))
         return results
+
+    def _best(
+        self, cands: Sequence[tuple[int, float]], need: int, now: float, by_similarity: bool
+    ) -> list[Recalled]:
+        """Rank candidates on their light columns, then read the full rows of the best ``need``
+        (more when a row turns out damaged)."""
+        sims = dict(cands)
+        light = []
+        ids = list(sims)
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            light.extend(
+                self._conn.execute(
+                    "SELECT id, key, updated_at, iif(json_valid(value), json_extract(value, '$.importance'), NULL) "
+                    f"FROM items WHERE id IN ({','.join('?' * len(chunk))})",
+                    chunk,
+                ).fetchall()
+            )
+        if by_similarity:
+            light.sort(key=lambda r: (-sims[r[0]], r[1]))
+        else:
+            rank = self.ranking
+            scored = {r[0]: rank.score(sims[r[0]], now - r[2], _importance({"importance": r[3]})) for r in light}
+            light.sort(key=lambda r: (-scored[r[0]], -sims[r[0]], r[1]))
+        out: list[Recalled] = []
+        pos = 0
+        while len(out) < need and pos < len(light):
+            chunk = [r[0] for r in light[pos : pos + need - len(out)]]
+            pos += len(chunk)
+            rows = {r[5]: r for r in self._full_rows(chunk)}
+            out.extend(self._score([rows[i] for i in chunk if i in rows], sims, now, None))
+        return self._order(out, by_similarity)
 
     def _search(self, op: SearchOp, qvec: np.ndarray | None) -> list[SearchItem]:
         ns_list = self._namespaces_under(op.namespace_prefix)
         if qvec is not None:
             # Like LangGraph's stores: most similar first, the score is the cosine (recall blends).
-            ranked = sorted(
-                self._ranked(ns_list, qvec, op.offset + op.limit, op.filter),
-                key=lambda r: (-r.similarity, r.item.key),
-            )
+            ranked = self._ranked(ns_list, qvec, op.offset + op.limit, op.filter, by_similarity=True)
             for r in ranked:
                 r.item.score = r.similarity
             return [r.item for r in ranked[op.offset : op.offset + op.limit]]

@@ -7,13 +7,16 @@ Layout of a store folder (``$SMART_AGENT_HOME/memory`` by default)::
                                 (write version, current index file), meta, damaged
                                 (rows skipped as corrupt: see integrity.py)
     index/<ns-hash>-<version>.faiss
-                                one IndexIDMap2(IndexFlatIP) per namespace,
+                                one IndexIVFFlat per namespace (one list, exact, while
+                                small; trained lists from 20,000 vectors: ann.py),
                                 written with faiss.write_index
 
-SQLite is the source of truth; FAISS files are a derived cache that is rebuilt
-from the stored vectors whenever it is missing, stale (its version is not the
-namespace's current write version, e.g. another process wrote since) or
-unreadable. Nothing is ever unpickled, so a tampered folder cannot run code:
+SQLite is the source of truth; the FAISS indexes are a derived cache kept in memory
+and saved on close, every 1,000 writes of a namespace and after a rebuild or
+training, never per write. An index whose version is not the namespace's current
+write version (another process wrote since, or the file is some writes behind)
+catches up by row ids; a missing or unreadable file is rebuilt from the stored
+vectors (``index_cache.py``). Nothing is ever unpickled, so a tampered folder cannot run code:
 values are JSON, vectors are raw little-endian float32, indexes are parsed by
 FAISS's own binary reader.
 
@@ -22,8 +25,8 @@ semantic ``query``/``list_namespaces``), the store has the memory operations the
 agent uses: :meth:`FaissMemoryStore.remember` (write with consolidation and a
 capacity cap) and :meth:`FaissMemoryStore.recall` (blended ranking).
 
-Modules: ``vectors.py`` (embedding, FAISS indexes), ``rows.py`` (``batch`` and
-the SQLite reads/writes), ``ranking.py`` (``RankingConfig``, results),
+Modules: ``vectors.py`` (embedding, repair), ``index_cache.py`` and ``ann.py`` (FAISS
+indexes), ``rows.py`` (``batch`` and the SQLite reads/writes), ``ranking.py`` (``RankingConfig``, results),
 ``matching.py`` (namespaces, filters), ``integrity.py`` (foreign files, damaged rows).
 """
 
@@ -126,6 +129,8 @@ class FaissMemoryStore(_Rows, BaseStore):
             (``$SMART_AGENT_MEMORY_MAX_ITEMS`` or 10,000); ``0``/``None`` from the
             environment means the default.
         clock: time source (tests).
+        train_in_background: train a large namespace's IVF index in a thread (default) or in
+            the write that makes it large (tests).
 
     Thread-safe: every operation holds one lock; embedding runs outside it.
     Several processes may share a folder: SQLite serializes writers and each
@@ -145,6 +150,7 @@ class FaissMemoryStore(_Rows, BaseStore):
         dedupe_threshold: float = DEFAULT_DEDUPE_THRESHOLD,
         max_items_per_namespace: int | None = None,
         clock: Callable[[], float] = time.time,
+        train_in_background: bool = True,
     ) -> None:
         self.path = Path(path) if path is not None else default_memory_dir()
         self.path.mkdir(parents=True, exist_ok=True)
@@ -162,6 +168,9 @@ class FaissMemoryStore(_Rows, BaseStore):
         self._lock = threading.RLock()
         self._indexes: dict[str, _NsIndex] = {}
         self._dirty: set[str] = set()
+        self._training: dict[str, threading.Thread] = {}
+        self.train_in_background = train_in_background
+        self._db_path = self.path / DB_NAME
         self._model_checked = False
         self._closed = False
         # Refuses (MemoryUnavailable) a file that is not a memory database, leaving it as it was.
@@ -171,9 +180,12 @@ class FaissMemoryStore(_Rows, BaseStore):
     def close(self) -> None:
         with self._lock:
             if not self._closed:
-                self._closed = True
-                self._indexes.clear()
-                self._conn.close()
+                try:
+                    self.flush()  # the indexes' unsaved changes (SQLite has them all already)
+                finally:
+                    self._closed = True
+                    self._indexes.clear()
+                    self._conn.close()
 
     def __enter__(self) -> FaissMemoryStore:
         return self
@@ -258,7 +270,8 @@ class FaissMemoryStore(_Rows, BaseStore):
 
     def _prune(self, ns: tuple[str, ...], *, keep: str, now: float) -> list[str]:
         ns_json = _ns_json(ns)
-        count = self._conn.execute("SELECT COUNT(*) FROM items WHERE ns=?", (ns_json,)).fetchone()[0]
+        entry = self._index_for(ns_json)  # current with SQLite: its row count too
+        count = entry.rows if entry is not None else 0
         excess = count - self.max_items_per_namespace
         if excess <= 0:
             return []
@@ -325,10 +338,11 @@ class FaissMemoryStore(_Rows, BaseStore):
             ).fetchone()[0]
 
     def stats(self, namespace_prefix: Sequence[str] = ()) -> dict[str, Any]:
-        """Counts and sizes (never loads the embedding model)."""
+        """Counts and sizes (never loads the embedding model); the index files are saved first."""
         p = _ns_path(namespace_prefix)
         with self._lock:
             self._ensure_open()
+            self.flush()
             rows = self._conn.execute(
                 "SELECT i.ns, COUNT(*), SUM(i.vector IS NOT NULL), MIN(i.created_at), MAX(i.updated_at), "
                 "SUM(iif(json_valid(i.value), COALESCE(json_extract(i.value, '$.merges'), 0), 0)) FROM items i JOIN "
