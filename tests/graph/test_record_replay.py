@@ -67,6 +67,47 @@ async def test_streamed_run_replays_with_the_server_stopped(scripted_server, wor
     assert session.cassette.matches == [(1, "exact"), (2, "exact")] and session.misses == []
 
 
+async def test_streamed_conversation_replays_turn_by_turn(scripted_server, workspace, tmp_path, openai_env):
+    """Two streamed turns on one thread (what ``chat`` does): the second turn's request holds
+    the first turn, and both replay from the cassette with the server stopped."""
+
+    def model(req):
+        users = [m["content"] for m in req["messages"] if m["role"] == "user"]
+        return text(f"turn {len(users)}: you said {users[-1]}")
+
+    srv = scripted_server(responder=model)
+    openai_env(srv)
+    cassette = tmp_path / "chat"
+
+    async def conversation(thread):
+        graph = build_agent_graph(checkpointer=InMemorySaver())
+        context = Context(model="openai:scripted-model", workspace=str(workspace), memory=False)
+        turns = []
+        for line in ("I am Ada", "Who am I?"):
+            streamed = []
+            async for mode, chunk in graph.astream(
+                {"task": line}, config={"configurable": {"thread_id": thread}}, context=context,
+                stream_mode=["messages", "values"],
+            ):  # fmt: skip
+                if mode == "messages" and isinstance(chunk[0].content, str):
+                    streamed.append(chunk[0].content)
+                elif mode == "values":
+                    answer = chunk.get("answer")
+            turns.append((answer, "".join(streamed)))
+        return turns
+
+    async with recording(cassette):
+        recorded = await conversation("rec")
+    srv.stop()
+    assert [a for a, _ in recorded] == ["turn 1: you said I am Ada", "turn 2: you said Who am I?"]
+    assert all(answer in streamed for answer, streamed in recorded)
+    bodies = [json.loads(p.read_text())["request"]["body"] for p in sorted(cassette.glob("*.json"))]
+    assert [b["stream"] for b in bodies] == [True, True] and len(bodies[1]["messages"]) > len(bodies[0]["messages"])
+    async with replaying(cassette) as session:
+        assert await conversation("rep") == recorded
+    assert session.cassette.matches == [(1, "exact"), (2, "exact")]
+
+
 async def test_replay_miss_names_the_request_and_is_not_retried(scripted_server, workspace, tmp_path, openai_env):
     srv = scripted_server(responder=calculator_model)
     openai_env(srv)
