@@ -62,6 +62,18 @@ EXAMPLES = """examples:
   smart-agent demo                                    offline, against a bundled scripted model
 
 smart-agent COMMAND --help shows a command's options."""
+RUN_EXAMPLES = """examples:
+  smart-agent run "What is 37*43?"
+  smart-agent run "Summarise README.md" --model anthropic:claude-sonnet-4-5 --tools read_file
+  smart-agent run "Fetch both pages and compare them" --graph planner --json > result.json
+  smart-agent run "Review every module" --graph fleet --max-workers 2 --thread review
+  smart-agent run "Tidy the notes folder" --approve side-effects --workspace notes
+
+exit codes: 0 done, 1 the run failed, 2 bad input or configuration, 3 waiting for a person, 130 interrupted (Ctrl-C)"""
+CHAT_EXAMPLES = """examples:
+  smart-agent chat --thread work                 type a line per turn; /exit ends
+  printf 'I am Ada\\nWho am I?\\n' | smart-agent chat --thread ada --quiet
+  smart-agent threads show work                  read the conversation later"""
 
 
 def _version() -> str:
@@ -83,13 +95,23 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"smart-agent {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("run", help="run one task (Runner mode)")
+    p = sub.add_parser(
+        "run",
+        help="run one task (Runner mode)",
+        epilog=RUN_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("task", type=utf8_text("task"), help="the task, in plain language")
     add_context_args(p)
     add_cassette_args(p)
     p.set_defaults(handler=run.run_command)
 
-    p = sub.add_parser("chat", help="a conversation (Assistant mode): one stdin line per user turn")
+    p = sub.add_parser(
+        "chat",
+        help="a conversation (Assistant mode): one stdin line per user turn",
+        epilog=CHAT_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add_context_args(p)
     add_cassette_args(p)
     p.set_defaults(handler=run.chat_command)

@@ -110,3 +110,6 @@ def test_version_and_examples_in_help():
     assert exc.value.code == 0 and out.getvalue().strip() == f"smart-agent {version('smart-agent')}"
     text = build_parser().format_help()
     assert "examples:" in text and "smart-agent doctor" in text and "smart-agent threads list" in text
+    for command in ("run", "chat"):
+        sub_help = _sub(build_parser(), command).format_help()
+        assert "examples:" in sub_help and f"smart-agent {command} " in sub_help.split("examples:")[1]
