@@ -43,9 +43,12 @@ def report_error(args: argparse.Namespace, thread_id: str, summary: RunSummary, 
         print_json({**result_json({}, thread_id, summary), "error": {"type": type(exc).__name__, "message": str(exc)}})
 
 
-def report_outcome(args: argparse.Namespace, final: dict, thread_id: str, summary: RunSummary) -> int:
+def report_outcome(
+    args: argparse.Namespace, final: dict, thread_id: str, summary: RunSummary, *, answer_shown: bool = False
+) -> int:
     """Print a finished run (the answer and summary, or the --json object) and give its exit code:
-    0, 1 (failed planning), or 3 when the run stopped on an interrupt (cli/review.py)."""
+    0, 1 (failed planning), or 3 when the run stopped on an interrupt (cli/review.py).
+    ``answer_shown``: the answer streamed on the terminal already (cli/live.py), not printed again."""
     from .review import report_interrupted
 
     if final.get("__interrupt__"):  # nothing more runs until `smart-agent resume`
@@ -58,7 +61,8 @@ def report_outcome(args: argparse.Namespace, final: dict, thread_id: str, summar
         print(f"smart-agent: {first.strip().rstrip(':')} (details: --json)", file=sys.stderr)
         return EXIT_FAILURE
     if not args.json:
-        print(final.get("answer", ""))
+        if not answer_shown:
+            print(final.get("answer", ""))
         if not args.quiet:
             print(
                 f"\n(thread {thread_id} · {len(summary.tool_calls)} tool calls · {summary.usage['total_tokens']} "

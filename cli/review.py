@@ -57,11 +57,14 @@ async def run_until_paused(
     context: Any,
     on_event: Callable[[dict], None],
     ask: Callable[[list[Any]], Any] | None = None,
+    on_progress: Callable[[str, Any], None] | None = None,
 ) -> dict:
     """Stream a run (custom events to ``on_event``) to its end, and resume it with
     ``ask(interrupts)`` each time it pauses. With no ``ask``, or when it returns None, the
     run stops there: the final state then holds the pending interrupts under
-    ``"__interrupt__"``. (``run``, ``chat``, ``resume`` through ``run.run_once``; ``execute``.)"""
+    ``"__interrupt__"``. (``run``, ``chat``, ``resume`` through ``run.run_once``; ``execute``.)
+    ``on_progress`` also gets the ``messages`` (model tokens) and ``tasks`` (nodes starting and
+    ending) stream parts: a terminal's live display (cli/live.py)."""
     from langgraph.types import Command
 
     from .options import DURABILITY
@@ -72,11 +75,13 @@ async def run_until_paused(
             graph_input,
             config=config,
             context=context,
-            stream_mode=["custom", "values"],
+            stream_mode=["custom", "values", *(["messages", "tasks"] if on_progress else [])],
             durability=DURABILITY if graph.checkpointer else None,
         ):
             if mode == "custom" and isinstance(chunk, dict) and "event" in chunk:
                 on_event(chunk)
+            elif on_progress is not None and mode in ("messages", "tasks"):
+                on_progress(mode, chunk)
             elif mode == "values" and isinstance(chunk, dict):
                 final = chunk
         final = {k: v for k, v in final.items() if k != "__interrupt__"}

@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from .. import settings
 from .context_args import context_from_args, context_values
+from .live import Lines, make_display
 from .options import chat_line
 from .outcome import EXIT_FAILURE, EXIT_USAGE, print_json, report_error, report_outcome, result_json
-from .render import RunSummary, format_event, short
+from .render import RunSummary, short
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..context import BaseContext
@@ -33,6 +34,7 @@ async def run_once(
     on_event: Callable[[dict], None],
     ask: Callable[[list[Any]], Any] | None = None,
     metadata: dict[str, Any] | None = None,
+    on_progress: Callable[[str, Any], None] | None = None,
 ) -> dict:
     """Stream one run to its end. When it pauses on interrupts (human review, a question,
     the plan's approval), ``ask(interrupts)`` gives the resume value and the run goes on; with
@@ -47,19 +49,13 @@ async def run_once(
         config["metadata"] = metadata
     from .review import run_until_paused
 
-    return await run_until_paused(graph, graph_input, config=config, context=context, on_event=on_event, ask=ask)
+    return await run_until_paused(
+        graph, graph_input, config=config, context=context, on_event=on_event, ask=ask, on_progress=on_progress
+    )
 
 
 def _printer(stream: TextIO, quiet: bool, summary: RunSummary) -> Callable[[dict], None]:
-    def on_event(ev: dict) -> None:
-        summary.add(ev)
-        if quiet:
-            return
-        line = format_event(ev)
-        if line:
-            print(line, file=stream, flush=True)
-
-    return on_event
+    return Lines(stream, summary, quiet=quiet).on_event
 
 
 def _build(graph_name: str, checkpointer: Any, model: Any = None, store: Any = None, registry: Any = None,
@@ -124,7 +120,9 @@ async def run_and_report(
 
     summary = RunSummary()
     event_stream = sys.stderr if args.json else sys.stdout
-    on_event = _printer(event_stream, args.quiet or False, summary)
+    # on a terminal: the answer streams and a status line shows what runs (cli/live.py)
+    display = make_display(event_stream, summary, quiet=bool(args.quiet), as_json=args.json)
+    on_event = display.on_event
     try:
         async with (
             thread_lock(thread_id),  # one run at a time on a thread
@@ -142,13 +140,16 @@ async def run_and_report(
                 context=ctx,
                 thread_id=thread_id,
                 on_event=on_event,
-                ask=ask_terminal if on_terminal(args) else None,
+                ask=display.pausing(ask_terminal if on_terminal(args) else None),
                 metadata=metadata,
+                on_progress=display.on_progress if display.progress else None,
             )
     except Exception as exc:
+        display.close()
         report_error(args, thread_id, summary, exc)
         raise
-    return report_outcome(args, final, thread_id, summary)
+    display.close()
+    return report_outcome(args, final, thread_id, summary, answer_shown=display.answer_shown(final))
 
 
 async def chat_command(args: argparse.Namespace) -> int:

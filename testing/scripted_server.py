@@ -16,6 +16,10 @@ Optional keys on any entry:
 
 * ``delay_s`` – sleep this long before answering (simulated latency).
 * ``chunk_delay_s`` – sleep between streamed chunks.
+* ``pause_after`` – a streamed answer stops after this many words of its content (0: before
+  the first) until ``server.release_stream()`` (or ``pause_s`` seconds, default 60, pass):
+  ``server.stream_paused`` is set there and ``server.streamed_text`` holds what was sent so
+  far, so a test sees what a client shows before the rest exists.
 * ``finish_reason`` – override (default ``"tool_calls"`` / ``"stop"``).
 * ``usage`` – dict overriding the computed usage numbers.
 * ``headers`` – extra response headers.
@@ -257,6 +261,9 @@ class ScriptedOpenAIServer:
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._conns: set[socket.socket] = set()
+        self.stream_paused = threading.Event()  # a stream reached its pause_after
+        self._stream_release = threading.Event()
+        self.streamed_text = ""  # the content words streamed so far by the current stream
         self.cassette = Cassette(cassette) if cassette is not None else None
 
     # -- lifecycle --------------------------------------------------------- #
@@ -277,6 +284,7 @@ class ScriptedOpenAIServer:
         httpd, self._httpd = self._httpd, None
         if httpd is None:
             return
+        self._stream_release.set()  # a stream waiting at its pause ends now
         httpd.shutdown()
         httpd.server_close()
         with self._lock:
@@ -496,7 +504,7 @@ class ScriptedOpenAIServer:
             include_usage = bool((request.get("stream_options") or {}).get("include_usage"))
             self._stream(
                 h, cid, created, model, content, calls, finish, usage, include_usage,
-                float(entry.get("chunk_delay_s", 0.0) or 0.0), extra_headers,
+                float(entry.get("chunk_delay_s", 0.0) or 0.0), extra_headers, self._pause_point(entry),
             )
             return
 
@@ -525,6 +533,25 @@ class ScriptedOpenAIServer:
         c = math.ceil(len(completion) / 4)
         return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
 
+    def release_stream(self) -> None:
+        """Let a stream paused at its ``pause_after`` go on."""
+        self._stream_release.set()
+
+    def _pause_point(self, entry: Mapping[str, Any]) -> Callable[[int, str], None]:
+        """Called after each streamed word (its count, the text so far): records the text, and
+        at ``pause_after`` words waits for :meth:`release_stream` (at most ``pause_s``)."""
+        after = entry.get("pause_after")
+        limit = float(entry.get("pause_s", 60.0))
+        self.streamed_text = ""
+
+        def point(count: int, sent: str) -> None:
+            self.streamed_text = sent
+            if after is not None and count == int(after):
+                self.stream_paused.set()
+                self._stream_release.wait(limit)
+
+        return point
+
     @staticmethod
     def _stream(
         h: _Handler,
@@ -538,6 +565,7 @@ class ScriptedOpenAIServer:
         include_usage: bool,
         chunk_delay: float,
         extra_headers: Mapping[str, str],
+        pause_point: Callable[[int, str], None] = lambda _n, _text: None,
     ) -> None:
         h.send_response(200)
         h.send_header("Content-Type", "text/event-stream")
@@ -568,8 +596,12 @@ class ScriptedOpenAIServer:
                 time.sleep(chunk_delay)
 
         chunk({"role": "assistant", "content": "", "refusal": None})
-        for piece in _WORDS.findall(content):
+        sent = ""
+        pause_point(0, sent)  # (pause_after 0: the stream is open, no word sent yet)
+        for count, piece in enumerate(_WORDS.findall(content), 1):
             chunk({"content": piece})
+            sent += piece
+            pause_point(count, sent)
         for k, c in enumerate(calls):
             fn = c["function"]
             chunk(
