@@ -84,3 +84,15 @@ def test_model_error_is_short_and_points_to_doctor(workspace):
     assert len(lines) <= 2, res.stderr
     assert "OPENAI_API_KEY" in res.stderr and "smart-agent doctor" in res.stderr
     assert "LM Studio" not in res.stderr  # the set-up paragraph lives behind `doctor`
+
+
+def test_doctor_database_on_postgres(scripted_server, pg_url, tmp_path):
+    srv = scripted_server()
+    res = run_cli(["doctor", "--json", "--db", pg_url], env=cli_env(srv))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert _checks(res.stdout)["database"] == {"name": "database", "ok": True, "detail": "Postgres answers", "fix": ""}
+    down = f"postgresql://postgres:@/postgres?host={tmp_path}"  # no server has its socket there
+    res = run_cli(["doctor", "--json", "--db", down], env=cli_env(srv))
+    assert res.returncode == 1
+    database = _checks(res.stdout)["database"]
+    assert not database["ok"] and "SMART_AGENT_DB" in database["fix"]
