@@ -85,6 +85,15 @@ def _version() -> str:
         return "unknown"
 
 
+class _VersionAction(argparse.Action):
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="show the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
+        print(f"smart-agent {_version()}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="smart-agent",
@@ -92,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"smart-agent {_version()}")
+    parser.add_argument("--version", action=_VersionAction)  # looked up only when asked (package metadata scan)
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser(

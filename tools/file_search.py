@@ -15,14 +15,17 @@ import os
 import re
 import time
 from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING
 
-import regex
 from langchain.tools import ToolRuntime
 from langchain_core.tools import tool
 from pydantic import BaseModel, Field
 
 from .guards import ToolError, context_value, workspace_of
 from .safe_walk import MAX_DEPTH, WalkLimits, open_entry, walk
+
+if TYPE_CHECKING:
+    import regex
 
 __all__ = ["GlobArgs", "GlobMatcher", "GrepArgs", "glob_files", "grep_files", "parse_glob"]
 
@@ -186,6 +189,8 @@ class GrepArgs(BaseModel):
 
 
 def _compile(pattern: str, ignore_case: bool) -> regex.Pattern[str]:
+    import regex  # on the first grep, not at start-up (~15 ms)
+
     if not isinstance(pattern, str) or not pattern:
         raise ToolError("Empty pattern: give a regular expression such as 'TODO|FIXME'.")
     if len(pattern) > MAX_PATTERN_CHARS:
