@@ -136,7 +136,10 @@ class CassetteSession:
 
 
 def miss_from_error(exc: BaseException) -> ReplayMiss | None:
-    """The ReplayMiss a client error stands for (an HTTP response of a replay miss), if any."""
+    """The ReplayMiss a client error stands for (an HTTP response of a replay miss; or the
+    ReplayMiss itself), if any."""
+    if isinstance(exc, ReplayMiss):
+        return exc
     response = getattr(exc, "response", None)
     headers = getattr(response, "headers", None)
     if headers is None or headers.get(MISS_HEADER) != "miss":

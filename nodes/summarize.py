@@ -30,6 +30,7 @@ from langchain_core.messages import BaseMessage, RemoveMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.runtime import Runtime
 
+from ..cassette import ReplayMiss
 from ..context import AgentContext
 from ..events import emit
 from ..history.budget import ContextBudget, apply_update
@@ -78,6 +79,8 @@ async def write_summary(
             llm, task, compacted, usable, budget.counter, s_tokens, spec=spec, fallbacks=fallbacks
         )
         return summary, "model", None
+    except ReplayMiss:  # --replay: the cassette does not hold this summary request; a digest would hide it
+        raise
     except Exception as exc:  # never lose history to a failed (or timed-out) summary call
         return body, "fallback_digest", f"{type(exc).__name__}: {exc}"[:300]
 

@@ -228,3 +228,33 @@ def test_miss_from_error_reads_the_miss_response():
     assert isinstance(miss, ReplayMiss) and str(miss) == "replay: no recorded x"
     assert miss_from_error(ClientError(Response({}, {"error": {"message": "bad request"}}))) is None
     assert miss_from_error(ValueError("no response")) is None
+    assert miss_from_error(miss) is miss
+
+
+async def test_a_summary_request_the_cassette_lacks_fails_the_run_instead_of_a_digest():
+    """A failed summary call falls back to a digest, but a replay miss is not hidden: the run
+    fails naming the summary request (nodes/summarize.py)."""
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    from smart_agent.context import AgentContext
+    from smart_agent.history.budget import ContextBudget
+    from smart_agent.nodes.summarize import write_summary
+    from smart_agent.testing.fake_models import ScriptedChatModel
+
+    def missing(_messages):
+        raise ReplayMiss("replay: no recorded response for the summary")
+
+    def failing(_messages):
+        raise RuntimeError("summary backend down")
+
+    call = {"name": "read_file", "args": {"path": "a.txt"}, "id": "c1"}
+    compacted = [
+        HumanMessage("Read a.txt"), AIMessage("", tool_calls=[call]), ToolMessage("x " * 3000, tool_call_id="c1"),
+    ]  # fmt: skip
+    budget = ContextBudget(lambda ctx, state: [])
+    ctx = AgentContext(model="openai:m", memory=False)
+    body, strategy, error = await write_summary(compacted, "Read a.txt", ctx, budget, 200, ScriptedChatModel(
+        responses=[failing]))
+    assert strategy == "fallback_digest" and "summary backend down" in error  # an ordinary failure: the digest
+    with pytest.raises(ReplayMiss, match="the summary"):
+        await write_summary(compacted, "Read a.txt", ctx, budget, 200, ScriptedChatModel(responses=[missing]))
