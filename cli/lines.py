@@ -210,10 +210,10 @@ def _step_result(ev: dict) -> str:
         return f"  ⤼ {ev.get('step')}{tool} skipped: {short(ev.get('error') or '', 120)}"
     attempts = int(_num(ev.get("attempts")))
     tries = f" after {attempts} attempts" if attempts > 1 else ""
-    ms = _num(ev.get("duration_s")) * 1000
+    took = f" {_num(ev.get('duration_s')) * 1000:.0f} ms" if "duration_s" in ev else ""
     detail = ev.get("preview") if ev.get("ok") else ev.get("error")
     mark = "✓" if ev.get("ok") else "✗"
-    return f"  {mark} {ev.get('step')}{tool} {status}{tries} {ms:.0f} ms: {short(detail or '', 120)}"
+    return f"  {mark} {ev.get('step')}{tool} {status}{tries}{took}: {short(detail or '', 120)}"
 
 
 # -- agents ------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ def format_event(ev: dict) -> str | None:
     agent = ev.get("agent")
     if line is None or not agent or ev.get("event") == "sub_agent":
         return line
-    return "\n".join(f"  [{agent}] {part.lstrip()}" for part in line.splitlines())
+    return "\n".join(f"  [{agent}] {part[2:] if part.startswith('  ') else part}" for part in line.splitlines())
 
 
 class RunSummary:

@@ -123,6 +123,8 @@ def test_step_states():
     ok = {"event": "step_result", "step": "s1", "tool": "read_file", "status": "ok", "ok": True, "attempts": 1,
           "duration_s": 0.012, "preview": "hello"}
     assert format_event(ok) == "  ✓ s1 read_file ok 12 ms: hello"
+    dual = {"event": "step_result", "step": "a1", "ok": True, "status": "ok", "preview": "4"}  # no duration sent
+    assert format_event(dual) == "  ✓ a1 ok: 4"
     failed = {**ok, "status": "failed", "ok": False, "attempts": 3, "error": "timeout", "preview": None}
     assert format_event(failed) == "  ✗ s1 read_file failed after 3 attempts 12 ms: timeout"
     skipped = {"event": "step_result", "step": "s2", "tool": "calculator", "status": "skipped", "ok": False,
@@ -143,6 +145,7 @@ def test_model_calls_of_every_graph_are_named():
 def test_workers_and_sub_agents_carry_their_name_on_every_line():
     fleet_plan = format_event({"event": "plan", "agent": "w1", "valid": True, "plan": PLAN})
     assert all(row.startswith("  [w1] ") for row in fleet_plan.splitlines())
+    assert '  [w1]     s1: read_file({"path": "notes.txt"})' in fleet_plan.splitlines()  # its indentation kept
     assert format_event({"event": "tool_call", "agent": "w2", "name": "calculator", "args": {"expression": "1"}}) == (
         "  [w2] → calculator(expression=1)"
     )
