@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Generic, Protocol, TypeVar
 
 from langchain_core.messages import BaseMessage, convert_to_openai_messages
 from langchain_core.tools import BaseTool
@@ -52,9 +53,44 @@ class TokenCounter(Protocol):
     def __call__(self, messages: Sequence[BaseMessage], tools: Sequence[dict] | None = None) -> int: ...
 
 
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class IdentityCache(Generic[K, V]):
+    """Values computed from objects, found again by the object's identity: the object is
+    kept with its value (so its ``id`` cannot be reused by another object meanwhile), and
+    the oldest entries go beyond ``size``. For objects nobody changes in place - the
+    messages of a thread's state, the tools of a registry."""
+
+    def __init__(self, compute: Callable[[K], V], size: int = 8192) -> None:
+        self.compute = compute
+        self.size = size
+        self.misses = 0
+        self._data: dict[int, tuple[K, V]] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, obj: K) -> V:
+        hit = self._data.get(id(obj))
+        if hit is not None and hit[0] is obj:
+            return hit[1]
+        value = self.compute(obj)
+        with self._lock:
+            self.misses += 1
+            while len(self._data) >= self.size:
+                self._data.pop(next(iter(self._data)))
+            self._data[id(obj)] = (obj, value)
+        return value
+
+
+# One conversion per tool object (a registry's tools are the same objects every turn).
+_tool_schema: IdentityCache[BaseTool, dict] = IdentityCache(convert_to_openai_tool, 2048)
+
+
 def tool_schemas(tools: Sequence[BaseTool | dict] | None) -> list[dict]:
-    """Tools as the JSON function schemas a chat-completions request carries."""
-    return [t if isinstance(t, dict) else convert_to_openai_tool(t) for t in tools or []]
+    """Tools as the JSON function schemas a chat-completions request carries (converted
+    once per tool object: the dicts are shared, do not change them)."""
+    return [t if isinstance(t, dict) else _tool_schema(t) for t in tools or []]
 
 
 def request_json(messages: Sequence[BaseMessage], tools: Sequence[BaseTool | dict] | None = None) -> str:
@@ -66,9 +102,82 @@ def request_json(messages: Sequence[BaseMessage], tools: Sequence[BaseTool | dic
     return json.dumps(body, default=str)
 
 
+def _json_parts(items: list[Any]) -> tuple[int, int]:
+    """``(characters, count)`` of ``items`` as elements of a JSON list."""
+    return sum(len(json.dumps(item, default=str)) for item in items), len(items)
+
+
+# Per message: its chat-completions form as JSON elements (one message may become several).
+_message_json: IdentityCache[BaseMessage, tuple[int, int]] = IdentityCache(
+    lambda m: _json_parts(convert_to_openai_messages([m])), 16384
+)
+_schema_json: IdentityCache[dict, tuple[int, int]] = IdentityCache(lambda s: _json_parts([s]), 2048)
+_EMPTY_BODY = len(json.dumps({"messages": []}))
+_TOOLS_KEY = len(json.dumps({"messages": [], "tools": []})) - _EMPTY_BODY
+
+
+def _cached(cache: IdentityCache[K, V], objs: Sequence[K]) -> Iterator[V]:
+    """``cache(obj)`` for each of ``objs`` (the lookup inlined: a turn looks up every message)."""
+    data = cache._data
+    for obj in objs:
+        hit = data.get(id(obj))
+        yield hit[1] if hit is not None and hit[0] is obj else cache(obj)
+
+
+def _sum_parts(parts: Iterator[tuple[int, int]], chars: int = 0, count: int = 0) -> tuple[int, int]:
+    for size, n in parts:
+        chars, count = chars + size, count + n
+    return chars, count
+
+
+class _Runs:
+    """JSON sizes of runs of messages measured before, by the messages' identities. A
+    conversation grows at its end, so the next request's messages start with a run measured
+    for the previous one: only the messages after it are looked up."""
+
+    def __init__(self, size: int = 32) -> None:
+        self.size = size
+        self._runs: list[tuple[tuple[int, ...], list[BaseMessage], int, int]] = []
+        self._lock = threading.Lock()
+
+    def measure(self, messages: Sequence[BaseMessage]) -> tuple[int, int]:
+        """``(characters, elements)`` of the messages' chat-completions JSON elements."""
+        ids = tuple(map(id, messages))
+        best: tuple[tuple[int, ...], list[BaseMessage], int, int] | None = None
+        for run in self._runs:
+            k = len(run[0])
+            if k <= len(ids) and (best is None or k > len(best[0])) and ids[:k] == run[0]:
+                best = run
+        start, chars, count = (len(best[0]), best[2], best[3]) if best is not None else (0, 0, 0)
+        chars, count = _sum_parts(_cached(_message_json, messages[start:]), chars, count)
+        with self._lock:  # (the run keeps its messages: no other object can take one of their ids)
+            if best is not None and best in self._runs:
+                self._runs.remove(best)  # a longer run replaces the one it starts with
+            elif len(self._runs) >= self.size:
+                del self._runs[0]
+            self._runs.append((ids, list(messages), chars, count))
+        return chars, count
+
+
+_message_runs = _Runs()
+
+
+def request_json_chars(messages: Sequence[BaseMessage], tools: Sequence[BaseTool | dict] | None = None) -> int:
+    """``len(request_json(messages, tools))``, from each message's and each tool's JSON length,
+    computed once per object: a turn measures only the messages that are new since the last one.
+    (The first message, a system prompt built for each request, is measured apart.)"""
+    chars, count = _sum_parts(_cached(_message_json, messages[:1]))
+    if len(messages) > 1:
+        more, n = _message_runs.measure(messages[1:])
+        chars, count = chars + more, count + n
+    schemas, tools_n = _sum_parts(_cached(_schema_json, tool_schemas(tools)))
+    size = _EMPTY_BODY + chars + 2 * max(0, count - 1)  # ", " between a list's elements
+    return size + (_TOOLS_KEY + schemas + 2 * (tools_n - 1) if tools_n else 0)
+
+
 def approx_counter(messages: Sequence[BaseMessage], tools: Sequence[dict] | None = None) -> int:
     """The default counter: characters of the serialized request / 4, rounded up."""
-    return math.ceil(len(request_json(messages, tools)) / CHARS_PER_TOKEN)
+    return math.ceil(request_json_chars(messages, tools) / CHARS_PER_TOKEN)
 
 
 def text_counter(count_text: Callable[[str], int]) -> TokenCounter:

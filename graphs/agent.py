@@ -34,6 +34,7 @@ from ..nodes.memory import memory_recall, memory_write
 from ..nodes.reasoning import make_two_phase_node
 from ..nodes.resolver import make_resolver
 from ..nodes.routes import (
+    inline,
     measured,
     reviewed,
     route_after_agent,
@@ -143,28 +144,32 @@ def build_agent_graph(
     builder.add_edge(START, "resolver")
     builder.add_edge("resolver", "memory_recall")
     # The budget routes measure the next request where they decide (state + the run's context).
-    builder.add_conditional_edges("memory_recall", measured(route_before_agent, budget), ["summarize", "agent"])
+    builder.add_conditional_edges(
+        "memory_recall", inline(measured(route_before_agent, budget)), ["summarize", "agent"]
+    )
     builder.add_edge("summarize", "agent")
     # Calls that wait for a person (approval, ask_user) pass the human node on their way to tools.
     builder.add_conditional_edges(
         "agent",
-        reviewed(route_after_agent, human_check),
+        inline(reviewed(route_after_agent, human_check)),
         {"human": "human", "tools": "tools", "structuredOutput": "structuredOutput", END: "memory_write"},
     )
     builder.add_edge("human", "tools")
     builder.add_conditional_edges(
         "structuredOutput",
-        measured(route_after_structured_output, budget),
+        inline(measured(route_after_structured_output, budget)),
         {"summarize": "summarize", "agent": "agent", END: "memory_write"},
     )
     builder.add_edge("memory_write", END)
     builder.add_node("handoff", handoff_node)
     builder.add_conditional_edges(
-        "handoff", measured(route_after_handoff, budget), ["toolLimitFinalize", "summarize", "agent"]
+        "handoff", inline(measured(route_after_handoff, budget)), ["toolLimitFinalize", "summarize", "agent"]
     )
     after_tools = ["handoff", "toolLimitFinalize", "summarize", "agent"]
-    builder.add_conditional_edges("tools", measured(route_after_tools, budget), after_tools)
-    builder.add_conditional_edges("toolLimitFinalize", measured(route_before_agent, budget), ["summarize", "agent"])
+    builder.add_conditional_edges("tools", inline(measured(route_after_tools, budget)), after_tools)
+    builder.add_conditional_edges(
+        "toolLimitFinalize", inline(measured(route_before_agent, budget)), ["summarize", "agent"]
+    )
     compiled = builder.compile(checkpointer=checkpointer, store=store, name=name)
     return compiled.with_config(recursion_limit=DEFAULT_RECURSION_LIMIT)
 

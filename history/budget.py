@@ -34,6 +34,8 @@ from ..tokens import (
 from .groups import drop_old_units, drop_orphan_results
 from .shrink import archive_tool_outputs, shrink_texts
 
+SIZES_KEPT = 64  # requests whose size a budget remembers (runs of one graph at once, each a few)
+
 # The tools the agent node offers on a turn: (the run's context, state) -> tools
 # (nodes/agent.py offered_tools).
 OfferedTools = Callable[[Any, dict[str, Any]], Sequence[BaseTool]]
@@ -85,6 +87,26 @@ class ContextBudget:
         self.counter: TokenCounter = resolve_counter(token_counter)
         self.output_model = output_schema if isinstance(output_schema, type) else None
         self.default_schema = schema_of(output_schema)
+        self._sizes: dict[tuple, tuple[int, list[Any]]] = {}
+
+    def count(self, request: Sequence[BaseMessage], tools: Sequence[BaseTool]) -> int:
+        """``count_request`` of a request, measured once: the route that decides on the next
+        turn and the agent node's guard measure the same request (the same system prompt,
+        message and tool objects), so the second asks the counter again for nothing."""
+        head = request[0] if request else None
+        system = head.content if isinstance(head, SystemMessage) and isinstance(head.content, str) else None
+        if system is None:
+            return count_request(self.counter, request, tools)
+        key = (system, tuple(map(id, request[1:])), tuple(map(id, tools)))
+        hit = self._sizes.get(key)
+        if hit is not None:
+            return hit[0]
+        tokens = count_request(self.counter, request, tools)
+        if len(self._sizes) >= SIZES_KEPT:
+            self._sizes.pop(next(iter(self._sizes)), None)
+        # The objects are kept with their ids, so no other object can take an id of the key.
+        self._sizes[key] = (tokens, [*request[1:], *tools])
+        return tokens
 
     # -- the request ------------------------------------------------------
     def assemble(self, ctx: BudgetSettings, state: Mapping[str, Any]) -> tuple[str, list[BaseTool]]:
@@ -100,7 +122,7 @@ class ContextBudget:
     def request_tokens(self, ctx: BudgetSettings, state: Mapping[str, Any]) -> int:
         """Tokens of the next request: system prompt + messages + tool schemas."""
         system, tools = self.assemble(ctx, state)
-        return count_request(self.counter, [SystemMessage(content=system), *(state.get("messages") or [])], tools)
+        return self.count([SystemMessage(content=system), *(state.get("messages") or [])], tools)
 
     # -- hooks of the loop's nodes -----------------------------------------
     def on_run_start(self, state: Mapping[str, Any], update: Mapping[str, Any], ctx: BudgetSettings) -> dict[str, Any]:
@@ -136,7 +158,7 @@ class ContextBudget:
         """The request, cut deterministically if it is over budget (pairs never split)."""
         usable = usable_tokens(ctx.context_token_limit)
         request = [request[0], *drop_orphan_results(request[1:])]
-        before = count_request(self.counter, request, tools)
+        before = self.count(request, tools)
         if before <= usable:
             return request
         fixed = count_request(self.counter, request[:1], tools)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from ..messages import pending_tool_calls
 from ..tokens import TokenCounter, count_messages
@@ -60,7 +60,8 @@ def pairing_problems(messages: Sequence[BaseMessage]) -> list[str]:
 
 
 def drop_orphan_results(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """Remove tool results whose AI tool call is not right before them (never sendable)."""
+    """Remove tool results whose AI tool call is not right before them (never sendable).
+    (Every agent turn checks the whole conversation: one pass, no copies of the calls.)"""
     out: list[BaseMessage] = []
     open_ids: set[str | None] = set()
     for m in messages:
@@ -68,7 +69,11 @@ def drop_orphan_results(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
             if m.tool_call_id in open_ids:
                 out.append(m)
             continue
-        open_ids = {c.get("id") for c in pending_tool_calls(m)}
+        if isinstance(m, AIMessage):
+            open_ids = {c.get("id") for c in m.tool_calls or ()}
+            open_ids.update(c.get("id") for c in m.invalid_tool_calls or ())
+        elif open_ids:
+            open_ids = set()
         out.append(m)
     return out
 

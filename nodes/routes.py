@@ -19,6 +19,7 @@ from langgraph._internal._constants import (  # where langgraph.runtime finds it
     CONF,
     CONFIG_KEY_RUNTIME,
 )
+from langgraph._internal._runnable import RunnableCallable  # (what create_agent wraps its edges in)
 
 from ..context import AgentContext
 from ..history.budget import BudgetSettings, RequestMeter
@@ -202,3 +203,10 @@ def measured(
     edge.__name__ = route.__name__
     edge.__doc__ = route.__doc__
     return edge
+
+
+def inline(edge: Callable[[dict[str, Any], RunnableConfig], Route]) -> RunnableCallable:
+    """``edge`` as a graph's conditional edge that runs on the event loop: LangGraph runs a
+    plain function in a worker thread of the default executor under ``ainvoke``/``astream``,
+    two thread hand-offs per agent turn for decisions that take microseconds."""
+    return RunnableCallable(edge, name=edge.__name__, trace=False)

@@ -1,0 +1,173 @@
+"""Benchmark: per-step overhead of the agent loop against LangChain's ``create_agent``.
+
+    python benchmarks/step_overhead.py [--turns 20,100] [--repeat 5] [--tool sync|async]
+
+One in-process scripted chat model (``testing/fake_models.py``, no HTTP, answers at once)
+calls one tool per turn for T turns and then answers; the tool returns 200 characters at
+once. So a run's wall time is the framework's own work: building each request, calling
+the model object, running the tool call, routing, the state updates. Three runs of the
+same script with the same single tool:
+
+* ``create_agent`` - ``langchain.agents.create_agent(model, tools=[tool])``, the baseline;
+* ``memory off`` - ``build_agent_graph`` offering only that tool, ``memory=False``;
+* ``memory on`` - the same with the run's defaults (long-term memory on, the embedded FAISS
+  store in a fresh ``SMART_AGENT_HOME``, the local embedding model loaded before timing).
+
+No checkpointer on either side. Every round runs the three once, in turn (interleaved), in
+one process, after one untimed warm-up run each; a step is one model call (T + 1 per run).
+The ratio is the median ms/step of a graph over create_agent's median. ``rows()`` returns
+the table rows for ``benchmarks/run_all.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results" / "step_overhead.json"
+MODES = ("create_agent", "memory off", "memory on")
+OUTPUT = "x" * 200
+
+
+def make_tool(kind: str = "sync") -> Any:
+    """The one tool every run offers: ``lookup(n)`` returning 200 characters."""
+    from langchain_core.tools import StructuredTool
+
+    def lookup(n: int) -> str:
+        """Look up item n."""
+        return f"item {n}: {OUTPUT}"
+
+    async def alookup(n: int) -> str:
+        """Look up item n."""
+        return f"item {n}: {OUTPUT}"
+
+    if kind == "async":
+        return StructuredTool.from_function(coroutine=alookup, name="lookup", description="Look up item n.")
+    return StructuredTool.from_function(func=lookup, name="lookup", description="Look up item n.")
+
+
+def script(turns: int) -> list[Any]:
+    """T turns that each call ``lookup`` (different arguments: no loop detection), then an answer."""
+    from langchain_core.messages import AIMessage
+
+    calls = [AIMessage("", tool_calls=[{"name": "lookup", "args": {"n": i}, "id": f"c{i}"}]) for i in range(turns)]
+    return [*calls, f"Looked up {turns} items."]
+
+
+def runner(mode: str, turns: int, tool: Any) -> Callable[[], Any]:
+    """A coroutine function running ``mode`` once on a fresh model and graph (built outside the timing)."""
+    from smart_agent.testing.fake_models import ScriptedChatModel
+
+    model = ScriptedChatModel(responses=script(turns))
+    if mode == "create_agent":
+        from langchain.agents import create_agent
+
+        agent = create_agent(model, tools=[tool])
+        return lambda: agent.ainvoke({"messages": [{"role": "user", "content": "Look the items up."}]})
+    from smart_agent.context import Context
+    from smart_agent.graphs.agent import build_agent_graph
+    from smart_agent.tools.registry import ToolMeta, ToolRegistry
+
+    registry = ToolRegistry()
+    registry.register(tool, ToolMeta(source="user"))
+    graph = build_agent_graph(model=model, registry=registry)
+    ctx = Context(memory=mode == "memory on", max_tool_calls=turns + 1)
+    return lambda: graph.ainvoke({"task": "Look the items up."}, context=ctx)
+
+
+async def timed(mode: str, turns: int, tool: Any) -> tuple[float, float]:
+    """Wall and CPU seconds of one run (the graph and model are built before the clocks start)."""
+    run = runner(mode, turns, tool)
+    gc.collect()
+    start, cpu = time.perf_counter(), time.process_time()
+    result = await run()
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
+    messages = result.get("messages") or []
+    if len(messages) < 2 * turns + 2:  # the task, T calls and T results, the answer
+        raise RuntimeError(f"{mode}: the run ended early ({len(messages)} messages)")
+    return elapsed, cpu
+
+
+async def measure(turns: int, repeat: int, tool_kind: str, modes: Sequence[str] = MODES) -> list[dict[str, Any]]:
+    tool = make_tool(tool_kind)
+    for mode in modes:  # warm-up: imports, the embedding model, the memory store
+        await timed(mode, turns, tool)
+    wall: dict[str, list[float]] = {m: [] for m in modes}
+    cpu: dict[str, list[float]] = {m: [] for m in modes}
+    for _ in range(repeat):
+        for mode in modes:
+            w, c = await timed(mode, turns, tool)
+            wall[mode].append(w)
+            cpu[mode].append(c)
+    steps = turns + 1
+
+    def per_step(samples: list[float]) -> float:
+        return statistics.median(samples) / steps * 1000
+
+    out = []
+    for mode in modes:
+        ms, cpu_ms = per_step(wall[mode]), per_step(cpu[mode])
+        out.append({
+            "turns": turns,
+            "mode": mode,
+            "ms_per_step": round(ms, 3),
+            "ratio": round(ms / per_step(wall["create_agent"]), 2),
+            "cpu_ms_per_step": round(cpu_ms, 3),
+            "cpu_ratio": round(cpu_ms / per_step(cpu["create_agent"]), 2),
+            "runs_ms": [round(s * 1000, 1) for s in wall[mode]],
+        })
+    return out
+
+
+def rows(
+    turns: Sequence[int] = (20, 100), repeat: int = 5, tool: str = "sync", modes: Sequence[str] = MODES
+) -> list[dict[str, Any]]:
+    """The benchmark's rows (``turns``, ``mode``, ``ms_per_step``, ``ratio`` to create_agent)."""
+    os.environ.setdefault("SMART_AGENT_HOME", tempfile.mkdtemp(prefix="smart-agent-bench-"))
+    os.environ.setdefault("LANGSMITH_TRACING", "false")
+    result: list[dict[str, Any]] = []
+    for t in turns:
+        result += asyncio.run(measure(t, repeat, tool, modes))
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--turns", default="20,100", help="comma list of tool turns per run")
+    p.add_argument("--repeat", type=int, default=5, help="interleaved rounds (median)")
+    p.add_argument("--tool", choices=("sync", "async"), default="sync", help="the tool's kind (default: sync)")
+    p.add_argument("--modes", default=",".join(MODES), help="comma list of runs (create_agent always included)")
+    p.add_argument("--out", default=str(RESULTS))
+    args = p.parse_args(argv)
+    turns = [int(t) for t in args.turns.split(",") if t.strip()]
+    modes = ["create_agent", *(m for m in args.modes.split(",") if m in MODES and m != "create_agent")]
+    table = rows(turns, args.repeat, args.tool, modes)
+    command = f"python benchmarks/step_overhead.py --turns {args.turns} --repeat {args.repeat} --tool {args.tool}"
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"rows": table, "reproduce": command, "python": sys.version.split()[0]}, indent=2) + "\n")
+    print(f"## Per-step overhead ({args.tool} tool, median of {args.repeat})\n")
+    print("| turns | run | ms / step | ÷ create_agent | CPU ms / step | ÷ create_agent |")
+    print("| ---: | --- | ---: | ---: | ---: | ---: |")
+    for r in table:
+        print(
+            f"| {r['turns']} | {r['mode']} | {r['ms_per_step']:.2f} | {r['ratio']:.2f} | "
+            f"{r['cpu_ms_per_step']:.2f} | {r['cpu_ratio']:.2f} |"
+        )
+    print(f"\nreproduce: {command}\nsaved: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

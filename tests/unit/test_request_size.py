@@ -1,0 +1,139 @@
+"""The agent loop's per-step work: request sizes measured from per-message sizes (equal to a
+full serialization), one measurement per model turn, routes run on the event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from concurrent.futures import ThreadPoolExecutor
+
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.tools import StructuredTool
+
+from smart_agent.context import Context
+from smart_agent.graphs.agent import build_agent_graph
+from smart_agent.history.budget import ContextBudget
+from smart_agent.history.groups import drop_orphan_results
+from smart_agent.testing.fake_models import ScriptedChatModel
+from smart_agent.tokens import approx_counter, request_json, request_json_chars, tool_schemas
+from smart_agent.tools.registry import ToolMeta, ToolRegistry
+
+
+async def _lookup(n: int) -> str:
+    """Look up item n."""
+    return f"item {n}"
+
+
+def lookup_tool() -> StructuredTool:
+    return StructuredTool.from_function(coroutine=_lookup, name="lookup", description="Look up item n.")
+
+
+def conversation_pieces() -> list:
+    call = {"name": "lookup", "args": {"n": 1, "note": "é ☃"}, "id": "c1"}
+    return [
+        SystemMessage("You are helpful. ünïcode"),
+        HumanMessage("Find item 1 \u2603"),
+        AIMessage("", tool_calls=[call]),
+        ToolMessage("item 1: " + "x" * 300, tool_call_id="c1", name="lookup"),
+        AIMessage([{"type": "text", "text": "Done."}]),
+        HumanMessage([{"type": "text", "text": "and this"}, {"type": "image_url", "image_url": {"url": "data:x"}}]),
+        AIMessage("", invalid_tool_calls=[{"name": "lookup", "args": "{bad", "id": "c2", "error": "json"}]),
+        ToolMessage("error", tool_call_id="c2", name="lookup", status="error"),
+    ]
+
+
+def test_request_size_from_cached_parts_equals_the_serialized_request():
+    pieces, tool = conversation_pieces(), lookup_tool()
+    rnd = random.Random(7)
+    for i in range(400):  # growing prefixes (what a conversation does) and arbitrary subsets
+        messages = pieces[: rnd.randint(0, len(pieces))] if i % 2 else rnd.sample(pieces, rnd.randint(0, len(pieces)))
+        tools = rnd.choice([[tool], None, [], tool_schemas([tool])])
+        assert request_json_chars(messages, tools) == len(request_json(messages, tools))
+
+
+def test_a_message_replaced_by_a_changed_copy_is_measured_again():
+    ai = AIMessage("", tool_calls=[{"name": "lookup", "args": {"n": 1}, "id": "c1"}], id="m1")
+    before = request_json_chars([HumanMessage("q"), ai])
+    shrunk = ai.model_copy(update={"tool_calls": [{"name": "lookup", "args": {"n": 1234567}, "id": "c1"}]})
+    assert request_json_chars([HumanMessage("q"), shrunk]) == len(request_json([HumanMessage("q"), shrunk])) > before
+
+
+def test_tool_schemas_are_converted_once_per_tool():
+    tool = lookup_tool()
+    first, again = tool_schemas([tool]), tool_schemas([tool])
+    assert first[0] is again[0] and first[0]["function"]["name"] == "lookup"
+
+
+def test_the_budget_measures_one_request_once():
+    calls = []
+
+    def counter(messages, tools=None):
+        calls.append(len(messages))
+        return approx_counter(messages, tools)
+
+    budget = ContextBudget(lambda ctx, state: [lookup_tool()], counter)
+    request = [SystemMessage("s"), *conversation_pieces()[1:4]]
+    tools = [lookup_tool()]
+    assert budget.count(request, tools) == budget.count([SystemMessage("s"), *request[1:]], tools)
+    assert len(calls) == 1
+    budget.count([SystemMessage("other prompt"), *request[1:]], tools)  # another system prompt: measured
+    assert len(calls) == 2
+
+
+def test_drop_orphan_results_keeps_pairs_and_drops_strays():
+    pieces = conversation_pieces()[1:]
+    stray = ToolMessage("late", tool_call_id="c1", name="lookup")
+    kept = drop_orphan_results([*pieces[:3], HumanMessage("x"), stray, *pieces[3:]])
+    assert stray not in kept and kept[:3] == pieces[:3] and pieces[-1] in kept
+
+
+def looping_graph(turns: int, counter=None):
+    script = [AIMessage("", tool_calls=[{"name": "lookup", "args": {"n": i}, "id": f"c{i}"}]) for i in range(turns)]
+    model = ScriptedChatModel(responses=[*script, "done"])
+    registry = ToolRegistry()
+    registry.register(lookup_tool(), ToolMeta(source="user"))
+    return build_agent_graph(model=model, registry=registry, token_counter=counter), model
+
+
+async def test_each_model_turn_measures_its_request_once():
+    sizes = []
+
+    def counter(messages, tools=None):
+        sizes.append(len(messages))
+        return approx_counter(messages, tools)
+
+    graph, model = looping_graph(6, counter)
+    result = await graph.ainvoke({"task": "go"}, context=Context(memory=False, max_tool_calls=10))
+    assert result["answer"] == "done" and len(model.calls) == 7
+    # The route before each turn measures the request; the agent's guard finds that size.
+    assert len(sizes) == len(model.calls)
+
+
+class _AsyncScripted(ScriptedChatModel):
+    async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs):
+        return self._generate(messages, stop, None, **kwargs)
+
+
+class _CountingExecutor(ThreadPoolExecutor):
+    def __init__(self) -> None:
+        super().__init__(max_workers=2)
+        self.submitted = 0
+
+    def submit(self, fn, /, *args, **kwargs):
+        self.submitted += 1
+        return super().submit(fn, *args, **kwargs)
+
+
+async def test_the_loop_routes_on_the_event_loop():
+    """With an async model and an async tool nothing needs a thread: the routes between the
+    nodes (plain functions) must not be sent to the default executor either."""
+    executor = _CountingExecutor()
+    asyncio.get_running_loop().set_default_executor(executor)
+    script = [AIMessage("", tool_calls=[{"name": "lookup", "args": {"n": i}, "id": f"c{i}"}]) for i in range(3)]
+    registry = ToolRegistry()
+    registry.register(lookup_tool(), ToolMeta(source="user"))
+    model = _AsyncScripted(responses=[*script, "done"])
+    graph = build_agent_graph(model=model, registry=registry)
+    result = await graph.ainvoke({"task": "go"}, context=Context(memory=False))
+    assert result["answer"] == "done" and len(model.calls) == 4
+    assert executor.submitted == 0
