@@ -11,6 +11,7 @@ The API (all the eval harness and the CLI need)::
     async with replaying("cassettes/mult") as s:  # the same requests answered from the folder, no network
         await graph.ainvoke(...)                  # a request not in it: ReplayMiss (one line naming it)
         s.misses                                  # the misses answered in this session
+                                                  # (one the run caught is raised when the block ends)
 
 (``with`` works as well; ``async with`` also closes the session's HTTP clients.)
 
@@ -52,7 +53,8 @@ def recording(folder: str | os.PathLike[str]) -> CassetteSession:
     return CassetteSession(folder, "record")
 
 
-def replaying(folder: str | os.PathLike[str]) -> CassetteSession:
+def replaying(folder: str | os.PathLike[str], *, strict: bool = True) -> CassetteSession:
     """A session answering model requests from ``folder``, without any network. The folder
-    is read now: a missing folder or a bad file is a CassetteError."""
-    return CassetteSession(folder, "replay")
+    is read now: a missing folder or a bad file is a CassetteError. ``strict``: a miss that
+    the run caught and went on from is raised when the block ends (:class:`CassetteSession`)."""
+    return CassetteSession(folder, "replay", strict=strict)

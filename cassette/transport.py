@@ -50,9 +50,14 @@ def sdk_httpx() -> Any:
 class CassetteSession:
     """Records model traffic into, or replays it from, a cassette folder (see the package
     docstring). Use it as a context manager (``with`` or ``async with``); nested sessions are
-    allowed, the innermost wins. ``misses`` lists the replay misses it answered."""
+    allowed, the innermost wins. ``misses`` lists the replay misses it answered.
 
-    def __init__(self, folder: str | os.PathLike[str], mode: str) -> None:
+    ``strict`` (replay): when the block ends without an exception but a miss was answered
+    inside it - code that catches every error (a fleet worker, a tool, a sub-agent) turned it
+    into a failed step and the run went on - the first miss is raised at the end of the block,
+    so a replay never passes with a request the cassette did not hold."""
+
+    def __init__(self, folder: str | os.PathLike[str], mode: str, *, strict: bool = True) -> None:
         if mode not in ("record", "replay"):
             raise ValueError(f"mode must be 'record' or 'replay', not {mode!r}")
         self.folder = str(folder)
@@ -60,6 +65,7 @@ class CassetteSession:
         self.cassette = Cassette(folder) if mode == "replay" else None
         self.recorder = Recorder(folder) if mode == "record" else None
         self.misses: list[ReplayMiss] = []
+        self.strict = strict
         self._clients: dict[str, Any] | None = None
         self._tokens: list[contextvars.Token] = []
 
@@ -68,18 +74,22 @@ class CassetteSession:
         self._tokens.append(_active.set(self))
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
         _active.reset(self._tokens.pop())
+        if exc_type is None and self.strict and self.misses:
+            raise self.misses[0]
 
     async def __aenter__(self) -> CassetteSession:
         return self.__enter__()
 
-    async def __aexit__(self, *exc: Any) -> None:
-        self.__exit__(*exc)
+    async def __aexit__(self, exc_type: Any, *exc: Any) -> None:
+        _active.reset(self._tokens.pop())
         clients, self._clients = self._clients, None
         if clients:
             await clients["http_async_client"].aclose()
             clients["http_client"].close()
+        if exc_type is None and self.strict and self.misses:
+            raise self.misses[0]
 
     # -- clients ----------------------------------------------------------------
     def client_kwargs(self) -> dict[str, Any]:

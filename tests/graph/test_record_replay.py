@@ -3,6 +3,7 @@ run recorded against the scripted server replays with the server stopped, stream
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pytest
@@ -114,10 +115,39 @@ async def test_replay_miss_names_the_request_and_is_not_retried(scripted_server,
     async with recording(tmp_path / "c"):
         await streamed_run("What is 37*43?", workspace, "rec")
     srv.stop()
-    async with replaying(tmp_path / "c") as session:
-        with pytest.raises(ReplayMiss, match=r"last user message 'What is 6\*7\?'"):
+    session = replaying(tmp_path / "c")
+    with pytest.raises(ReplayMiss, match=r"last user message 'What is 6\*7\?'"):
+        async with session:
             await streamed_run("What is 6*7?", workspace, "rep")
     assert len(session.misses) == 1  # one request: the client did not retry the miss
+
+
+async def test_a_miss_the_run_caught_is_raised_when_the_replay_ends(scripted_server, tmp_path, openai_env):
+    """Code that catches every error (a fleet worker, a tool, a sub-agent) may turn a miss into
+    a failed step and go on; the replay session raises it at its end all the same."""
+    from langchain_core.messages import HumanMessage
+
+    from smart_agent.models import invoke_model, load_chat_model
+
+    srv = scripted_server([text("recorded")])
+    openai_env(srv)
+    async with recording(tmp_path / "c"):
+        await invoke_model(load_chat_model("openai:scripted-model"), [HumanMessage("recorded")])
+    srv.stop()
+    caught = []
+    with pytest.raises(ReplayMiss, match="'not recorded'"):
+        async with replaying(tmp_path / "c"):
+            model = load_chat_model("openai:scripted-model")
+            assert (await invoke_model(model, [HumanMessage("recorded")])).content == "recorded"
+            try:
+                await invoke_model(model, [HumanMessage("not recorded")])
+            except Exception as exc:  # swallowed, as a worker's failure would be
+                caught.append(exc)
+    assert [type(e) for e in caught] == [ReplayMiss]
+    async with replaying(tmp_path / "c", strict=False) as session:  # the caller inspects the misses itself
+        with contextlib.suppress(ReplayMiss):
+            await invoke_model(load_chat_model("openai:scripted-model"), [HumanMessage("not recorded")])
+    assert len(session.misses) == 1
 
 
 async def test_other_providers_are_refused_while_a_session_is_active(tmp_path):
