@@ -124,3 +124,28 @@ def test_scripted_server_serves_a_cassette(scripted_server, workspace, tmp_path)
         capture_output=True, text=True, env=cli_env(), timeout=60,
     )  # fmt: skip
     assert bad.returncode == 2 and "does not exist" in bad.stderr
+
+
+def test_planner_run_replays_and_its_tools_run_again(scripted_server, tmp_path):
+    """Every graph's model calls go through the cassette: a planner run (planning and
+    synthesis requests) replays in a fresh workspace, where its steps' tools run for real."""
+    plan = {"steps": [{"id": "a", "tool": "calculator", "args": {"expression": "37*43"}},
+                      {"id": "b", "tool": "write_file", "args": {"path": "r.txt", "content": "result ${a}"}}]}
+    srv = scripted_server(
+        [
+            tool_call("submit_plan", plan),
+            lambda req: text("Synthesized: " + ("1591" if "1591" in json.dumps(req["messages"]) else "?")),
+        ]
+    )
+    cassette, first, second = tmp_path / "planner", tmp_path / "ws1", tmp_path / "ws2"
+    first.mkdir()
+    second.mkdir()
+    args = ["run", "--graph", "planner", "Compute 37*43 and save it", "--json"]
+    recorded = run_cli([*args, "--workspace", str(first), "--record", str(cassette)], env=cli_env(srv))
+    assert recorded.returncode == 0, recorded.stderr
+    srv.stop()
+    assert len(list(cassette.iterdir())) == 2  # planning and synthesis
+    replayed = run_cli([*args, "--workspace", str(second), "--replay", str(cassette)], env=offline_env())
+    assert replayed.returncode == 0, replayed.stderr
+    assert json.loads(replayed.stdout)["answer"] == json.loads(recorded.stdout)["answer"] == "Synthesized: 1591"
+    assert (second / "r.txt").read_text() == "result 1591"
