@@ -150,6 +150,28 @@ async def test_a_miss_the_run_caught_is_raised_when_the_replay_ends(scripted_ser
     assert len(session.misses) == 1
 
 
+async def test_concurrent_runs_record_and_replay_their_own_cassettes(scripted_server, workspace, tmp_path, openai_env):
+    """Sessions are per context: runs gathered in one process (an eval's --concurrency) each
+    record into, and replay from, their own folder."""
+    import asyncio
+
+    srv = scripted_server(responder=lambda req: text("answer to " + req["messages"][-1]["content"]))
+    openai_env(srv)
+
+    async def one(session, task):
+        async with session:
+            answer, *_ = await streamed_run(task, workspace, task)
+        return answer
+
+    tasks = ["alpha", "beta", "gamma"]
+    recorded = await asyncio.gather(*(one(recording(tmp_path / t), t) for t in tasks))
+    srv.stop()
+    assert recorded == [f"answer to {t}" for t in tasks]
+    assert all(len(list((tmp_path / t).iterdir())) == 1 for t in tasks)  # each run in its own cassette
+    replayed = await asyncio.gather(*(one(replaying(tmp_path / t), t) for t in tasks))
+    assert replayed == recorded
+
+
 async def test_other_providers_are_refused_while_a_session_is_active(tmp_path):
     async with recording(tmp_path / "c"):
         graph = build_agent_graph(checkpointer=InMemorySaver())
