@@ -22,7 +22,9 @@ holds exactly one JSON object.
   the ``Context``; ``outcome.py`` - a run's --json object, answer lines and exit code;
 * ``planner.py``, ``memory.py`` - the features' commands and flags;
 * ``review.py`` - runs that pause for a person (review, questions): prompts, exit 3;
-  ``resume.py`` - ``smart-agent resume``.
+  ``resume.py`` - ``smart-agent resume``;
+* ``cassette.py`` - ``--record DIR`` / ``--replay DIR``: a run's model traffic stored in or
+  answered from a cassette (smart_agent/cassette).
 
 Importing the package is cheap (argparse only); graphs, tools and models load in the
 handlers.
