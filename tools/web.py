@@ -2,24 +2,24 @@
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
 import functools
 import re
 import ssl
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import httpx
 from langchain.tools import ToolRuntime
-from langchain_core.tools import tool
+from langchain_core.tools import StructuredTool, tool
 from pydantic import BaseModel, Field
 
 from .. import __version__
 from ..context import context_field
 from ..events import clip
+from .executor import run_in_daemon_thread
 from .guards import Resolver, ToolError, allow_private_network_of, check_url_allowed
 from .html_text import html_to_text, known_codec
 
@@ -49,7 +49,7 @@ SEARCH_REQUEST_TIMEOUT_S = 4  # per search-engine request (ddgs)
 SEARCH_DEADLINE_S = 8.0  # whole search; ddgs alone can take several request timeouts
 
 #: Test hooks: the transport and resolver ``browse_url`` uses (None: real network / DNS).
-_transport: httpx.BaseTransport | None = None
+_transport: httpx.AsyncBaseTransport | None = None
 _resolve: Resolver | None = None
 
 
@@ -73,12 +73,10 @@ class FetchResult:
     truncated: bool  # the body was cut at max_bytes
 
 
-def _read_capped(response: httpx.Response, max_bytes: int, deadline: float, url: str) -> tuple[bytes, bool]:
+async def _read_capped(response: httpx.Response, max_bytes: int) -> tuple[bytes, bool]:
     chunks: list[bytes] = []
     size = 0
-    for chunk in response.iter_bytes():
-        if time.monotonic() > deadline:
-            raise FetchUnavailableError(f"Timed out reading {url}.")
+    async for chunk in response.aiter_bytes():
         chunks.append(chunk)
         size += len(chunk)
         if size >= max_bytes:
@@ -86,7 +84,9 @@ def _read_capped(response: httpx.Response, max_bytes: int, deadline: float, url:
     return b"".join(chunks), False
 
 
-def pinned_request(client: httpx.Client, url: httpx.URL, addresses: list[str] | None) -> httpx.Request:
+def pinned_request(
+    client: httpx.Client | httpx.AsyncClient, url: httpx.URL, addresses: list[str] | None
+) -> httpx.Request:
     """A GET of ``url`` that connects to the first checked address instead of resolving
     the host again, so a DNS answer that changes after the check (rebinding) cannot
     redirect the connection. The Host header and TLS SNI keep the real hostname, so
@@ -102,11 +102,11 @@ def pinned_request(client: httpx.Client, url: httpx.URL, addresses: list[str] | 
     )
 
 
-def fetch_url(
+async def afetch_url(
     url: str,
     *,
     allow_private_network: bool,
-    transport: httpx.BaseTransport | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
     resolve: Resolver | None = None,
     max_bytes: int = MAX_BODY_BYTES,
     max_redirects: int = MAX_REDIRECTS,
@@ -121,21 +121,24 @@ def fetch_url(
 
     ``total_timeout_s`` bounds the whole fetch (DNS, connect, headers, body, all hops):
     httpx's timeouts are per operation, so a server dripping one header line at a
-    time would defeat them. The fetch runs in a daemon thread; at the deadline its
-    client is closed and the caller gets the error.
+    time would defeat them. The fetch is a coroutine on the caller's event loop (no
+    thread); at the deadline it is cancelled, which closes its connection. Only the DNS
+    look-up of the guard (blocking ``getaddrinfo``) runs in a daemon thread, abandoned
+    at the deadline.
     """
-    clients: list[httpx.Client] = []
-    fetch = functools.partial(
-        _fetch, url, clients=clients, allow_private_network=allow_private_network, transport=transport,
-        resolve=resolve, max_bytes=max_bytes, max_redirects=max_redirects, total_timeout_s=total_timeout_s,
-    )  # fmt: skip
     try:
-        return _call_with_deadline(fetch, total_timeout_s, name="smart-agent-fetch")
+        async with asyncio.timeout(total_timeout_s):
+            return await _fetch(
+                url, allow_private_network=allow_private_network, transport=transport, resolve=resolve,
+                max_bytes=max_bytes, max_redirects=max_redirects, total_timeout_s=total_timeout_s,
+            )  # fmt: skip
     except TimeoutError:
-        for client in clients:
-            with contextlib.suppress(Exception):
-                client.close()  # the abandoned worker fails at its next read
         raise FetchUnavailableError(f"Timed out fetching {url} (more than {total_timeout_s:g} s).") from None
+
+
+def fetch_url(url: str, **options: Any) -> FetchResult:
+    """:func:`afetch_url` for synchronous callers (a thread without a running event loop)."""
+    return asyncio.run(afetch_url(url, **options))
 
 
 _ssl_lock = threading.Lock()
@@ -155,34 +158,36 @@ def shared_ssl_context() -> ssl.SSLContext:
         return _ssl_contexts[0]
 
 
-def _fetch(
+async def _fetch(
     url: str,
     *,
-    clients: list[httpx.Client],
     allow_private_network: bool,
-    transport: httpx.BaseTransport | None,
+    transport: httpx.AsyncBaseTransport | None,
     resolve: Resolver | None,
     max_bytes: int,
     max_redirects: int,
     total_timeout_s: float,
 ) -> FetchResult:
-    deadline = time.monotonic() + total_timeout_s
     timeout = httpx.Timeout(min(READ_TIMEOUT_S, total_timeout_s), connect=min(CONNECT_TIMEOUT_S, total_timeout_s))
     headers = {"User-Agent": USER_AGENT, "Accept": "text/html,text/plain,application/json;q=0.9,*/*;q=0.5"}
     current = url
     try:
-        verify: ssl.SSLContext | bool = True if transport is not None else shared_ssl_context()
-        with httpx.Client(
+        verify: ssl.SSLContext | bool = True
+        if transport is None:  # built once, off the event loop (~70 ms of CPU)
+            verify = _ssl_contexts[0] if _ssl_contexts else await run_in_daemon_thread(shared_ssl_context)
+        async with httpx.AsyncClient(
             transport=transport, timeout=timeout, headers=headers, follow_redirects=False, verify=verify
         ) as client:
-            clients.append(client)
             target = httpx.URL(url)
             for _ in range(max_redirects + 1):
-                if time.monotonic() > deadline:
-                    raise FetchUnavailableError(f"Timed out fetching {url} (more than {total_timeout_s:g} s).")
                 current = str(target)
-                addresses = check_url_allowed(current, allow_private_network=allow_private_network, resolve=resolve)
-                response = client.send(pinned_request(client, target, addresses), stream=True)
+                addresses = await run_in_daemon_thread(
+                    functools.partial(
+                        check_url_allowed, current, allow_private_network=allow_private_network, resolve=resolve
+                    ),
+                    name="smart-agent-fetch-check",
+                )
+                response = await client.send(pinned_request(client, target, addresses), stream=True)
                 try:
                     location = response.headers.get("location")
                     if response.is_redirect and location:
@@ -190,12 +195,12 @@ def _fetch(
                         continue
                     if response.status_code >= 400:
                         raise ToolError(f"HTTP {response.status_code} {response.reason_phrase} for {current}.")
-                    body, truncated = _read_capped(response, max_bytes, deadline, current)
+                    body, truncated = await _read_capped(response, max_bytes)
                     content_type = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
                     charset = known_codec(response.charset_encoding)
                     return FetchResult(current, response.status_code, content_type, charset, body, truncated)
                 finally:
-                    response.close()
+                    await response.aclose()
     except httpx.TimeoutException:
         raise FetchUnavailableError(f"Timed out fetching {current}.") from None
     except httpx.InvalidURL as exc:
@@ -234,8 +239,7 @@ class BrowseUrlArgs(BaseModel):
     )
 
 
-@tool("browse_url", args_schema=BrowseUrlArgs)
-def browse_url(url: str, max_chars: int = DEFAULT_PAGE_CHARS, *, runtime: ToolRuntime = None) -> str:  # type: ignore[assignment]
+async def _browse(url: str, max_chars: int = DEFAULT_PAGE_CHARS, *, runtime: ToolRuntime = None) -> str:  # type: ignore[assignment]
     """Fetch a web page and return its readable text (HTML converted to plain text).
 
     Plain-text and JSON responses are returned as they are. Long pages are cut at
@@ -243,11 +247,13 @@ def browse_url(url: str, max_chars: int = DEFAULT_PAGE_CHARS, *, runtime: ToolRu
     """
     max_chars = max(1, min(max_chars, MAX_PAGE_CHARS))
     run_timeout = context_field(getattr(runtime, "context", None), "tool_timeout_s")
-    result = fetch_url(
+    result = await afetch_url(
         url, allow_private_network=allow_private_network_of(runtime), transport=_transport, resolve=_resolve,
         total_timeout_s=min(TOTAL_TIMEOUT_S, run_timeout) if run_timeout else TOTAL_TIMEOUT_S,
     )
-    title, text = _page_text(result)
+    # Up to 2 MB of HTML: converted in a thread so that the event loop (other tools, the
+    # event stream) is not held up meanwhile.
+    title, text = await run_in_daemon_thread(functools.partial(_page_text, result), name="smart-agent-html")
     notes = []
     if len(text) > max_chars:
         notes.append(f"[Truncated: showing the first {max_chars} of {len(text)} characters.]")
@@ -258,6 +264,18 @@ def browse_url(url: str, max_chars: int = DEFAULT_PAGE_CHARS, *, runtime: ToolRu
         )
     header = f"URL: {result.url}\n" + (f"Title: {title}\n" if title else "")
     return header + "\n" + (text or "[The page has no readable text.]") + "".join(f"\n\n{n}" for n in notes)
+
+
+def _browse_sync(url: str, max_chars: int = DEFAULT_PAGE_CHARS, *, runtime: ToolRuntime = None) -> str:  # type: ignore[assignment]
+    return asyncio.run(_browse(url, max_chars, runtime=runtime))
+
+
+#: An async tool (httpx's AsyncClient): parallel calls need no thread each, so a run's
+#: ``max_parallel_tools`` is the only bound. ``invoke`` (no event loop) runs it to completion.
+browse_url = StructuredTool.from_function(
+    func=_browse_sync, coroutine=_browse, name="browse_url", description=_browse.__doc__ or "",
+    args_schema=BrowseUrlArgs,
+)  # fmt: skip
 
 
 # -- web_search -------------------------------------------------------------------

@@ -6,7 +6,7 @@ import http.server
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -483,7 +483,7 @@ def test_too_many_redirects() -> None:
 def test_body_is_capped_while_streaming(monkeypatch: pytest.MonkeyPatch, rt: ToolRuntime) -> None:
     pulled = 0
 
-    def endless() -> Iterator[bytes]:
+    async def endless() -> AsyncIterator[bytes]:  # browse_url reads with httpx's AsyncClient
         nonlocal pulled
         while True:
             pulled += 1
