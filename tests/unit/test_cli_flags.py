@@ -88,6 +88,17 @@ def test_generated_flags_are_named_after_their_fields_and_checked(samples):
     assert "--max-workers" in err.getvalue() and "max_workers" in err.getvalue() and err.getvalue().count("\n") == 1
 
 
+def test_generated_flags_reach_the_graphs_context():
+    from smart_agent.cli.context_args import context_from_args
+    from smart_agent.context import DualContext, FleetContext
+
+    args = build_parser().parse_args(["run", "t", "--graph", "fleet", "--max-workers", "2", "--max-agent-depth", "1"])
+    ctx = context_from_args(args)
+    assert isinstance(ctx, FleetContext) and (ctx.max_workers, ctx.max_agent_depth) == (2, 1)
+    ctx = context_from_args(build_parser().parse_args(["run", "t", "--graph", "dual", "--max-iterations", "5"]))
+    assert isinstance(ctx, DualContext) and ctx.max_iterations == 5
+
+
 def test_resume_keeps_its_own_approve_and_ask_user():
     resume = _sub(build_parser(), "resume")
     assert resume._option_string_actions["--approve"].dest == "decide_approve"
