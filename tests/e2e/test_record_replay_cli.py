@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 from conftest import cli_env, run_cli
 
@@ -149,3 +150,31 @@ def test_planner_run_replays_and_its_tools_run_again(scripted_server, tmp_path):
     assert replayed.returncode == 0, replayed.stderr
     assert json.loads(replayed.stdout)["answer"] == json.loads(recorded.stdout)["answer"] == "Synthesized: 1591"
     assert (second / "r.txt").read_text() == "result 1591"
+
+
+def test_streamed_run_on_a_terminal_replays_the_stream(scripted_server, workspace, tmp_path):
+    """On a terminal the CLI streams the answer (stream=True requests, SSE responses): the
+    recorded stream replays with the server stopped and the same answer streams on screen."""
+    import pexpect
+
+    exe = str(Path(sys.executable).with_name("smart-agent"))
+
+    def on_terminal(args, env):
+        child = pexpect.spawn(exe, args, env=env, encoding="utf-8", timeout=90, dimensions=(50, 200))
+        child.expect(pexpect.EOF)
+        child.close()
+        return child.exitstatus, child.before
+
+    srv = scripted_server(responder=calculator_model)
+    cassette = tmp_path / "streamed"
+    args = ["run", "What is 37*43?", "--workspace", str(workspace)]
+    code, recorded = on_terminal([*args, "--record", str(cassette)], cli_env(srv))
+    assert code == 0, recorded
+    srv.stop()
+    files = [json.loads(p.read_text()) for p in sorted(cassette.glob("*.json"))]
+    assert [f["request"]["body"]["stream"] for f in files] == [True, True]
+    assert all("events" in f["response"] for f in files)  # stored as server-sent events
+    code, replayed = on_terminal([*args, "--replay", str(cassette)], offline_env())
+    assert code == 0, replayed
+    for screen in (recorded, replayed):
+        assert "calculator" in screen and screen.count("37*43 = 1591") == 1  # streamed once, not printed again
