@@ -138,7 +138,8 @@ class CassetteSession:
         )
 
     def abandon(self, seq: int) -> None:
-        """Free a claimed number whose request got no response (a connection error)."""
+        """Free a claimed number whose request got no whole response (a connection error, a
+        stream closed before its end)."""
         assert self.recorder is not None
         path = os.path.join(self.folder, f"{seq:04d}.json")
         if os.path.exists(path) and os.path.getsize(path) == 0:
@@ -166,47 +167,55 @@ def _transport_classes(httpx: Any) -> tuple[type, type]:
     """The sync and async transports, and the stream that copies a recorded body, for ``httpx``."""
 
     class Tee(httpx.SyncByteStream, httpx.AsyncByteStream):
-        """A response body passed through to the client while a copy is kept."""
+        """A response body passed through to the client while a copy is kept: written when
+        the client has read all of it, dropped when it closed the body before its end (a
+        cancelled run), so a cassette never holds a cut stream."""
 
-        def __init__(self, stream: Any, done: Any) -> None:
-            self._stream, self._done, self._finished = stream, done, False
+        def __init__(self, stream: Any, done: Any, dropped: Any) -> None:
+            self._stream, self._done, self._dropped, self._finished = stream, done, dropped, False
             self._parts: list[bytes] = []
 
-        def _finish(self) -> None:
+        def _finish(self, complete: bool) -> None:
             if not self._finished:
                 self._finished = True
-                self._done(b"".join(self._parts))
+                if complete:
+                    self._done(b"".join(self._parts))
+                else:
+                    self._dropped()
 
         def __iter__(self) -> Any:
             for chunk in self._stream:
                 self._parts.append(chunk)
                 yield chunk
-            self._finish()
+            self._finish(True)
 
         async def __aiter__(self) -> Any:
             async for chunk in self._stream:
                 self._parts.append(chunk)
                 yield chunk
-            self._finish()
+            self._finish(True)
 
         def close(self) -> None:
             try:
                 self._stream.close()
             finally:
-                self._finish()
+                self._finish(False)
 
         async def aclose(self) -> None:
             try:
                 await self._stream.aclose()
             finally:
-                self._finish()
+                self._finish(False)
 
     def teed(session: CassetteSession, request: Any, seq: int, response: Any) -> Any:
         def done(raw: bytes) -> None:
             session.recorded(request, seq, response.status_code, response.headers, raw, httpx)
 
+        def dropped() -> None:
+            session.abandon(seq)
+
         return httpx.Response(
-            response.status_code, headers=response.headers, stream=Tee(response.stream, done),
+            response.status_code, headers=response.headers, stream=Tee(response.stream, done, dropped),
             extensions=response.extensions, request=request,
         )  # fmt: skip
 

@@ -172,6 +172,24 @@ async def test_concurrent_runs_record_and_replay_their_own_cassettes(scripted_se
     assert replayed == recorded
 
 
+async def test_a_stream_the_client_closed_before_its_end_is_not_recorded(scripted_server, tmp_path, openai_env):
+    from langchain_core.messages import HumanMessage
+
+    from smart_agent.models import load_chat_model
+
+    srv = scripted_server([text("one two three four five six seven eight"), text("whole")])
+    openai_env(srv)
+    async with recording(tmp_path / "c"):
+        model = load_chat_model("openai:scripted-model")
+        stream = model.astream([HumanMessage("cut")])
+        await stream.__anext__()  # the first chunk, then the run is cancelled
+        await stream.aclose()
+        assert (await model.ainvoke([HumanMessage("whole")])).content == "whole"
+    files = sorted(tmp_path.joinpath("c").iterdir())
+    assert [p.name for p in files] == ["0002.json"]  # the cut stream's number was freed, nothing half-written
+    assert json.loads(files[0].read_text())["request"]["body"]["messages"][-1]["content"] == "whole"
+
+
 async def test_other_providers_are_refused_while_a_session_is_active(tmp_path):
     async with recording(tmp_path / "c"):
         graph = build_agent_graph(checkpointer=InMemorySaver())
