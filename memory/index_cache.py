@@ -57,7 +57,7 @@ class _NsIndex:
 
     def remove(self, ids: np.ndarray) -> None:
         if self.index is not None and len(ids):
-            self.index.remove_ids(ids)
+            ann.remove(self.index, ids)
         self.ids.difference_update(int(i) for i in ids)
 
 
