@@ -19,6 +19,8 @@ import contextlib
 import time
 from typing import Any
 
+from .run_tools import pending_run_errors
+
 EVENT_TYPES = (
     "tool_call",
     "tool_result",
@@ -82,5 +84,7 @@ def emit(event: str, **payload: Any) -> dict[str, Any]:
     except Exception:  # not inside a runnable context
         return ev
     with contextlib.suppress(Exception):
+        for pending in pending_run_errors():  # MCP servers of the run that did not start (run_tools.py)
+            writer(make_event("error", **pending))
         writer(ev)
     return ev

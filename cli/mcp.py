@@ -85,11 +85,13 @@ async def open_mcp_registry(
     if not path and not servers:
         yield None
         return
-    from ..tools.mcp import mcp_tools
+    from ..run_tools import using_run_tools
+    from ..tools.mcp import mcp_tools, run_tools_of
     from ..tools.mcp_config import load_mcp_config
 
     async with mcp_tools([*(load_mcp_config(path) if path else []), *servers], on_event=on_event) as mcp:
-        yield mcp.registry
+        with using_run_tools(run_tools_of(mcp)):  # the run's: a graph of this run opens no session of its own
+            yield mcp.registry
 
 
 def mcp_tool_rows(args: argparse.Namespace, on_event: Callable[[dict], None]) -> list[dict[str, Any]]:

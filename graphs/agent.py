@@ -8,6 +8,10 @@ its own prompt, tools and settings, ``transfer_to_<name>`` tools hand the thread
 the active member's turn runs the same agent, human and tools nodes. The served ``graph``
 runs the team of ``$SMART_AGENT_AGENTS`` when it is set.
 
+MCP servers (the agents file's ``mcp_servers``, ``mcp_config``; for the served ``graph``
+``$SMART_AGENT_MCP_CONFIG``) are opened around each async run and closed at its end
+(``graphs/run_scope.py``); their tools are the run's.
+
 ``human`` (nodes/human.py) pauses the run (a LangGraph interrupt) for the tool calls the
 run's ``approve`` setting names and for ``ask_user`` questions.
 
@@ -50,6 +54,7 @@ from ..nodes.tools import make_tools_node
 from ..state import AgentState, InputState
 from ..tools.assembly import resolve_registry
 from ..tools.registry import ToolRegistry
+from .run_scope import mcp_servers_of, served_mcp_config, with_mcp_servers
 from .team_file import served_agents_file, team_from_file
 
 if TYPE_CHECKING:
@@ -72,6 +77,7 @@ def build_agent_graph(
     agents: dict[str, AgentSpec] | None = None,
     default_agent: str | None = None,
     agents_file: Any = None,
+    mcp_config: Any = None,
 ):
     """Compile the agent loop.
 
@@ -87,12 +93,20 @@ def build_agent_graph(
     replace ``registry``/``tools``, ``default_agent`` (the first member when None) holds a
     new thread, and the ``handoff`` node switches the active member. ``agents_file`` (a path)
     gives both from an agents file, the members' tools taken from ``registry``/``tools``.
+
+    ``mcp_config`` (a ``{"mcpServers": ...}`` file, or ``McpServer``s) and the agents file's
+    ``mcp_servers``: MCP servers whose sessions each async run opens and closes
+    (``graphs/run_scope.py``); their tools are the run's (every one for a single agent, those
+    its ``tools`` name for a member of the file).
     """
     hooks = []
+    servers = mcp_servers_of(mcp_config)
     if agents_file is not None:
-        agents, default_agent = team_from_file(
-            agents_file, registry=resolve_registry(registry, tools), build=build_agent_graph, model=model
+        agents, default_agent, own_servers = team_from_file(
+            agents_file, registry=resolve_registry(registry, tools), build=build_agent_graph, model=model,
+            mcp_servers=servers,
         )
+        servers = [*servers, *own_servers]
     if agents:
         from ..nodes.team import (
             active_agent,
@@ -171,9 +185,10 @@ def build_agent_graph(
         "toolLimitFinalize", inline(measured(route_before_agent, budget)), ["summarize", "agent"]
     )
     compiled = builder.compile(checkpointer=checkpointer, store=store, name=name)
-    return compiled.with_config(recursion_limit=DEFAULT_RECURSION_LIMIT)
+    return with_mcp_servers(compiled, servers).with_config(recursion_limit=DEFAULT_RECURSION_LIMIT)
 
 
 # What `langgraph dev` serves: no checkpointer of its own (the server provides one); the
-# team of $SMART_AGENT_AGENTS when set (a bad file: the AgentsFileError line, naming it).
-graph = build_agent_graph(agents_file=served_agents_file())
+# team of $SMART_AGENT_AGENTS when set (a bad file: the AgentsFileError line, naming it),
+# with the MCP servers of $SMART_AGENT_MCP_CONFIG and of that file opened for each run.
+graph = build_agent_graph(agents_file=served_agents_file(), mcp_config=served_mcp_config())

@@ -31,6 +31,7 @@ from ..nodes.dual import (
 from ..state import DualOutputState, DualState, InputState
 from ..tools.registry import ToolRegistry
 from .planner import build_planner_graph
+from .run_scope import mcp_servers_of, served_mcp_config, with_mcp_servers
 
 RECURSION_LIMIT = 1000
 
@@ -68,5 +69,6 @@ def build_dual_graph(
     return g.compile(checkpointer=checkpointer, store=store, name=name).with_config(recursion_limit=RECURSION_LIMIT)
 
 
-# For `langgraph dev` / langgraph.json: no checkpointer of its own (the server brings one).
-graph = build_dual_graph()
+# For `langgraph dev` / langgraph.json: no checkpointer of its own (the server brings one);
+# the MCP servers of $SMART_AGENT_MCP_CONFIG opened for each run (graphs/run_scope.py).
+graph = with_mcp_servers(build_dual_graph(), mcp_servers_of(served_mcp_config()))

@@ -28,6 +28,7 @@ from ..nodes.fleet import (
 from ..state import FleetOutputState, FleetState, InputState
 from ..tools.registry import ToolRegistry
 from .agent import build_agent_graph
+from .run_scope import mcp_servers_of, served_mcp_config, with_mcp_servers
 
 RECURSION_LIMIT = 1000
 
@@ -67,5 +68,6 @@ def build_fleet_graph(
     return g.compile(checkpointer=checkpointer, store=store, name=name).with_config(recursion_limit=RECURSION_LIMIT)
 
 
-# For `langgraph dev` / langgraph.json: no checkpointer of its own (the server brings one).
-graph = build_fleet_graph()
+# For `langgraph dev` / langgraph.json: no checkpointer of its own (the server brings one);
+# the MCP servers of $SMART_AGENT_MCP_CONFIG opened for each run (graphs/run_scope.py).
+graph = with_mcp_servers(build_fleet_graph(), mcp_servers_of(served_mcp_config()))

@@ -46,6 +46,7 @@ from ..nodes.planner.synthesize import make_report_node, make_synthesize_node
 from ..state import InputState, PlannerOutputState, PlannerState
 from ..tools.builtins import default_registry
 from ..tools.registry import ToolRegistry
+from .run_scope import mcp_servers_of, served_mcp_config, with_mcp_servers
 
 # Two supersteps per dispatch round (dispatch, run_step): LangGraph's default of 25 would
 # stop a long sequential plan. Every loop of this graph is bounded by its own limits.
@@ -61,13 +62,16 @@ def build_planner_graph(
     name: str = "planner",
     plan_method: PlanMethod = "tool",
     backoff_base_s: float = BACKOFF_BASE_S,
+    mcp_config: Any = None,
 ):
     """Compile the plan-then-execute graph.
 
     ``model`` overrides the context's ``model`` spec; ``registry`` defaults to the
     built-in tools; ``plan_method`` is how the plan is requested: ``"tool"`` (a
     ``submit_plan`` tool, JSON text also accepted), ``"structured"`` (the model's
-    structured output) or ``"text"`` (JSON in the reply).
+    structured output) or ``"text"`` (JSON in the reply). ``mcp_config`` (a ``{"mcpServers":
+    ...}`` file, or ``McpServer``s): MCP servers each async run opens and closes; their tools
+    may be planned and run (``graphs/run_scope.py``).
     """
     registry = registry if registry is not None else default_registry()
     g = StateGraph(
@@ -91,7 +95,8 @@ def build_planner_graph(
     g.add_conditional_edges("review_steps", route_after_review, ["run_step", "dispatch"])
     g.add_edge("run_step", "dispatch")
     g.add_edge("synthesize", END)
-    return g.compile(checkpointer=checkpointer, store=store, name=name).with_config(recursion_limit=RECURSION_LIMIT)
+    compiled = g.compile(checkpointer=checkpointer, store=store, name=name)
+    return with_mcp_servers(compiled, mcp_servers_of(mcp_config)).with_config(recursion_limit=RECURSION_LIMIT)
 
 
 def build_executor_graph(
@@ -124,5 +129,6 @@ def build_executor_graph(
     return g.compile(checkpointer=checkpointer, store=store, name=name).with_config(recursion_limit=RECURSION_LIMIT)
 
 
-# For `langgraph dev` / langgraph.json: no checkpointer of its own (the server brings one).
-graph = build_planner_graph()
+# For `langgraph dev` / langgraph.json: no checkpointer of its own (the server brings one);
+# the MCP servers of $SMART_AGENT_MCP_CONFIG opened for each run.
+graph = build_planner_graph(mcp_config=served_mcp_config())

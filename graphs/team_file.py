@@ -9,6 +9,10 @@ long-term memory, approvals refused, at most ``max_agent_depth`` levels deep (an
 the limit is not given its sub-agents' tools) and ``max_sub_agents`` children at once per
 level. Its events reach the parent's stream tagged ``agent: <name>-<id>``.
 
+The file's ``mcp_servers`` are returned with the team: the agent graph opens their sessions
+around each run (``graphs/run_scope.py``), and every agent (sub-agents too) also holds the
+run's MCP tools its ``tools`` name (``AgentSpec.run_tools``, ``run_tools.py``).
+
 The child graphs are agent loops: ``build`` is ``build_agent_graph``, passed in by
 ``graphs/agent.py`` so this module does not import it.
 """
@@ -18,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +36,7 @@ from ..nodes.team import AgentSpec
 from ..tools.agents import TaskArgs, agent_depth, child_context, run_child
 from ..tools.agents_file import AgentDef, AgentsConfig, load_agents_file, match_tools
 from ..tools.assembly import resolve_registry
+from ..tools.mcp_config import McpServer
 from ..tools.registry import ToolRegistry
 
 __all__ = ["NamedSubAgents", "served_agents_file", "team_from_file"]
@@ -48,10 +53,13 @@ def team_from_file(
     registry: ToolRegistry,
     build: Callable[..., Any],
     model: BaseChatModel | None = None,
-) -> tuple[dict[str, AgentSpec], str]:
-    """``(agents, default agent)`` of ``build_agent_graph`` from the file at ``path``; agents'
-    tools are taken from ``registry`` (names and globs resolved against it)."""
-    config = load_agents_file(path, tool_names=registry.names())
+    mcp_servers: Sequence[McpServer] = (),
+) -> tuple[dict[str, AgentSpec], str, tuple[McpServer, ...]]:
+    """``(agents, default agent, the file's MCP servers)`` of ``build_agent_graph`` from the
+    file at ``path``; agents' tools are taken from ``registry`` (names and globs resolved
+    against it) and from the run's MCP tools (of the file's servers and ``mcp_servers``)."""
+    also = (lambda name: any(s.may_name(name) for s in mcp_servers)) if mcp_servers else None
+    config = load_agents_file(path, tool_names=registry.names(), also=also)
     subs = NamedSubAgents(config, registry, build, model)
     agents = {
         name: AgentSpec(
@@ -60,10 +68,11 @@ def team_from_file(
             handoffs=list(agent.handoffs),
             description=agent.description,
             context=dict(agent.settings),
+            run_tools=list(agent.tools),
         )
         for name, agent in config.agents.items()
     }
-    return agents, config.default
+    return agents, config.default, config.mcp_servers
 
 
 class NamedSubAgents:
@@ -106,7 +115,7 @@ class NamedSubAgents:
         key = (name, can_delegate)
         if key not in self._graphs:
             tools = self.own_tools(name) + ([self.tool(s) for s in self.agent(name).sub_agents] if can_delegate else [])
-            registry = resolve_registry(ToolRegistry(), tools)
+            registry = resolve_registry(ToolRegistry().offer_run_tools(self.agent(name).tools), tools)
             self._graphs[key] = self.build(model=self.model, registry=registry, checkpointer=False, name=name)
         return self._graphs[key]
 

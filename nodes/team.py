@@ -34,6 +34,8 @@ class AgentSpec:
 
     ``handoffs``: the agents it may transfer to (None: every other member). ``context``: run
     settings of its turns (context fields, e.g. ``model``, ``reasoning``; an agents file's).
+    ``run_tools``: names or globs of the run's MCP tools it also has (``run_tools.py``:
+    the tools of the sessions its graph opens for each run).
     """
 
     prompt: str
@@ -41,6 +43,7 @@ class AgentSpec:
     handoffs: list[str] | None = None
     description: str = ""
     context: dict[str, Any] = field(default_factory=dict)
+    run_tools: list[str] = field(default_factory=list)
 
 
 def team_registries(agents: dict[str, AgentSpec]) -> dict[str, ToolRegistry]:
@@ -49,7 +52,7 @@ def team_registries(agents: dict[str, AgentSpec]) -> dict[str, ToolRegistry]:
 
     out: dict[str, ToolRegistry] = {}
     for name, spec in agents.items():
-        reg = ToolRegistry()
+        reg = ToolRegistry().offer_run_tools(spec.run_tools)
         for tool in spec.tools:  # (a built-in keeps its metadata: side effects decide approval)
             reg.register(tool, builtin_meta(tool) or attached_meta(tool) or ToolMeta(source="user"), replace=True)
         targets = [t for t in (spec.handoffs if spec.handoffs is not None else agents) if t != name]
@@ -65,6 +68,7 @@ def union_registry(registries: dict[str, ToolRegistry]) -> ToolRegistry:
     """Every member's tools in one registry (the context budget's worst case)."""
     union = ToolRegistry()
     for reg in registries.values():
+        union.offer_run_tools(reg.run_patterns)
         for tool_name in reg.names():
             union.register(reg.get(tool_name), reg.meta(tool_name), replace=True)
     return union

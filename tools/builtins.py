@@ -52,14 +52,15 @@ def default_registry(*, plugins_folder: str | Path | None = None, entry_points: 
 
     Plugins load after the built-ins, so a plugin tool with a built-in's name
     replaces it. ``plugins_folder`` defaults to ``$SMART_AGENT_PLUGINS`` (read now);
-    without it no folder plugins load (the file tools refuse that folder).
+    without it no folder plugins load (the file tools refuse that folder). Inside a run
+    that opened MCP sessions it also holds their tools (``run_tools.py``).
 
     Plugins load on first use: the registry holds them as a pending step that runs the
     first time its tools are read, so building (or importing) a graph runs no plugin code.
     Each plugin source loads once per process (:func:`plugin_tools`), however many
     registries - graphs, the CLI's ``--tools`` check - ask for it.
     """
-    registry = ToolRegistry()
+    registry = ToolRegistry().offer_run_tools(["*"])  # and every MCP tool of the run (run_tools.py)
     for tool, meta in BUILTIN_TOOLS:
         registry.register(tool, meta)
     folder = plugins_folder if plugins_folder is not None else default_plugins_folder()

@@ -18,6 +18,10 @@ tools node turns the failure into an error tool message like any tool failure.
 
 Each server's session lives in a task of its own (MCP's clients are anyio task groups,
 which must be entered and left by the same task); tool calls from any task use it.
+
+``run_mcp_tools`` opens them for one graph run and makes their tools the run's *run tools*
+(``run_tools.py``), which the run's registries hold: what a graph built with MCP servers
+does around each async run (``graphs/run_scope.py``).
 """
 
 from __future__ import annotations
@@ -35,10 +39,11 @@ from typing import Any, TypeVar
 from langchain_core.tools import BaseTool, StructuredTool
 
 from ..events import make_event
+from ..run_tools import RunTools, current_run_tools
 from .mcp_config import McpServer, load_mcp_config
 from .registry import META_KEY, ToolMeta, ToolRegistry
 
-__all__ = ["MCP_TAG", "McpServerGone", "McpTools", "mcp_tools"]
+__all__ = ["MCP_TAG", "McpServerGone", "McpTools", "mcp_tools", "run_mcp_tools", "run_tools_of"]
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +118,34 @@ async def mcp_tools(
         yield result
     finally:
         await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
+
+
+@contextlib.asynccontextmanager
+async def run_mcp_tools(
+    servers: Sequence[McpServer], *, on_event: Callable[[dict], None] | None = None
+) -> AsyncIterator[RunTools | None]:
+    """The servers' sessions open for the ``async with``: their tools as run tools, which the
+    caller makes current (``using_run_tools``) where the run goes. A server that does not start:
+    an ``error`` event to ``on_event``, or, without one, sent on the run's stream by the first
+    node that reads the run tools. Inside a run that already has run tools (a child graph of that
+    run, a CLI run that opened its servers) nothing opens: those are the run's (None: no servers)."""
+    current = current_run_tools()
+    if current is not None or not servers:
+        yield current
+        return
+    tools = RunTools()
+
+    def keep(ev: dict) -> None:
+        tools.errors.append({k: v for k, v in ev.items() if k not in ("event", "ts")})
+
+    async with mcp_tools(servers, on_event=on_event or keep) as mcp:
+        tools.pairs = run_tools_of(mcp).pairs
+        yield tools
+
+
+def run_tools_of(mcp: McpTools) -> RunTools:
+    """The run tools of open sessions: each tool with its ``ToolMeta``."""
+    return RunTools(pairs=[(tool, mcp.registry.meta(tool.name)) for tool in mcp.tools])
 
 
 class _Session:

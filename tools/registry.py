@@ -28,6 +28,8 @@ from typing import Any
 
 from langchain_core.tools import BaseTool
 
+from ..run_tools import run_tools_matching
+
 log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "smart_agent.tools"
@@ -67,11 +69,16 @@ class ToolRegistry:
     so building a graph loads no plugin. Changes made meanwhile (``register(...,
     replace=True)``, ``unregister``, ``then``) queue behind them, so the result is the same
     as if every step had run at once; ``copy`` carries the pending steps along.
+
+    Inside a run that opened MCP sessions for its graph, the registry also holds those of the
+    run's tools (``run_tools.py``) whose names match its ``offer_run_tools`` patterns,
+    after its own and never replacing one of them.
     """
 
     _tools: dict[str, BaseTool] = field(default_factory=dict)
     _meta: dict[str, ToolMeta] = field(default_factory=dict)
     _pending: list[RegistryStep] = field(default_factory=list, compare=False, repr=False)
+    _run_patterns: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def pending(self) -> bool:
@@ -95,6 +102,28 @@ class ToolRegistry:
             for step in steps:
                 step(self)
 
+    @property
+    def run_patterns(self) -> tuple[str, ...]:
+        return self._run_patterns
+
+    def offer_run_tools(self, patterns: Iterable[str]) -> ToolRegistry:
+        """Also hold the current run's MCP tools whose names match ``patterns`` (names or globs;
+        ``"*"``: all of them). Returns the registry."""
+        self._run_patterns = tuple(dict.fromkeys((*self._run_patterns, *patterns)))
+        return self
+
+    def _view(self) -> tuple[dict[str, BaseTool], dict[str, ToolMeta]]:
+        """Its tools and their metadata, with the matching run tools of the current run."""
+        self._load()
+        extra = run_tools_matching(self._run_patterns)
+        if not extra:
+            return self._tools, self._meta
+        tools, meta = dict(self._tools), dict(self._meta)
+        for tool, tool_meta in extra:
+            if tool.name not in tools:
+                tools[tool.name], meta[tool.name] = tool, tool_meta
+        return tools, meta
+
     def register(self, tool: BaseTool, meta: ToolMeta | None = None, *, replace: bool = False) -> BaseTool:
         if not isinstance(tool, BaseTool):
             raise TypeError(f"register() takes a LangChain BaseTool, got {type(tool).__name__}")
@@ -111,50 +140,49 @@ class ToolRegistry:
         self.then(lambda r: _drop(r, name))
 
     def __contains__(self, name: object) -> bool:
-        self._load()
-        return name in self._tools
+        return name in self._view()[0]
 
     def __len__(self) -> int:
-        self._load()
-        return len(self._tools)
+        return len(self._view()[0])
 
     def names(self) -> list[str]:
-        self._load()
-        return list(self._tools)
+        return list(self._view()[0])
 
     def get(self, name: str) -> BaseTool:
-        self._load()
+        tools = self._view()[0]
         try:
-            return self._tools[name]
+            return tools[name]
         except KeyError:
-            raise KeyError(f"Unknown tool {name!r}. Known tools: {', '.join(self._tools) or '(none)'}") from None
+            raise KeyError(f"Unknown tool {name!r}. Known tools: {', '.join(tools) or '(none)'}") from None
 
     def meta(self, name: str) -> ToolMeta:
-        self.get(name)
-        return self._meta[name]
+        tools, meta = self._view()
+        if name not in tools:
+            self.get(name)
+        return meta[name]
 
     def tools(self, names: Iterable[str] | None = None) -> list[BaseTool]:
         """The tools with these names (all when ``names`` is None or empty), in registry order."""
-        self._load()
+        tools = self._view()[0]
         if not names:
-            return list(self._tools.values())
+            return list(tools.values())
         wanted = list(dict.fromkeys(names))
-        missing = [n for n in wanted if n not in self._tools]
+        missing = [n for n in wanted if n not in tools]
         if missing:
-            raise KeyError(f"Unknown tool(s): {', '.join(missing)}. Known tools: {', '.join(self._tools)}")
-        return [self._tools[n] for n in wanted]
+            raise KeyError(f"Unknown tool(s): {', '.join(missing)}. Known tools: {', '.join(tools)}")
+        return [tools[n] for n in wanted]
 
     def copy(self) -> ToolRegistry:
-        """An independent registry with the same tools (pending steps still pending)."""
-        return ToolRegistry(dict(self._tools), dict(self._meta), list(self._pending))
+        """An independent registry with the same tools (pending steps still pending, same run patterns)."""
+        return ToolRegistry(dict(self._tools), dict(self._meta), list(self._pending), self._run_patterns)
 
     def describe(self) -> list[dict[str, Any]]:
         """Names, descriptions and JSON argument schemas (what a planner prompt needs)."""
-        self._load()
+        tools, meta = self._view()
         out = []
-        for name, tool in self._tools.items():
+        for name, tool in tools.items():
             params = _json_schema(tool.tool_call_schema)
-            out.append({"name": name, "description": tool.description, "parameters": params, "meta": self._meta[name]})
+            out.append({"name": name, "description": tool.description, "parameters": params, "meta": meta[name]})
         return out
 
     # -- plugin discovery -------------------------------------------------

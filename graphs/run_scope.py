@@ -1,0 +1,78 @@
+"""A compiled graph that opens its MCP servers' sessions around each of its runs.
+
+``with_mcp_servers(compiled, servers)`` returns the same graph (nodes, edges, schemas,
+drawing) whose async runs - ``ainvoke``, ``astream``, ``astream_events``, and so every run
+``langgraph dev`` makes - first open the servers' sessions (all at once, through
+``langchain-mcp-adapters``), make their tools the run's tools (``run_tools.py``: the
+graph's registries hold them, so the agent offers them, its tools node and a planner's steps
+call them, a plan may name them), and close them when the run ends, also when it fails or is
+cancelled. A server that does not start is one ``error`` event on the run's stream naming it,
+and the run goes on without its tools.
+
+A run inside another run that has run tools (a sub-agent's graph, a CLI run, which opens its
+servers itself) uses those and opens nothing. Sync runs (``invoke``, ``stream``) open no
+session: MCP tools are async.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from langgraph.graph.state import CompiledStateGraph
+
+from .. import settings
+from ..run_tools import using_run_tools
+from ..tools.mcp import run_mcp_tools
+from ..tools.mcp_config import McpServer, load_mcp_config
+
+__all__ = ["McpRunGraph", "mcp_servers_of", "served_mcp_config", "with_mcp_servers"]
+
+
+class McpRunGraph(CompiledStateGraph):
+    """A compiled state graph whose async runs hold its MCP servers' sessions open."""
+
+    def __init__(self, *, mcp_servers: Sequence[McpServer] = (), **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.mcp_servers = tuple(mcp_servers)  # (kept by copy() and with_config(), which pass __dict__)
+
+    async def astream(self, input: Any, config: Any = None, **kwargs: Any) -> AsyncIterator[Any]:
+        async with run_mcp_tools(self.mcp_servers) as tools:
+            inner: Any = super().astream(input, config, **kwargs)
+            try:
+                while True:
+                    # The run tools are set around every step of the run, in whatever task drives
+                    # it (langgraph dev's streams may resume the stream from several): the node
+                    # tasks each step starts copy them.
+                    with using_run_tools(tools):
+                        try:
+                            chunk = await anext(inner)
+                        except StopAsyncIteration:
+                            return
+                    yield chunk
+            finally:
+                with using_run_tools(tools):
+                    await inner.aclose()
+
+
+def with_mcp_servers(compiled: Any, servers: Sequence[McpServer]) -> Any:
+    """``compiled`` opening ``servers`` around each run (itself when there are none)."""
+    if not servers:
+        return compiled
+    attrs = {k: v for k, v in compiled.__dict__.items() if k != "__orig_class__"}
+    return McpRunGraph(mcp_servers=servers, **attrs)
+
+
+def mcp_servers_of(config: Any) -> list[McpServer]:
+    """``mcp_config=`` of a graph builder: None, a ``{"mcpServers": ...}`` file, or servers."""
+    if config is None:
+        return []
+    if isinstance(config, (str, os.PathLike)):
+        return load_mcp_config(os.fspath(config))
+    return list(config)
+
+
+def served_mcp_config() -> Any:
+    """The MCP servers file of the graphs ``langgraph dev`` serves: ``$SMART_AGENT_MCP_CONFIG`` (None: none)."""
+    return settings.mcp_config()
