@@ -34,7 +34,7 @@ from ..history.budget import ContextBudget
 from ..nodes.agent import make_agent_node, offered_tools
 from ..nodes.human import make_human_node, needs_human
 from ..nodes.limit import tool_limit_finalize
-from ..nodes.memory import memory_recall, memory_write
+from ..nodes.memory import memory_recall, memory_write, prefetch_recall
 from ..nodes.reasoning import make_two_phase_node
 from ..nodes.resolver import make_resolver
 from ..nodes.routes import (
@@ -146,7 +146,8 @@ def build_agent_graph(
         handoff_node = no_handoff  # wired, never routed to: one agent has no active_agent
 
     builder = StateGraph(AgentState, context_schema=AgentContext, input_schema=InputState)
-    builder.add_node("resolver", make_resolver(budget.on_run_start, *hooks))
+    # prefetch_recall first: the recall query is embedded while the rest of the run starts.
+    builder.add_node("resolver", make_resolver(prefetch_recall, budget.on_run_start, *hooks))
     builder.add_node("summarize", make_summarize_node(budget, model))
     builder.add_node("agent", agent_node)
     builder.add_node("human", human_node)

@@ -299,25 +299,36 @@ class FaissMemoryStore(_Rows, BaseStore):
         *,
         min_similarity: float = 0.0,
         filter: Mapping[str, Any] | None = None,
+        query_vector: Any = None,
     ) -> list[Recalled]:
-        """Top ``k`` memories under ``namespace`` (a prefix) by blended rank."""
+        """Top ``k`` memories under ``namespace`` (a prefix) by blended rank.
+
+        ``query_vector``: the query already embedded (:meth:`query_vector`, e.g. while the run
+        was starting); None embeds ``query`` here."""
         ns = tuple(namespace)
         _validate_labels(ns)
         if k <= 0 or not (query or "").strip():
             return []
-        with self._lock:
-            self._ensure_open()
-            ns_list = self._namespaces_under(ns)
-            has_any = any(
-                (e := self._index_for(n)) is not None and e.index is not None and e.index.ntotal for n in ns_list
-            )
-        if not has_any:
-            return []  # nothing to search: don't load the model
-        qvec = self._embed([query])[0]
+        qvec = query_vector if query_vector is not None else self.query_vector(ns, query)
+        if qvec is None:
+            return []  # nothing to search
         with self._lock:
             self._ensure_open()
             ranked = self._ranked(self._namespaces_under(ns), qvec, k, filter, min_similarity)
         return ranked[:k]
+
+    def query_vector(self, namespace: Sequence[str], query: str) -> Any:
+        """``query`` embedded for a recall under ``namespace``; None (no model loaded) when there is
+        nothing to search there."""
+        ns = tuple(namespace)
+        _validate_labels(ns)
+        with self._lock:
+            self._ensure_open()
+            has_any = any(
+                (e := self._index_for(n)) is not None and e.index is not None and e.index.ntotal
+                for n in self._namespaces_under(ns)
+            )
+        return self._embed([query])[0] if has_any else None
 
     def forget(self, namespace: Sequence[str], key: str) -> bool:
         """Delete one memory; True when it existed."""

@@ -2,7 +2,11 @@
 
 ``memory_recall`` runs at the start of a run: it searches the user's memories
 with the task (the last human message) and puts a text block into
-``memory_context``, which the agent node appends to the system prompt.
+``memory_context``, which the agent node appends to the system prompt. The query's
+embedding starts earlier, with the run: :func:`prefetch_recall` is a resolver hook that
+hands it to a memory thread (opening the store, embedding the task) while the resolver and
+the step to ``memory_recall`` go on; ``memory_recall`` then awaits that vector instead of
+embedding the task itself (the FAISS store; other stores embed inside their ``asearch``).
 ``memory_write`` runs when the run ends: it writes one deterministic observation
 (task, answer, what the tools did) with consolidation -- no extra model call.
 
@@ -22,8 +26,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -31,7 +37,7 @@ from langgraph.runtime import Runtime
 from ..context import AgentContext, context_field
 from ..events import emit
 from ..memory import backend
-from ..memory.backend import NoVectorIndex
+from ..memory.backend import NoVectorIndex, is_memory_store
 from ..memory.integrity import MemoryUnavailable
 from ..memory.service import (
     build_observation,
@@ -46,7 +52,14 @@ from ..state import AgentState
 
 log = logging.getLogger(__name__)
 
-__all__ = ["memory_recall", "memory_write"]
+__all__ = ["memory_recall", "memory_write", "prefetch_recall"]
+
+# Work started before the node that needs it: one memory thread per process (the store's own
+# lock serializes its work anyway), and the query vectors it is computing, by run key.
+_memory_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="smart-agent-memory")
+_prefetched: dict[tuple[int, tuple[str, ...], str], Future[Any]] = {}
+_prefetched_lock = threading.Lock()
+MAX_PREFETCHED = 64  # runs whose memory_recall never came (an error in the resolver) are dropped
 
 
 def _runtime_parts(runtime: Any) -> tuple[Any, Any]:
@@ -77,6 +90,44 @@ def _damage(store: Any, ns: tuple[str, ...], *, repair: bool = False) -> dict[st
     return fields
 
 
+def _query_vector(runtime_store: Any, ctx: Any, ns: tuple[str, ...], task: str) -> Any:
+    store = store_for(runtime_store, ctx)
+    return store.query_vector(ns, task) if is_memory_store(store) and hasattr(store, "query_vector") else None
+
+
+def prefetch_recall(state: Mapping[str, Any], update: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
+    """Resolver hook: start embedding this run's recall query on the memory thread (never fails)."""
+    try:
+        if not memory_enabled(ctx) or int(context_field(ctx, "memory_k", 5)) <= 0:
+            return {}
+        task, _, _ = run_task_and_facts(state)
+        if not task:
+            return {}
+        from langgraph.runtime import get_runtime
+
+        runtime_store = getattr(get_runtime(), "store", None)
+        ns = namespace_for(ctx)
+        future = _memory_thread.submit(_query_vector, runtime_store, ctx, ns, task)
+        with _prefetched_lock:
+            _prefetched[(id(runtime_store), ns, task)] = future
+            while len(_prefetched) > MAX_PREFETCHED:
+                _prefetched.pop(next(iter(_prefetched)))
+    except Exception as exc:  # memory_recall embeds the query itself
+        log.debug("smart-agent memory: no prefetch: %s", exc)
+    return {}
+
+
+async def _prefetched_vector(runtime_store: Any, ns: tuple[str, ...], task: str) -> Any:
+    with _prefetched_lock:
+        future = _prefetched.pop((id(runtime_store), ns, task), None)
+    if future is None:
+        return None
+    try:
+        return await asyncio.wrap_future(future)
+    except Exception:  # the recall below reports its own error
+        return None
+
+
 def _cleared(state: Mapping[str, Any]) -> dict[str, Any]:
     """Disabled: change nothing, except a stale block left by an earlier run."""
     if state.get("memory_context") or state.get("recalled_memories"):
@@ -97,8 +148,9 @@ async def memory_recall(state: AgentState, runtime: Runtime[AgentContext]) -> di
     ns = namespace_for(ctx)
     try:
         # Opening the store and searching touch files: off the event loop (a server's loop).
+        qvec = await _prefetched_vector(runtime_store, ns, task)
         store = await asyncio.to_thread(store_for, runtime_store, ctx)
-        recalled = await backend.recall(store, ns, task, k, min_similarity=min_similarity())
+        recalled = await backend.recall(store, ns, task, k, min_similarity=min_similarity(), query_vector=qvec)
         damage = await asyncio.to_thread(_damage, store, ns)
     except NoVectorIndex as exc:
         emit("error", node="memory_recall", error=str(exc), memory="off")
