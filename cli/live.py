@@ -106,10 +106,14 @@ class LiveLines(Lines):
 
     progress = True
 
-    def __init__(self, stream: TextIO, summary: RunSummary) -> None:
+    def __init__(self, stream: TextIO, summary: RunSummary, *, answer_stream: TextIO | None = None,
+                 prefix: str = "") -> None:
+        """``answer_stream``: where the streamed text goes (``chat``: stdout, its lines on stderr);
+        ``prefix`` starts each streamed text (``chat``: ``agent> ``)."""
         super().__init__(stream, summary)
         from rich.console import Console
 
+        self.answer_stream, self.prefix = answer_stream or stream, prefix
         self.console = Console(file=stream, highlight=False, markup=False, emoji=False, soft_wrap=True)
         self.activities: dict[str, tuple[str, float]] = {}
         self._live: Any = None
@@ -145,8 +149,8 @@ class LiveLines(Lines):
     # -- lines and tokens ----------------------------------------------------------------
     def _end_line(self) -> None:
         if self._mid_line:
-            self.stream.write("\n")
-            self.stream.flush()
+            self.answer_stream.write("\n")
+            self.answer_stream.flush()
             self._mid_line = False
 
     def write_line(self, line: str) -> None:
@@ -197,14 +201,16 @@ class LiveLines(Lines):
         if not text:
             return
         ns = str(metadata.get("langgraph_checkpoint_ns") or "")
+        shown = text
         if self._streaming != ns:
             self._end_line()
             self._streaming, self._streamed = ns, ""
             self._refresh()  # the status line goes: the answer is the progress now
-        self.stream.write(text)
-        self.stream.flush()
+            shown = self.prefix + text
+        self.answer_stream.write(shown)
+        self.answer_stream.flush()
         self._streamed += text
-        self._mid_line = not text.endswith("\n")
+        self._mid_line = not shown.endswith("\n")
 
     def _task(self, task: dict) -> None:
         name, task_id = str(task.get("name") or ""), str(task.get("id") or "")
@@ -245,10 +251,11 @@ class LiveLines(Lines):
         self._end_line()
 
 
-def make_display(stream: TextIO, summary: RunSummary, *, quiet: bool = False, as_json: bool = False) -> Lines:
-    """:class:`LiveLines` when ``stream`` is a terminal and neither ``--quiet`` nor ``--json``
-    is given, else :class:`Lines`."""
-    isatty = getattr(stream, "isatty", None)
-    if quiet or as_json or not (isatty and isatty()):
+def make_display(stream: TextIO, summary: RunSummary, *, quiet: bool = False, as_json: bool = False,
+                 answer_stream: TextIO | None = None, prefix: str = "") -> Lines:
+    """:class:`LiveLines` when ``stream`` (and ``answer_stream``) are terminals and neither
+    ``--quiet`` nor ``--json`` is given, else :class:`Lines`."""
+    terminal = all(getattr(s, "isatty", lambda: False)() for s in (stream, answer_stream or stream))
+    if quiet or as_json or not terminal:
         return Lines(stream, summary, quiet=quiet)
-    return LiveLines(stream, summary)
+    return LiveLines(stream, summary, answer_stream=answer_stream, prefix=prefix)

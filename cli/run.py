@@ -201,22 +201,29 @@ async def chat_command(args: argparse.Namespace) -> int:
             if text in {"/exit", "/quit"}:
                 break
             summary = RunSummary()
-            async with thread_lock(thread_id):  # per turn: another run on this thread may go between turns
-                final = await run_once(
-                    graph,
-                    {"task": text},
-                    context=ctx,
-                    thread_id=thread_id,
-                    on_event=_printer(sys.stderr, args.quiet or args.json, summary),
-                    ask=ask if on_terminal(args) else None,
-                    metadata=metadata,
-                )
+            # on a terminal the answer streams after "agent> " and a status line shows what runs (cli/live.py)
+            display = make_display(sys.stderr, summary, quiet=bool(args.quiet), as_json=args.json,
+                                   answer_stream=sys.stdout, prefix="agent> " if interactive else "")
+            try:
+                async with thread_lock(thread_id):  # per turn: another run on this thread may go between turns
+                    final = await run_once(
+                        graph,
+                        {"task": text},
+                        context=ctx,
+                        thread_id=thread_id,
+                        on_event=display.on_event,
+                        ask=display.pausing(ask if on_terminal(args) else None),
+                        metadata=metadata,
+                        on_progress=display.on_progress if display.progress else None,
+                    )
+            finally:
+                display.close()  # the status line erased, the streamed answer's line ended
             if final.get("__interrupt__"):  # not a terminal: the turn waits for `smart-agent resume`
                 result = result_json(final, thread_id, summary)
                 return report_interrupted(args.json, result, thread_id, final["__interrupt__"])
             if args.json:
                 print_json(result_json(final, thread_id, summary))
-            else:
+            elif not display.answer_shown(final):  # (streamed: on screen already)
                 print(f"agent> {final.get('answer', '')}" if interactive else final.get("answer", ""), flush=True)
     return EXIT_USAGE if refused else 0
 

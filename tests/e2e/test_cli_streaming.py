@@ -88,3 +88,23 @@ def test_quiet_on_a_terminal_shows_only_the_answer(scripted_server, workspace):
     code, out = finish(child)
     assert code == 0
     assert out.strip() == "It is 42."
+
+
+def test_chat_streams_each_answer_on_a_terminal(scripted_server):
+    srv = scripted_server([{"content": f"{FIRST} {REST}", "pause_after": 6, "pause_s": 300}, text("Second answer.")])
+    child = spawn(["chat", "--thread", "stream-chat"], cli_env(srv))
+    child.expect_exact("you> ")
+    child.sendline("first question")
+    assert srv.stream_paused.wait(60)
+    child.expect_exact(f"agent> {FIRST}")  # on screen while the server holds the rest
+    assert srv.streamed_text.strip() == FIRST
+    srv.release_stream()
+    child.expect_exact(REST)
+    child.expect_exact("you> ")
+    assert FIRST not in child.before  # not printed a second time
+    child.sendline("second question")
+    child.expect_exact("agent> Second answer.")
+    child.expect_exact("you> ")
+    child.sendline("/exit")
+    code, _tail = finish(child)
+    assert code == 0
