@@ -12,6 +12,7 @@ nothing outside it imports it.
     smart-agent memory list|search|forget|stats|export|import (cli/memory.py)
     smart-agent threads list|show ID|export ID|delete ID (cli/threads.py)
     smart-agent doctor                          (cli/doctor.py: model, data folder, memory, database)
+    smart-agent eval SUITE [--compare A B] ...  (cli/eval.py, cli/eval_run.py; smart_agent/evaluation)
 
 Events stream live to stderr (to stdout in human mode); with ``--json`` stdout
 holds exactly one JSON object.
@@ -151,6 +152,7 @@ def _feature_cli_hooks() -> list[Callable]:
     """Sub-commands contributed by features (memory, planner...)."""
     from .agents import register_cli as register_agents_cli
     from .doctor import register_cli as register_doctor_cli
+    from .eval import register_cli as register_eval_cli
     from .memory import register_cli as register_memory_cli
     from .planner import register_cli as register_planner_cli
     from .resume import register_cli as register_resume_cli
@@ -158,7 +160,7 @@ def _feature_cli_hooks() -> list[Callable]:
 
     return [
         register_memory_cli, register_planner_cli, register_resume_cli, register_agents_cli, register_threads_cli,
-        register_doctor_cli,
+        register_doctor_cli, register_eval_cli,
     ]
 
 

@@ -1,0 +1,196 @@
+"""An eval suite: a YAML file (``cases:``, optional ``name`` and ``defaults``) or a JSONL
+file (one case per line), checked against ``docs/eval.schema.json`` (evaluation/schema.py)
+and the run settings against the context fields. Every problem is one line naming the
+file, the case and the field (:class:`SuiteError`, a ``ValueError``: the CLI exits 2).
+
+An A/B config (``--compare a.yaml b.yaml``) is a ``name``, ``graph``, ``model`` and
+``settings`` (:func:`load_config`)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .schema import CONFIG_SCHEMA, SCHEMA
+
+__all__ = ["Case", "RunConfig", "Suite", "SuiteError", "check_settings", "load_config", "load_suite"]
+
+
+class SuiteError(ValueError):
+    """A suite or config file that cannot be used: one line."""
+
+
+@dataclass
+class Case:
+    id: str
+    turns: list[str]
+    graph: str | None = None
+    model: str | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)
+    review: dict[str, Any] | None = None
+    expect: dict[str, Any] = field(default_factory=dict)
+    description: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        """The case as a ``python:`` check receives it."""
+        return {
+            "id": self.id, "task": self.turns[0] if len(self.turns) == 1 else list(self.turns), "graph": self.graph,
+            "model": self.model, "settings": dict(self.settings), "files": dict(self.files), "expect": self.expect,
+        }
+
+
+@dataclass
+class Suite:
+    path: str
+    name: str
+    cases: list[Case]
+
+
+@dataclass
+class RunConfig:
+    """What one side of a run uses: a graph, a model and run settings over each case's own."""
+
+    name: str = ""
+    graph: str | None = None
+    model: str | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return self.name or " ".join(x for x in (self.graph, self.model) if x) or "default"
+
+
+def _read(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SuiteError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SuiteError(f"{path}: cannot read it ({' '.join(str(exc).split())})") from None
+    if path.suffix.lower() == ".jsonl":
+        cases = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                cases.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise SuiteError(f"{path}: line {n}: not JSON ({exc.msg})") from None
+        return {"cases": cases}
+    import yaml  # type: ignore[import-untyped]
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark is not None else ""
+        raise SuiteError(f"{path}: {where}not valid YAML ({getattr(exc, 'problem', None) or 'syntax error'})") from None
+    return data
+
+
+def _schema_problem(path: Path, data: Any, schema: Mapping[str, Any]) -> str | None:
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import best_match
+
+    err = best_match(Draft202012Validator(schema).iter_errors(data))
+    if err is None:
+        return None
+    parts = list(err.absolute_path)
+    where = ""
+    if len(parts) >= 2 and parts[0] == "cases" and isinstance(parts[1], int):
+        cases = data.get("cases") if isinstance(data, Mapping) else None
+        case = cases[parts[1]] if isinstance(cases, list) else None
+        cid = case.get("id") if isinstance(case, Mapping) else None
+        where = f"case {cid!r}: " if isinstance(cid, str) else f"case #{parts[1] + 1}: "
+        parts = parts[2:]
+    name = ".".join(str(p) for p in parts) or "(top level)"
+    message = err.message if len(err.message) <= 160 else err.message[:157] + "..."
+    if err.validator == "oneOf":
+        message = f"{_shown(err.instance)} is not one of the allowed forms"
+    return f"{path}: {where}{name}: {' '.join(message.split())}"
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def check_settings(settings: Mapping[str, Any], graph: str | None, where: str) -> None:
+    """Each run setting must be a context field of the graph with a valid value (one line)."""
+    from ..context import GRAPH_CONTEXTS, Context, context_field_names, field_problem
+
+    if graph is not None and graph not in GRAPH_CONTEXTS:
+        raise SuiteError(f"{where}graph: unknown graph {graph!r} (one of {', '.join(GRAPH_CONTEXTS)})")
+    names = set(context_field_names(GRAPH_CONTEXTS.get(graph or "agent", Context)))
+    for key, value in settings.items():
+        if key == "workspace":
+            raise SuiteError(f"{where}settings.workspace: each case runs in its own fresh workspace; use files:")
+        if key not in names:
+            raise SuiteError(f"{where}settings.{key}: not a run setting of the {graph or 'agent'} graph")
+        problem = field_problem(key, value)
+        if problem:
+            raise SuiteError(f"{where}settings.{key}: {problem}")
+
+
+def _check_files(files: Mapping[str, Any], where: str, key: str) -> None:
+    for name in files:
+        p = Path(name)
+        if not name or p.is_absolute() or ".." in p.parts:
+            raise SuiteError(f"{where}{key}: {name!r} must be a relative path inside the workspace")
+
+
+def load_suite(path: str | os.PathLike[str]) -> Suite:
+    """The suite in ``path`` (``.yaml``/``.yml`` or ``.jsonl``), checked; defaults merged."""
+    p = Path(path)
+    data = _read(p)
+    problem = _schema_problem(p, data, SCHEMA)
+    if problem:
+        raise SuiteError(problem)
+    defaults = data.get("defaults") or {}
+    cases: list[Case] = []
+    seen: set[str] = set()
+    for raw in data["cases"]:
+        cid = raw["id"]
+        where = f"{p}: case {cid!r}: "
+        if cid in seen:
+            raise SuiteError(f"{where}id: another case has this id")
+        seen.add(cid)
+        task = raw["task"]
+        case = Case(
+            id=cid,
+            turns=[task] if isinstance(task, str) else list(task),
+            graph=raw.get("graph", defaults.get("graph")),
+            model=raw.get("model", defaults.get("model")),
+            settings={**(defaults.get("settings") or {}), **(raw.get("settings") or {})},
+            files=dict(raw.get("files") or {}),
+            review=raw.get("review"),
+            expect={**(defaults.get("expect") or {}), **(raw.get("expect") or {})},
+            description=raw.get("description", ""),
+        )
+        check_settings(case.settings, case.graph, where)
+        _check_files(case.files, where, "files")
+        _check_files(case.expect.get("files") or {}, where, "expect.files")
+        cases.append(case)
+    return Suite(path=str(p), name=str(data.get("name") or p.stem), cases=cases)
+
+
+def load_config(path: str | os.PathLike[str]) -> RunConfig:
+    """An A/B side from a YAML/JSON file: ``name``, ``graph``, ``model``, ``settings``."""
+    p = Path(path)
+    data = _read(p)
+    if data is None:
+        data = {}
+    problem = _schema_problem(p, data, CONFIG_SCHEMA)
+    if problem:
+        raise SuiteError(problem)
+    config = RunConfig(
+        name=data.get("name") or p.stem, graph=data.get("graph"), model=data.get("model"),
+        settings=dict(data.get("settings") or {}),
+    )
+    check_settings(config.settings, config.graph, f"{p}: ")
+    return config
