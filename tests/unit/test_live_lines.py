@@ -8,7 +8,7 @@ import io
 import pytest
 from langchain_core.messages import AIMessageChunk
 
-from smart_agent.cli.live import LiveLines, Lines, make_display
+from smart_agent.cli.live import Lines, LiveLines, make_display
 from smart_agent.cli.render import RunSummary
 
 pytestmark = pytest.mark.unit
