@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol, TextIO
 
-from .render import format_event
+from .render import format_event, short
 
 
 class RunSummary(Protocol):  # cli's RunSummary: what the run did, collected from its events
@@ -176,7 +176,7 @@ class LiveLines(Lines):
         if kind == "tool_call":
             self._start(f"tool:{agent}:{ev.get('id')}", f"{tag}{ev.get('name')} running")
         elif kind == "step_start":
-            what = ev.get("tool") or "working"
+            what = ev.get("tool") or short(str(ev.get("task") or ev.get("objective") or "working"), 60)
             self._start(f"step:{agent}:{ev.get('step')}", f"{tag}step {ev.get('step')}: {what}")
         elif kind == "sub_agent" and ev.get("phase") == "start":
             self._start(f"sub:{ev.get('child')}", f"sub-agent {ev.get('child')} working")

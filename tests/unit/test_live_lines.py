@@ -72,5 +72,7 @@ def test_status_names_the_running_tool_and_is_erased():
     assert not live.activities and live._live is None  # the spinner stopped with the last activity
     live.on_event({"event": "step_start", "step": "s1", "tool": "grep", "agent": "a1"})
     assert [label for label, _since in live.activities.values()] == ["[a1] step s1: grep"]
+    live.on_event({"event": "step_start", "step": "w2", "task": "say two"})  # a fleet worker
+    assert [label for label, _since in live.activities.values()][-1] == "step w2: say two"
     live.close()
     assert live._live is None and not live.activities
