@@ -7,6 +7,13 @@ from typing import Any, cast
 
 from langchain_core.messages import AIMessage, HumanMessage
 
+from .events import preview
+
+#: Earlier messages of the thread a planning, decomposition or decision prompt shows (Assistant mode).
+HISTORY_MESSAGES = 10
+#: Characters of one earlier message in that history.
+HISTORY_CHARS = 2000
+
 
 def message_text(message: Any) -> str:
     """The text of a message (or of its ``content``): strings and text blocks, joined."""
@@ -51,3 +58,18 @@ def task_text(state: Mapping[str, Any]) -> str:
         if isinstance(message, HumanMessage):
             return message_text(message).strip()
     return ""
+
+
+def conversation_so_far(state: Mapping[str, Any]) -> str:
+    """Earlier turns of the thread (Assistant mode) as ``User: ...`` / ``You: ...`` lines, without
+    the current task (a last human message is it): the last :data:`HISTORY_MESSAGES` user and
+    assistant messages with text, each cut to :data:`HISTORY_CHARS`. Empty on a new thread."""
+    messages = list(state.get("messages") or [])
+    if messages and isinstance(messages[-1], HumanMessage):
+        messages = messages[:-1]
+    lines = []
+    for m in messages[-HISTORY_MESSAGES:]:
+        if isinstance(m, (HumanMessage, AIMessage)) and message_text(m).strip():
+            who = "User" if isinstance(m, HumanMessage) else "You"
+            lines.append(f"{who}: {preview(message_text(m), HISTORY_CHARS)}")
+    return "\n".join(lines)

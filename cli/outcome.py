@@ -1,35 +1,115 @@
-"""A run's outcome as the CLI reports it (``run``, ``chat``, ``resume``): the ``--json``
-object, the answer and summary lines, and the exit code."""
+"""A run's outcome as the CLI reports it (``run``, ``chat``, ``resume``): its status, the
+``--json`` object, the answer and summary lines, and the exit code.
+
+One rule for every command and graph (:func:`run_status`, :data:`EXIT_CODES`):
+
+=============  ====  ================================================================
+status         exit  when
+=============  ====  ================================================================
+completed      0     the run answered (also at a tool or budget limit)
+failed         1     no valid plan, a model error, structured output never valid...
+halted         1     a planner step failed under ``on_fail: halt``, or the plan was rejected
+interrupted    3     waiting for a person (``smart-agent resume``)
+interrupted    130   stopped by Ctrl-C; the thread keeps every finished step
+(bad input)    2     a bad flag, file or configuration: one line, nothing ran
+=============  ====  ================================================================
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from .budget import usage_report
-from .render import RunSummary
+from .summary import RunSummary
 
-EXIT_USAGE = 2
+EXIT_OK = 0
 EXIT_FAILURE = 1
+EXIT_USAGE = 2
+EXIT_WAITING = 3  # = review.EXIT_INTERRUPTED
+EXIT_CTRL_C = 130
+
+COMPLETED, FAILED, HALTED, INTERRUPTED = "completed", "failed", "halted", "interrupted"
+EXIT_CODES = {COMPLETED: EXIT_OK, FAILED: EXIT_FAILURE, HALTED: EXIT_FAILURE, INTERRUPTED: EXIT_WAITING}
+
+# A graph's own ``status`` values that end a run without its work done.
+_FAILED_GRAPH_STATUS = {"planning_failed"}
+_HALTED_GRAPH_STATUS = {"halted", "plan_invalid", "rejected"}
+
+
+def run_status(final: Mapping[str, Any]) -> str:
+    """The run's status from its final state, for every graph: ``interrupted`` when it waits on
+    an interrupt, ``failed`` when the planner found no valid plan, ``halted`` when a halting step
+    failed (or a human rejected the plan), else ``completed``."""
+    if final.get("__interrupt__"):
+        return INTERRUPTED
+    graph_status = final.get("status")
+    if graph_status in _FAILED_GRAPH_STATUS:
+        return FAILED
+    if graph_status in _HALTED_GRAPH_STATUS:
+        return HALTED
+    return COMPLETED
+
+
+def halt_error(final: Mapping[str, Any]) -> str | None:
+    """One line naming the step(s) whose failure halted a planner run (None: no halt)."""
+    errors = (final.get("halt") or {}).get("errors") or {}
+    if not errors:
+        return None
+    return "; ".join(f"step {sid!r} failed: {' '.join(str(err).split())}" for sid, err in errors.items())
+
+
+def _graph_details(final: Mapping[str, Any]) -> dict[str, Any]:
+    """What a graph's final state adds to ``--json``: the planner's plan and each step's result
+    and status, the fleet's subtasks with their results, the dual graph's assets."""
+    out: dict[str, Any] = {}
+    if "plan" in final or "step_results" in final:  # planner
+        from ..nodes.planner.scheduler import build_trace
+
+        out["plan"] = final.get("plan")
+        out["steps"] = build_trace(final.get("plan"), final.get("step_results") or {})
+        for key in ("halt", "plan_errors"):
+            if final.get(key):
+                out[key] = final[key]
+    if "subtasks" in final:  # fleet
+        results = final.get("results") or {}
+        out["subtasks"] = [
+            {**s, **{k: v for k, v in (results.get(s.get("id")) or {}).items() if k not in ("usage", "round")}}
+            for s in final.get("subtasks") or []
+        ]
+    if "assets" in final:  # dual
+        out["assets"] = list((final.get("assets") or {}).values())
+        out["iterations"] = final.get("iterations", 0)
+    return out
 
 
 def result_json(final: dict, thread_id: str, summary: RunSummary) -> dict:
-    out = {
+    """The ``--json`` object of a run: ``answer``, ``status``, ``thread_id``, ``usage``,
+    ``tool_calls`` (each call; a planner step's with its ``attempts``), ``tool_calls_made``
+    (tool executions, retries included), ``steps_run`` and the graph's own details
+    (:func:`_graph_details`); ``graph_status`` is the graph's own ``status`` when it has one."""
+    status = run_status(final)
+    out: dict[str, Any] = {
         "answer": final.get("answer", ""),
+        "status": status,
         "thread_id": thread_id,
         "tool_calls": summary.tool_calls,
-        "tool_calls_made": final.get(
-            "tool_calls_made", len([t for t in summary.tool_calls if t.get("ok") is not None])
-        ),
+        "tool_calls_made": final.get("tool_calls_made", summary.tool_executions),
+        "steps_run": len(summary.steps),
         "usage": usage_report(final, summary.usage),
     }
-    for key in ("structured_response", "todos", "status", "error"):
+    if final.get("status") is not None:
+        out["graph_status"] = final["status"]
+    for key in ("structured_response", "todos", "error"):
         if final.get(key) is not None:
             out[key] = final[key]
+    if status == HALTED and not out.get("error"):
+        out["error"] = halt_error(final) or "the run halted"
+    out.update(_graph_details(final))
     return out
-
 
 
 def print_json(obj: dict[str, Any]) -> None:
@@ -40,34 +120,57 @@ def print_json(obj: dict[str, Any]) -> None:
 def report_error(args: argparse.Namespace, thread_id: str, summary: RunSummary, exc: BaseException) -> None:
     """A run that raised: with ``--json`` stdout still holds exactly one JSON object (main() reports on stderr)."""
     if args.json:
-        print_json({**result_json({}, thread_id, summary), "error": {"type": type(exc).__name__, "message": str(exc)}})
+        failed = {**result_json({}, thread_id, summary), "status": FAILED}
+        print_json({**failed, "error": {"type": type(exc).__name__, "message": str(exc)}})
+
+
+def report_ctrl_c(args: argparse.Namespace, thread_id: str, summary: RunSummary) -> None:
+    """A run stopped by Ctrl-C (the caller re-raises; main() exits 130): what it did so far, and
+    how to go on. Every finished step is in the thread's checkpoints (durability "sync")."""
+    if args.json:
+        print_json({**result_json({}, thread_id, summary), "status": INTERRUPTED, "error": "interrupted (Ctrl-C)"})
+    print(
+        f"\nsmart-agent: interrupted; thread {thread_id} keeps every finished step: continue with "
+        f"`smart-agent resume --thread {thread_id}` or a new run with --thread {thread_id}",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def summary_line(thread_id: str, summary: RunSummary) -> str:
+    """``(thread ID · N steps · M tool calls · T tokens)``: steps only for graphs that have them."""
+    steps = f" · {len(summary.steps)} steps" if summary.steps else ""
+    return (
+        f"(thread {thread_id}{steps} · {summary.tool_executions} tool calls · "
+        f"{summary.usage['total_tokens']} tokens)"
+    )
+
+
+def failure_line(final: Mapping[str, Any], status: str) -> str:
+    """The one stderr line of a failed or halted run."""
+    if status == HALTED:
+        return f"smart-agent: the run halted: {halt_error(final) or final.get('error') or 'stopped'} (details: --json)"
+    first = next((line for line in str(final.get("error") or "").splitlines() if line.strip()), "no valid plan")
+    return f"smart-agent: {first.strip().rstrip(':')} (details: --json)"
 
 
 def report_outcome(
     args: argparse.Namespace, final: dict, thread_id: str, summary: RunSummary, *, answer_shown: bool = False
 ) -> int:
-    """Print a finished run (the answer and summary, or the --json object) and give its exit code:
-    0, 1 (failed planning), or 3 when the run stopped on an interrupt (cli/review.py).
+    """Print a finished run (the answer and summary, or the --json object) and give its exit code
+    (:data:`EXIT_CODES`); a run waiting on an interrupt prints what it waits for (cli/review.py).
     ``answer_shown``: the answer streamed on the terminal already (cli/live.py), not printed again."""
     from .review import report_interrupted
 
-    if final.get("__interrupt__"):  # nothing more runs until `smart-agent resume`
+    status = run_status(final)
+    if status == INTERRUPTED:  # nothing more runs until `smart-agent resume`
         return report_interrupted(args.json, result_json(final, thread_id, summary), thread_id, final["__interrupt__"])
-    no_plan = final.get("status") == "planning_failed"  # no valid plan within the bounded attempts
     if args.json:
         print_json(result_json(final, thread_id, summary))
-    if no_plan:
-        first = next((line for line in str(final.get("error") or "").splitlines() if line.strip()), "no valid plan")
-        print(f"smart-agent: {first.strip().rstrip(':')} (details: --json)", file=sys.stderr)
-        return EXIT_FAILURE
-    if not args.json:
-        if not answer_shown:
-            print(final.get("answer", ""))
-        if not args.quiet:
-            print(
-                f"\n(thread {thread_id} · {len(summary.tool_calls)} tool calls · {summary.usage['total_tokens']} "
-                "tokens)",
-                file=sys.stderr,
-            )
-    return 0
-
+    elif status != FAILED and not answer_shown:  # (a failed run's text is its error: the line below)
+        print(final.get("answer", ""))
+    if status in (FAILED, HALTED):
+        print(failure_line(final, status), file=sys.stderr)
+    elif not args.json and not args.quiet:
+        print("\n" + summary_line(thread_id, summary), file=sys.stderr)
+    return EXIT_CODES[status]

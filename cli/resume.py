@@ -31,10 +31,11 @@ def register_cli(subparsers: Any) -> None:
 
     p = subparsers.add_parser(
         "resume",
-        help="continue a run that paused for review or a question (exit code 3)",
-        description="Continue a paused run on its thread with a decision for every pending request.",
+        help="continue a run that paused for review or a question (exit code 3), or was stopped by Ctrl-C (130)",
+        description="Continue a paused run on its thread with a decision for every pending request; a run "
+        "stopped by Ctrl-C (exit code 130) continues from its last finished step with no decision.",
     )
-    decision = p.add_mutually_exclusive_group(required=True)
+    decision = p.add_mutually_exclusive_group()
     decision.add_argument("--approve", dest="decide_approve", action="store_true", help="approve every pending call")
     decision.add_argument(
         "--reject",
@@ -150,6 +151,13 @@ async def _recorded(thread_id: str) -> dict[str, Any] | None:
     return None if found is None else dict(found.metadata or {})
 
 
+def _decided(args: argparse.Namespace) -> bool:
+    """Whether a decision flag was given (none: continue a run stopped by Ctrl-C)."""
+    return args.decide_approve or any(
+        getattr(args, f) is not None for f in ("decide_reject", "decide_edit", "decide_answer", "decide_file")
+    )
+
+
 def _answers(args: argparse.Namespace, pending: list[Any]) -> list[Any]:
     if args.decide_file is not None:
         return file_decisions(pending, read_decisions_file(args.decide_file))
@@ -187,7 +195,14 @@ async def resume_command(args: argparse.Namespace) -> int:
     async def make_input(built: Any) -> Any:  # inside the thread's lock: what is pending now
         pending = await pending_interrupts(built, config)
         if not pending:
+            if (await built.aget_state(config)).next and not _decided(args):  # stopped by Ctrl-C: go on
+                return None
             raise ValueError(f"resume: thread {thread_id!r} has no paused run waiting for a decision")
+        if not _decided(args):
+            raise ValueError(
+                f"resume: thread {thread_id!r} waits for a decision: give --approve, --reject, --edit, --answer "
+                "or --decisions"
+            )
         return Command(resume=resume_value(pending, _answers(args, pending)))
 
     recorded = run_metadata(args.graph, {**flags, **context_values(args)})

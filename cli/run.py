@@ -17,8 +17,22 @@ from .. import settings
 from .context_args import context_from_args, context_values
 from .live import Lines, make_display
 from .options import chat_line
-from .outcome import EXIT_FAILURE, EXIT_USAGE, print_json, report_error, report_outcome, result_json
-from .render import RunSummary, short
+from .outcome import (
+    EXIT_FAILURE,
+    EXIT_USAGE,
+    FAILED,
+    HALTED,
+    INTERRUPTED,
+    failure_line,
+    print_json,
+    report_ctrl_c,
+    report_error,
+    report_outcome,
+    result_json,
+    run_status,
+)
+from .render import short
+from .summary import RunSummary
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..context import BaseContext
@@ -109,8 +123,9 @@ async def run_and_report(
     metadata: dict[str, Any],
 ) -> int:
     """Run ``graph_name`` on the thread (its lock held) from ``make_input(graph)`` and print
-    the outcome (``run`` and ``resume``): the answer or the --json object; exit 0, 1 (failed
-    planning), or 3 when the run stopped on an interrupt (asked on a terminal instead)."""
+    the outcome (``run`` and ``resume``): the answer or the --json object, and the exit code of
+    its status (cli/outcome.py: 0 completed, 1 failed or halted, 3 waiting for a person; Ctrl-C
+    ends it with 130 through main())."""
     from ..thread_lock import thread_lock
     from .agents import recorded_agents_file
     from .backends import open_run_backends
@@ -148,6 +163,10 @@ async def run_and_report(
         display.close()
         report_error(args, thread_id, summary, exc)
         raise
+    except (asyncio.CancelledError, KeyboardInterrupt):  # Ctrl-C: the thread keeps its finished steps
+        display.close()
+        report_ctrl_c(args, thread_id, summary)
+        raise
     display.close()
     return report_outcome(args, final, thread_id, summary, answer_shown=display.answer_shown(final))
 
@@ -172,7 +191,7 @@ async def chat_command(args: argparse.Namespace) -> int:
 
     def ask(pending: list[Any]) -> Any:
         return ask_terminal(pending, read=read_line)
-    number = refused = 0
+    number = refused = failed = 0
     print(f"smart-agent chat · thread {thread_id} · /exit to quit", file=sys.stderr)
     on_start = _printer(sys.stderr, args.quiet or args.json, RunSummary())  # (an MCP server that does not start)
     async with (
@@ -216,16 +235,24 @@ async def chat_command(args: argparse.Namespace) -> int:
                         metadata=metadata,
                         on_progress=display.on_progress if display.progress else None,
                     )
+            except (asyncio.CancelledError, KeyboardInterrupt):  # Ctrl-C: exit 130, the thread kept
+                display.close()
+                report_ctrl_c(args, thread_id, summary)
+                raise
             finally:
                 display.close()  # the status line erased, the streamed answer's line ended
-            if final.get("__interrupt__"):  # not a terminal: the turn waits for `smart-agent resume`
+            status = run_status(final)
+            if status == INTERRUPTED:  # not a terminal: the turn waits for `smart-agent resume`
                 result = result_json(final, thread_id, summary)
                 return report_interrupted(args.json, result, thread_id, final["__interrupt__"])
             if args.json:
                 print_json(result_json(final, thread_id, summary))
-            elif not display.answer_shown(final):  # (streamed: on screen already)
+            elif status != FAILED and not display.answer_shown(final):  # (streamed: on screen already)
                 print(f"agent> {final.get('answer', '')}" if interactive else final.get("answer", ""), flush=True)
-    return EXIT_USAGE if refused else 0
+            if status in (FAILED, HALTED):  # the next turns still run; the exit code says one failed
+                failed += 1
+                print(failure_line(final, status), file=sys.stderr, flush=True)
+    return EXIT_USAGE if refused else EXIT_FAILURE if failed else 0
 
 
 async def demo_command(args: argparse.Namespace) -> int:

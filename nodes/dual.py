@@ -26,11 +26,12 @@ from langgraph.runtime import Runtime
 
 from ..context import DualContext
 from ..events import emit, preview
-from ..messages import as_ai_message, message_text, task_text, usage_of
+from ..messages import as_ai_message, conversation_so_far, message_text, task_text, usage_of
 from ..models import ModelReplyError, aload_chat_model, invoke_model, model_fallbacks, model_options, rebind_all
 from ..replies.submit import bind_submit, reply_payload, submit_tool
 from ..state import DualState, count_of
 from ..tokens import count_request, resolve_counter
+from ..tools.agents import tag_events
 from ..usage import BUDGET_SPENT_ANSWER, current_meter, run_start_usage
 from .metering import metered_node
 
@@ -93,22 +94,6 @@ def parse_decision(payload: Any) -> tuple[dict[str, str] | None, str | None]:
     if value is None:
         return None, f"a {action} decision needs a non-empty '{field}'"
     return {"action": action, field: value.strip()}, None
-
-
-HISTORY_MESSAGES = 10
-
-
-def conversation_so_far(state: Mapping[str, Any]) -> str:
-    """Earlier turns of the thread (Assistant mode), without the current goal."""
-    messages = list(state.get("messages") or [])
-    if messages and isinstance(messages[-1], HumanMessage):
-        messages = messages[:-1]
-    lines = []
-    for m in messages[-HISTORY_MESSAGES:]:
-        if isinstance(m, (HumanMessage, AIMessage)) and str(m.content).strip():
-            who = "User" if isinstance(m, HumanMessage) else "You"
-            lines.append(f"{who}: {preview(str(m.content), ASSET_CHARS)}")
-    return "\n".join(lines)
 
 
 def decide_prompt(state: Mapping[str, Any], last_step: bool) -> str:
@@ -242,6 +227,23 @@ async def brainstorm(state: DualState) -> dict[str, Any]:
     return {"thoughts": [*(state.get("thoughts") or []), decision.get("thought", "")]}
 
 
+async def run_executor(planner: Any, objective: str, runtime: Runtime[DualContext], asset_id: str) -> dict[str, Any]:
+    """Run ``planner`` on ``objective`` as a subgraph of the calling node (its plan approval pauses
+    the whole run) and return its final state. Its events (plan, steps, model calls) reach the
+    run's stream tagged ``agent: <asset id>``: LangGraph does not pass a subgraph's custom events
+    to a caller that streams without ``subgraphs=True``."""
+    forward = tag_events(runtime.stream_writer, asset_id)
+    final: dict[str, Any] = {}
+    async for mode, chunk in planner.astream(
+        {"task": objective}, context=runtime.context, stream_mode=["custom", "values"]
+    ):
+        if mode == "custom" and isinstance(chunk, dict) and "event" in chunk:
+            forward(chunk)
+        elif mode == "values" and isinstance(chunk, dict):
+            final = chunk
+    return final
+
+
 def make_execute_node(planner: Any) -> Callable:
     """Run ``planner`` (a compiled planner graph) on the objective as a subgraph."""
 
@@ -254,7 +256,7 @@ def make_execute_node(planner: Any) -> Callable:
             # The planner shares the run's budget (its nodes find this meter) and leaves one
             # call for the final decision.
             with meter.reserve() if meter is not None else contextlib.nullcontext():
-                out = await planner.ainvoke({"task": objective}, context=runtime.context)
+                out = await run_executor(planner, objective, runtime, asset_id)
             answer = str(out.get("answer") or "")
             status = "ok" if out.get("status") in (None, "done") else str(out.get("status"))
             error = out.get("error")

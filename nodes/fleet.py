@@ -31,7 +31,7 @@ from langgraph.types import Send
 
 from ..context import FleetContext
 from ..events import emit, preview
-from ..messages import as_ai_message, message_text, task_text, usage_of
+from ..messages import as_ai_message, conversation_so_far, message_text, task_text, usage_of
 from ..models import Fallback, aload_chat_model, invoke_model, model_fallbacks, model_options, rebind_all
 from ..replies.feedback import feedback
 from ..replies.submit import bind_submit, reply_payload, submit_tool
@@ -58,6 +58,13 @@ DECOMPOSE_SYSTEM = (
     "cannot be split is one subtask.\n\n"
     f"Call {SUBMIT_SUBTASKS} with the list, or reply with only a JSON list of strings, e.g. "
     '["Find the population of Paris", "Find the population of Rome"].'
+)
+
+# The decomposition request on a thread with earlier turns (Assistant mode): the workers see only
+# their subtask, so what the goal refers to in those turns must go into the subtasks.
+DECOMPOSE_HISTORY = (
+    "Conversation so far (earlier turns of this thread; the workers do not see it, so put what they "
+    "need from it into their subtasks):\n{history}\n\nGoal:\n{goal}"
 )
 
 WORKER_TASK = "You are one worker of a fleet working on this goal:\n{goal}\n\nYour subtask (do only this):\n{task}"
@@ -110,14 +117,16 @@ def validate_subtasks(payload: Any, max_subtasks: int) -> tuple[list[str], list[
 
 
 async def decompose_goal(
-    model: BaseChatModel, goal: str, max_subtasks: int, *, spec: str | None = None, fallbacks: Sequence[Fallback] = ()
+    model: BaseChatModel, goal: str, max_subtasks: int, *, spec: str | None = None, fallbacks: Sequence[Fallback] = (),
+    history: str = "",
 ) -> tuple[list[str], list[str], list[dict]]:
-    """Ask the model for subtasks: ``(subtasks, last errors, usages)``; empty subtasks when it never succeeded."""
+    """Ask the model for subtasks: ``(subtasks, last errors, usages)``; empty subtasks when it never succeeded.
+    ``history``: the thread's earlier turns (``conversation_so_far``), shown before the goal."""
     runnable = bind_submit(model, [subtasks_tool(max_subtasks)])
     fallbacks = rebind_all(fallbacks, lambda m: bind_submit(m, [subtasks_tool(max_subtasks)]))
     messages: list[BaseMessage] = [
         SystemMessage(content=DECOMPOSE_SYSTEM.format(max_subtasks=max_subtasks)),
-        HumanMessage(content=goal),
+        HumanMessage(content=DECOMPOSE_HISTORY.format(history=history, goal=goal) if history else goal),
     ]
     usages: list[dict] = []
     errors: list[str] = []
@@ -149,7 +158,8 @@ def make_decompose_node(model: BaseChatModel | None = None) -> Callable:
             return {**update, "goal": "", "subtasks": [], "status": "done", "error": answer, "answer": answer}
         llm = model or await aload_chat_model(ctx.model, **model_options(ctx))
         subtasks, errors, usages = await decompose_goal(
-            llm, goal, ctx.max_subtasks, spec=None if model else ctx.model, fallbacks=model_fallbacks(ctx)
+            llm, goal, ctx.max_subtasks, spec=None if model else ctx.model, fallbacks=model_fallbacks(ctx),
+            history=conversation_so_far(state),
         )
         for usage in usages:
             emit("usage", node="decompose", **usage)

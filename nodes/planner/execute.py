@@ -312,7 +312,7 @@ def make_run_step_node(registry: ToolRegistry, *, backoff_base_s: float = BACKOF
         )
         emit("step_result", step=step.id, tool=step.tool, status=result["status"], ok=result["status"] == OK,
              error=result["error"], attempts=result["attempts"], duration_s=result["duration_s"],
-             round=result["round"], preview=preview if result["status"] == OK else None)
+             round=result["round"], preview=preview if result["status"] == OK else None, args=result["args"])
         return {"step_results": {step.id: result}}
 
     return run_step

@@ -27,7 +27,7 @@ from langgraph.runtime import Runtime
 
 from ...context import PlannerContext
 from ...events import emit
-from ...messages import as_ai_message, message_text, usage_of
+from ...messages import as_ai_message, conversation_so_far, message_text, usage_of
 from ...models import Fallback, invoke_model, load_chat_model, model_fallbacks, model_options, rebind_all
 from ...replies.feedback import feedback
 from ...replies.submit import bind_submit, find_submission
@@ -46,6 +46,7 @@ from .prompts import (
     feedback_prompt,
     planner_system_prompt,
     replan_prompt,
+    with_history,
 )
 from .scheduler import OK, build_trace
 from .schema import (
@@ -73,8 +74,12 @@ class Attempt:
     messages: list[BaseMessage] = field(default_factory=list)
 
 
-def initial_messages(task: str, registry: ToolRegistry) -> list[BaseMessage]:
-    return [SystemMessage(content=planner_system_prompt(registry)), HumanMessage(content=TASK_PROMPT.format(task=task))]
+def initial_messages(task: str, registry: ToolRegistry, history: str = "") -> list[BaseMessage]:
+    """The first planning request; ``history``: the thread's earlier turns (``conversation_so_far``)."""
+    return [
+        SystemMessage(content=planner_system_prompt(registry)),
+        HumanMessage(content=with_history(TASK_PROMPT.format(task=task), history)),
+    ]
 
 
 def _plan_args(args: Any) -> bool:
@@ -202,7 +207,9 @@ def make_plan_node(
             trace = build_trace(state.get("plan"), results, plan_round=replans - 1)
             messages: list[BaseMessage] = [
                 SystemMessage(content=planner_system_prompt(tools)),
-                HumanMessage(content=replan_prompt(task, state.get("plan"), trace, state.get("halt"), used)),
+                HumanMessage(content=with_history(
+                    replan_prompt(task, state.get("plan"), trace, state.get("halt"), used), conversation_so_far(state)
+                )),
             ]
             attempts = 0
             update["replans"] = replans
@@ -210,7 +217,7 @@ def make_plan_node(
             messages = list(state.get("planner_messages") or [])
             attempts = count_of(state, "plan_attempts")
         else:
-            messages = initial_messages(task, tools)
+            messages = initial_messages(task, tools, conversation_so_far(state))
             attempts = 0
 
         meter = current_meter()

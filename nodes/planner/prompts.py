@@ -49,6 +49,17 @@ JSON object only."""
 
 TASK_PROMPT = "Task: {task}"
 
+HISTORY_PROMPT = """\
+Conversation so far (earlier turns of this thread; the task below is the latest request):
+{history}
+
+"""
+
+
+def with_history(prompt: str, history: str) -> str:
+    """A planning prompt preceded by the thread's earlier turns (Assistant mode), when there are any."""
+    return HISTORY_PROMPT.format(history=history) + prompt if history else prompt
+
 FEEDBACK_PROMPT = """\
 The plan was rejected and nothing was executed. Fix every problem below and submit the complete \
 corrected plan:

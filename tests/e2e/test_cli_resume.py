@@ -140,7 +140,7 @@ def test_resume_without_a_pending_interrupt_is_a_usage_error(scripted_server, wo
     missing = run_cli(["resume", "--thread", "nosuch", "--approve"], env=env)
     assert missing.returncode == 2 and "does not exist" in missing.stderr
     no_decision = run_cli(["resume", "--thread", "n1"], env=env)
-    assert no_decision.returncode == 2 and "one of the arguments" in no_decision.stderr
+    assert no_decision.returncode == 2 and "has no paused run" in no_decision.stderr  # nothing stopped by Ctrl-C
     unknown = run_cli(["run", "x", "--approve", "nosuch"], env=env)
     assert unknown.returncode == 2 and "--approve: unknown tool(s) 'nosuch'. Known tools:" in unknown.stderr
     assert len(srv.requests) == 1
@@ -176,7 +176,8 @@ def test_execute_with_approve_pauses_and_resumes(workspace, tmp_path):
     assert out["status"] == "interrupted" and out["thread_id"].startswith("execute-")
     assert [e["id"] for e in out["trace"] if e["status"] == "ok"] == ["a"] and not (workspace / "out.txt").exists()
     rejected = run_cli(["resume", "--thread", out["thread_id"], "--reject", "keep it", "--json"], env=env)
-    assert rejected.returncode == 0, rejected.stderr
+    assert rejected.returncode == 1, rejected.stderr  # the rejected step halted the execution, as `execute` says
+    assert json.loads(rejected.stdout)["status"] == "halted"
     assert not (workspace / "out.txt").exists() and "keep it" in rejected.stdout
 
     human = run_cli([*execute, "--thread", "x2"], env=env)

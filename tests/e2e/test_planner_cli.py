@@ -137,7 +137,8 @@ def test_run_graph_planner_with_approval_pauses_and_resumes(scripted_server, tmp
     wrong = run_cli(["resume", "--thread", "p2", "--graph", "agent", "--reject", "no"], env=env)
     assert wrong.returncode == 2 and "runs the 'planner' graph, not 'agent'" in wrong.stderr
     rejected = run_cli(["resume", "--thread", "p2", "--reject", "too risky"], env=env)
-    assert rejected.returncode == 0, rejected.stderr
+    assert rejected.returncode == 1, rejected.stderr  # nothing of the task was done: the run halted
+    assert "smart-agent: the run halted: The plan was rejected (too risky)" in rejected.stderr
     assert "The plan was rejected (too risky)" in rejected.stdout and len(server.requests) == 3
 
 

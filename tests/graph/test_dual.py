@@ -50,7 +50,11 @@ async def test_dual_brainstorms_executes_through_the_planner_and_answers(scripte
     assert "not a valid decision" in reqs[5]["messages"][-1]["content"]
     actions = [e["action"] for e in events if e["event"] == "reasoning"]
     assert actions == ["brainstorm", "execute", "final"]
-    assert [e["event"] for e in events if e["event"] in ("step_start", "step_result")] == ["step_start", "step_result"]
+    steps = [(e["event"], e["step"], e.get("agent")) for e in events if e["event"] in ("step_start", "step_result")]
+    # the execution a1, and inside it the planner's step s1, its events tagged with the asset
+    assert steps == [("step_start", "a1", None), ("step_start", "s1", "a1"), ("step_result", "s1", "a1"),
+                     ("step_result", "a1", None)]
+    assert [e["event"] for e in events if e.get("agent") == "a1"][0] == "usage"  # the planner's model call
     assert events[-1]["event"] == "final_answer"
 
 

@@ -156,4 +156,5 @@ def test_cli_planner_that_never_plans_validly_exits_1_with_one_line(scripted_ser
     as_json = run_cli([*args, "--json"], env=cli_env(srv))
     assert as_json.returncode == 1
     out = json.loads(as_json.stdout)
-    assert out["status"] == "planning_failed" and out["error"].startswith("Planning failed") and out["answer"]
+    assert out["status"] == "failed" and out["graph_status"] == "planning_failed"
+    assert out["error"].startswith("Planning failed") and out["answer"]
