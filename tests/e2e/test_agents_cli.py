@@ -119,6 +119,22 @@ def test_bad_files_are_one_line_exit_2(scripted_server, workspace, tmp_path, old
     assert srv.requests == []
 
 
+def test_a_sub_agent_chain_deeper_than_the_limit_is_one_line_exit_2(scripted_server, workspace, tmp_path):
+    deep = tmp_path / "deep.yaml"  # triage -> checker -> math: two levels of sub-agents
+    checker = "prompt: You are the checker.\n"
+    deep.write_text(TEAM.replace(checker, checker + "    sub_agents: [math]\n"))
+    srv = scripted_server([text("never")])
+    env = cli_env(srv, SMART_AGENT_MAX_AGENT_DEPTH="1")
+    run = ["run", "hi", "--agents", str(deep), "--workspace", str(workspace)]
+    for args in (run, ["agents", "validate", str(deep)]):
+        res = run_cli(args, env=env)
+        assert res.returncode == 2, (args, res.stderr)
+        lines = res.stderr.strip().splitlines()
+        assert len(lines) == 1 and "triage -> checker -> math is deeper than max_agent_depth 1" in lines[0], lines
+    assert run_cli(["agents", "validate", str(deep)], env=cli_env()).returncode == 0  # within the default limit (3)
+    assert srv.requests == []
+
+
 def test_agents_validate_list_and_graph(team_file):
     env = cli_env()
     res = run_cli(["agents", "validate", str(team_file)], env=env)
