@@ -16,9 +16,9 @@ The API (all the eval harness and the CLI need)::
 (``with`` works as well; ``async with`` also closes the session's HTTP clients.)
 
 * :func:`recording` / :func:`replaying` - a :class:`CassetteSession` for a folder; while it is
-  active (a context variable: concurrent runs may each have their own) every ``openai:`` or
-  ``azure_openai:`` model that ``models.load_chat_model`` builds from a ``provider:model`` string
-  sends its requests through the session's httpx transport (cassette/transport.py). A model
+  active (a context variable: concurrent runs may each have their own) every ``openai:`` model
+  (any OpenAI-compatible server) that ``models.load_chat_model`` builds from a ``provider:model``
+  string sends its requests through the session's httpx transport (cassette/transport.py). A model
   passed in as an instance is not intercepted: build it with ``**session.client_kwargs()``.
   Other providers are refused while a session is active (``ModelConfigError``).
 * :class:`ReplayMiss` - raised by ``models.invoke_model`` when the cassette holds no answer; a

@@ -3,11 +3,12 @@
 :class:`CassetteSession` is what :func:`~smart_agent.cassette.recording` and
 :func:`~smart_agent.cassette.replaying` return. While one is active (a context variable, so
 concurrent runs in one process may each use their own), ``models.load_chat_model`` gives
-``openai:`` / ``azure_openai:`` models the session's ``http_client`` / ``http_async_client``:
+``openai:`` models (``models.CASSETTE_PROVIDERS``) the session's ``http_client`` /
+``http_async_client``:
 
 * recording: every request goes to the network through httpx's own transport; its response
-  streams to the client unchanged while a copy is kept, and when the body has been read (or the
-  stream closed) the interaction is written to the folder (cassette/store.py);
+  streams to the client unchanged while a copy is kept, and when the client has read the whole
+  body the interaction is written to the folder (cassette/store.py);
 * replaying: nothing goes to the network; the request is answered from the cassette
   (cassette/store.py ``Cassette.find``), or with an HTTP 400 carrying ``x-should-retry: false``
   and the header :data:`MISS_HEADER`, which ``models.invoke_model`` turns into a
