@@ -27,6 +27,7 @@ __all__ = ["EXIT_INTERRUPTED", "file_decisions", "flag_decision", "register_cli"
 
 
 def register_cli(subparsers: Any) -> None:
+    from .cassette import add_cassette_args
     from .context_args import add_context_args
 
     p = subparsers.add_parser(
@@ -57,6 +58,7 @@ def register_cli(subparsers: Any) -> None:
         "--decisions", dest="decide_file", metavar="FILE", help="JSON: one decision per pending tool call, in order"
     )
     add_context_args(p, review_flags=False)
+    add_cassette_args(p)  # --record / --replay the resumed run's model traffic (cli/cassette.py)
     p.add_argument("--ask-user", action=argparse.BooleanOptionalAction, default=None, help="offer ask_user from now on")
     p.set_defaults(handler=resume_command, graph=None)
 

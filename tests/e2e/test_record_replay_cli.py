@@ -178,3 +178,24 @@ def test_streamed_run_on_a_terminal_replays_the_stream(scripted_server, workspac
     assert code == 0, replayed
     for screen in (recorded, replayed):
         assert "calculator" in screen and screen.count("37*43 = 1591") == 1  # streamed once, not printed again
+
+
+def test_a_paused_run_and_its_resume_record_into_one_cassette_and_replay(scripted_server, workspace, tmp_path):
+    """resume takes --record/--replay too: a run that waits for approval (exit 3) and its
+    resume record into one cassette and replay, both, with the server stopped."""
+    srv = scripted_server(responder=calculator_model)
+    cassette = tmp_path / "approval"
+    run = ["run", "What is 37*43?", "--approve", "calculator", "--json", "--workspace", str(workspace)]
+    first = run_cli([*run, "--thread", "r1", "--record", str(cassette)], env=cli_env(srv))
+    assert first.returncode == 3, first.stderr
+    resumed = run_cli(["resume", "--thread", "r1", "--approve", "--json", "--record", str(cassette)], env=cli_env(srv))
+    assert resumed.returncode == 0, resumed.stderr
+    srv.stop()
+    assert len(list(cassette.iterdir())) == 2
+
+    paused = run_cli([*run, "--thread", "p1", "--replay", str(cassette)], env=offline_env())
+    assert paused.returncode == 3, paused.stderr
+    done = run_cli(["resume", "--thread", "p1", "--approve", "--json", "--replay", str(cassette)], env=offline_env())
+    assert done.returncode == 0, done.stderr
+    assert outcome(done.stdout)[:2] == outcome(resumed.stdout)[:2]
+    assert outcome(done.stdout)[0] == "37*43 = 1591"
