@@ -1,4 +1,4 @@
-"""``--record DIR`` / ``--replay DIR`` (run, chat): the run's model traffic stored into, or
+"""``--record DIR`` / ``--replay DIR`` (run, chat, resume): the run's model traffic stored into, or
 answered from, a cassette folder (smart_agent/cassette, docs/record_replay.md).
 
 * :func:`add_cassette_args` - the two flags (mutually exclusive; ``--replay`` must name an
