@@ -237,3 +237,25 @@ def test_ctrl_c_exits_130_and_the_thread_resumes(scripted_server, workspace):
     again = run_cli(["run", "what did I ask?", "--thread", "c1", "--json"], env=env)
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["answer"] == "resumed: remember 4711 | what did I ask?"
+
+
+def test_structured_output_never_valid_exits_1_with_status_failed(scripted_server, tmp_path):
+    schema = tmp_path / "schema.json"
+    schema.write_text(json.dumps({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}))
+    srv = scripted_server(responder=lambda _req: text("not JSON at all"))
+    res = run_cli(
+        ["run", "give n", "--output-schema", str(schema), "--max-output-retries", "1", "--json"], env=cli_env(srv)
+    )
+    assert res.returncode == 1, res.stderr
+    out = json.loads(res.stdout)  # still exactly one JSON object
+    assert out["status"] == "failed" and out["error"]["type"] == "StructuredOutputError"
+    assert "structured output failed" in res.stderr and len(srv.requests) == 2
+
+
+def test_a_model_error_exits_1_with_status_failed(scripted_server):
+    srv = scripted_server(responder=lambda _req: {"error": {"status": 500, "message": "the model broke"}})
+    for graph in ("agent", "planner", "fleet", "dual"):
+        res = run_cli(["run", "hi", "--graph", graph, "--model-retries", "0", "--json"], env=cli_env(srv))
+        assert res.returncode == 1, (graph, res.stderr)
+        out = json.loads(res.stdout)
+        assert out["status"] == "failed" and "the model broke" in out["error"]["message"], graph
