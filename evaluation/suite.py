@@ -112,7 +112,16 @@ def _schema_problem(path: Path, data: Any, schema: Mapping[str, Any]) -> str | N
     message = err.message if len(err.message) <= 160 else err.message[:157] + "..."
     if err.validator == "oneOf":
         message = f"{_shown(err.instance)} is not one of the allowed forms"
+    elif err.validator == "pattern":
+        message = f"{_shown(err.instance)} is not {_FORMS.get(str(err.validator_value), 'of the required form')}"
     return f"{path}: {where}{name}: {' '.join(message.split())}"
+
+
+_FORMS = {
+    "^[^:\\s]+:\\S+$": "provider:model",
+    "^[\\w.]+:\\w+$": "module:function",
+    "^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$": "an id (letters, digits, _ . -; at most 80)",
+}
 
 
 def _shown(value: Any) -> str:
