@@ -9,6 +9,8 @@ import json
 
 import pytest
 from conftest import offered, openai_model, run_with_events
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
 from mcp_support import HttpMcpServer, alive, pids_of, stdio_server, write_config
 from planner_support import run_graph as run_planner
 
@@ -148,3 +150,21 @@ async def test_a_served_style_agent_loop_survives_a_killed_server(scripted_serve
     assert [(e["name"], e["ok"]) for e in events if e["event"] == "tool_result"] == [
         ("math__crash", False), ("math__add", False)]
     assert "MCP server 'math' is gone" in final["answer"]
+
+
+async def test_approve_side_effects_holds_a_run_tool_and_the_resumed_run_opens_the_server_again(
+    scripted_server, workspace, tmp_path
+):
+    srv = scripted_server([tool_call("math__note", {"text": "hello"}), echo_last_tool])
+    graph = build_agent_graph(mcp_config=write_config(tmp_path, {"math": stdio_server(tmp_path)}),
+                              model=openai_model(srv), checkpointer=InMemorySaver())
+    context, config = ctx(workspace, approve="side-effects"), {"configurable": {"thread_id": "t"}}
+    await graph.ainvoke({"task": "note hello"}, config, context=context)
+    state = await graph.aget_state(config)
+    (value,) = [i.value for task in state.tasks for i in task.interrupts]
+    assert [a["name"] for a in value["action_requests"]] == ["math__note"]  # an MCP tool: side effects by default
+    assert not (tmp_path / "notes.txt").exists()
+    final = await graph.ainvoke(Command(resume={"decisions": [{"type": "approve"}]}), config, context=context)
+    assert final["answer"] == "tool said: noted: hello"
+    assert (tmp_path / "notes.txt").read_text() == "hello\n"
+    assert len(pids_of(tmp_path)) == 2 and not any(alive(p) for p in pids_of(tmp_path))  # one session per run
