@@ -194,19 +194,24 @@ async def open_backends(
       (``dims``, ``embed``, ``fields``) is given (HNSW, cosine: :func:`postgres_index`).
       Both tables are created or migrated on open, one process at a time; nothing is
       written under ``$SMART_AGENT_HOME``.
-    - else SQLite: ``$SMART_AGENT_HOME/sessions.sqlite`` (or the file ``url``) and no store.
+    - else SQLite: ``$SMART_AGENT_HOME/sessions.sqlite`` (or the file ``url``) and no store;
+      checkpoints are stored zlib-compressed (``checkpoint_serde.CompressedSerializer``).
     """
     url = url or settings.database_url()
     if is_postgres(url):
         async with _open_postgres(url, index, pool_size or settings.db_pool_size()) as backends:
             yield backends
         return
+    import aiosqlite
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    from .checkpoint_serde import CompressedSerializer
 
     path = Path(url) if url else sessions_path(home)
     path.parent.mkdir(parents=True, exist_ok=True)
-    async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:
-        yield Backends(saver)
+    # Checkpoints zlib-compressed (checkpoint_serde.py): the saver keeps each one whole.
+    async with aiosqlite.connect(str(path)) as conn:
+        yield Backends(AsyncSqliteSaver(conn, serde=CompressedSerializer()))
 
 
 @asynccontextmanager

@@ -38,6 +38,7 @@ __all__ = [
     "database_url",
     "db_pool_size",
     "debug",
+    "durability",
     "embedding_backend",
     "field_env",
     "hub_offline",
@@ -50,6 +51,7 @@ __all__ = [
     "prices",
     "thread_lock_timeout",
     "use_database",
+    "use_durability",
     "use_openai_server",
 ]
 
@@ -180,6 +182,31 @@ def hub_offline() -> None:
     """Tell Hugging Face libraries never to reach the hub (unless the user said otherwise)."""
     for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HUB_DISABLE_TELEMETRY"):
         os.environ.setdefault(name, "1")
+
+
+DURABILITY_ENV = PREFIX + "DURABILITY"
+DURABILITY_MODES = ("sync", "async", "exit")
+#: "sync": every superstep is checkpointed before the next one starts (LangGraph's default,
+#: "async", writes it while the next step already runs), so a run killed at any moment
+#: resumes from its last finished step and never repeats one whose result was reported.
+DEFAULT_DURABILITY = "sync"
+
+
+def durability() -> str:
+    """``$SMART_AGENT_DURABILITY`` (the CLI's ``--durability``): when a CLI run's checkpoints are
+    written - ``sync`` (default), ``async`` or ``exit`` (LangGraph's durability modes); anything
+    else is a one-line ``ValueError`` naming the variable."""
+    raw = (_get(DURABILITY_ENV) or "").strip().lower()
+    if not raw:
+        return DEFAULT_DURABILITY
+    if raw not in DURABILITY_MODES:
+        raise ValueError(f"{DURABILITY_ENV} must be one of {', '.join(DURABILITY_MODES)}, got {raw!r}")
+    return raw
+
+
+def use_durability(mode: str) -> None:
+    """This process's durability (the CLI's ``--durability``), as :func:`durability` reads it."""
+    os.environ[DURABILITY_ENV] = mode
 
 
 def use_database(url: str) -> None:

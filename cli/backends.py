@@ -14,7 +14,7 @@ from .. import settings
 if TYPE_CHECKING:  # pragma: no cover
     from ..sessions import Backends
 
-__all__ = ["add_db_arg", "open_run_backends", "use_db_arg"]
+__all__ = ["add_db_arg", "add_durability_arg", "open_run_backends", "use_db_arg"]
 
 
 def add_db_arg(p: argparse.ArgumentParser) -> None:
@@ -26,13 +26,30 @@ def add_db_arg(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_durability_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--durability",
+        choices=settings.DURABILITY_MODES,
+        help="when the run's checkpoints are written: sync (default: each step before the next starts, so a killed "
+        "run resumes without repeating a finished step), async (while the next step runs), exit (only when the run "
+        "ends or pauses: the smallest database, but a killed run starts its turn again); default "
+        "$SMART_AGENT_DURABILITY, else sync",
+    )
+
+
 def use_db_arg(args: argparse.Namespace) -> None:
-    """``--db`` given: this process uses it wherever ``$SMART_AGENT_DB`` counts (runs, thread locks)."""
+    """``--db`` given: this process uses it wherever ``$SMART_AGENT_DB`` counts (runs, thread locks);
+    ``--durability`` likewise for ``$SMART_AGENT_DURABILITY``, which a command that runs a graph
+    checks now (a bad value: one line before anything runs)."""
     url = getattr(args, "db", None)
     if url is not None:
         if not url.strip():
             raise ValueError("--db: give a SQLite file or a postgresql:// URL")
         settings.use_database(url.strip())
+    if hasattr(args, "durability"):
+        if args.durability is not None:
+            settings.use_durability(args.durability)
+        settings.durability()
 
 
 @asynccontextmanager

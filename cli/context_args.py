@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
-from .backends import add_db_arg
+from .backends import add_db_arg, add_durability_arg
 from .budget import add_budget_args, budget_values
 from .flags import REVIEW_FIELDS, add_generated_args, generated_values
 from .options import (
@@ -64,6 +64,7 @@ def add_context_args(p: argparse.ArgumentParser, *, review_flags: bool = True) -
     )
     add_workspace_args(p)
     add_db_arg(p)
+    add_durability_arg(p)
     p.add_argument("--tools", type=tool_list, help="comma-separated tool names to offer")
     p.add_argument(
         "--model-timeout",

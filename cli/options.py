@@ -27,11 +27,6 @@ C = TypeVar("C", bound="BaseContext")
 
 EXIT_USAGE = 2
 
-#: Checkpoint every superstep before the next one starts (LangGraph's default, "async",
-#: writes it while the next step already runs): a run killed at any moment resumes from
-#: its last finished step and never repeats one whose result was already reported. Only for graphs with a checkpointer.
-DURABILITY = "sync"
-
 
 class OneLineParser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose usage errors are one line (sub-parsers inherit it)."""

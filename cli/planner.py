@@ -23,7 +23,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from .backends import add_db_arg
+from .backends import add_db_arg, add_durability_arg
 from .mcp import add_mcp_args, mcp_names, mcp_values, open_mcp_registry
 from .options import add_workspace_args, check_tool_names, field_int, tool_list, utf8_text
 from .review import add_approve_arg, format_plan, prompt_for_approval
@@ -78,6 +78,7 @@ def register_cli(subparsers: Any) -> None:
     )
     p.add_argument("--thread", help="keep the execution in the session database under this id; rerun to resume it")
     add_db_arg(p)
+    add_durability_arg(p)
     add_approve_arg(p)
     p.add_argument("--json", action="store_true", help="print the trace as one JSON object on stdout")
     p.add_argument("--quiet", "-q", action="store_true", help="do not print step events")

@@ -67,7 +67,7 @@ async def run_until_paused(
     ending) stream parts: a terminal's live display (cli/live.py)."""
     from langgraph.types import Command
 
-    from .options import DURABILITY
+    from .. import settings
 
     final: dict = {}
     while True:
@@ -76,7 +76,7 @@ async def run_until_paused(
             config=config,
             context=context,
             stream_mode=["custom", "values", *(["messages", "tasks"] if on_progress else [])],
-            durability=DURABILITY if graph.checkpointer else None,
+            durability=settings.durability() if graph.checkpointer else None,  # --durability
         ):
             if mode == "custom" and isinstance(chunk, dict) and "event" in chunk:
                 on_event(chunk)

@@ -2,6 +2,8 @@
 
     resolver → memory_recall → agent ⇄ [human →] tools → toolLimitFinalize → agent → memory_write → END
 
+(``memory_recall`` and ``memory_write`` only while the run's memory is on.)
+
 The ``handoff`` node is always wired after ``tools``; only a team routes to it. With
 ``agents`` (a team, or ``agents_file``: an agents file, ``docs/agents.md``) each member has
 its own prompt, tools and settings, ``transfer_to_<name>`` tools hand the thread over, and
@@ -40,9 +42,11 @@ from ..nodes.resolver import make_resolver
 from ..nodes.routes import (
     inline,
     measured,
+    remembered,
     reviewed,
     route_after_agent,
     route_after_handoff,
+    route_after_resolver,
     route_after_structured_output,
     route_after_tools,
     route_before_agent,
@@ -157,7 +161,10 @@ def build_agent_graph(
     builder.add_node("memory_recall", memory_recall)
     builder.add_node("memory_write", memory_write)
     builder.add_edge(START, "resolver")
-    builder.add_edge("resolver", "memory_recall")
+    # With memory off the run skips memory_recall and memory_write (fewer checkpointed steps).
+    builder.add_conditional_edges(
+        "resolver", inline(measured(route_after_resolver, budget)), ["memory_recall", "summarize", "agent"]
+    )
     # The budget routes measure the next request where they decide (state + the run's context).
     builder.add_conditional_edges(
         "memory_recall", inline(measured(route_before_agent, budget)), ["summarize", "agent"]
@@ -166,14 +173,14 @@ def build_agent_graph(
     # Calls that wait for a person (approval, ask_user) pass the human node on their way to tools.
     builder.add_conditional_edges(
         "agent",
-        inline(reviewed(route_after_agent, human_check)),
-        {"human": "human", "tools": "tools", "structuredOutput": "structuredOutput", END: "memory_write"},
+        inline(remembered(reviewed(route_after_agent, human_check))),
+        ["human", "tools", "structuredOutput", "memory_write", END],
     )
     builder.add_edge("human", "tools")
     builder.add_conditional_edges(
         "structuredOutput",
-        inline(measured(route_after_structured_output, budget)),
-        {"summarize": "summarize", "agent": "agent", END: "memory_write"},
+        inline(remembered(measured(route_after_structured_output, budget))),
+        ["summarize", "agent", "memory_write", END],
     )
     builder.add_edge("memory_write", END)
     builder.add_node("handoff", handoff_node)

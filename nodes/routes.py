@@ -155,6 +155,35 @@ def route_before_agent(
     return "summarize" if request_over_budget(state, ctx, meter) else "agent"
 
 
+def remembers(ctx: Any) -> bool:
+    """Whether the run's long-term memory is on (``memory``; outside a run, with no context:
+    the environment's default). A value the resolver would refuse counts as on: the memory
+    nodes report it."""
+    from ..memory.service import memory_enabled
+
+    try:
+        return memory_enabled(ctx)
+    except ValueError:
+        return True
+
+
+def route_after_resolver(
+    state: Mapping[str, Any], ctx: BudgetSettings | None = None, meter: RequestMeter | None = None
+) -> Literal["memory_recall", "summarize", "agent"]:
+    """Recall memories before the first turn while the run's memory is on, or to clear the
+    block an earlier run of the thread recalled; with memory off the run goes straight to its
+    first turn (one checkpointed step less)."""
+    if remembers(ctx) or state.get("memory_context") or state.get("recalled_memories"):
+        return "memory_recall"
+    return route_before_agent(state, ctx, meter)
+
+
+def route_at_end(step: str, ctx: Any) -> str:
+    """A run that ends (``step`` is END) writes its memory first while memory is on; with memory
+    off it ends there (one checkpointed step less). Other steps are kept."""
+    return "memory_write" if step == END and remembers(ctx) else step
+
+
 def route_after_structured_output(
     state: Mapping[str, Any], ctx: BudgetSettings | None = None, meter: RequestMeter | None = None
 ) -> Literal["summarize", "agent", "__end__"]:
@@ -203,6 +232,21 @@ def measured(
     edge.__name__ = route.__name__
     edge.__doc__ = route.__doc__
     return edge
+
+
+Edge = Callable[[dict[str, Any], RunnableConfig], Route]
+
+
+def remembered(edge: Edge) -> Callable[[dict[str, Any], RunnableConfig], str]:
+    """``edge``, whose END goes through ``memory_write`` when the run's memory is on
+    (:func:`route_at_end`; a state written from outside a run: the environment's default)."""
+
+    def end(state: dict[str, Any], config: RunnableConfig) -> str:
+        return route_at_end(edge(state, config), _run_context(config))
+
+    end.__name__ = edge.__name__
+    end.__doc__ = edge.__doc__
+    return end
 
 
 def inline(edge: Callable[[dict[str, Any], RunnableConfig], Route]) -> RunnableCallable:

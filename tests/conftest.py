@@ -44,7 +44,10 @@ def isolated_home(tmp_path, monkeypatch):
     """Every test gets its own SMART_AGENT_HOME and no model credentials from outside."""
     home = tmp_path / "home"
     monkeypatch.setenv("SMART_AGENT_HOME", str(home))
-    for var in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "SMART_AGENT_MODEL", "SMART_AGENT_DB", "SMART_AGENT_AGENTS"):
+    for var in (
+        "OPENAI_BASE_URL", "OPENAI_API_KEY", "SMART_AGENT_MODEL", "SMART_AGENT_DB", "SMART_AGENT_AGENTS",
+        "SMART_AGENT_DURABILITY",  # the kill-and-resume tests rely on the default ("sync")
+    ):
         monkeypatch.delenv(var, raising=False)
     return home
 

@@ -178,7 +178,10 @@ async def test_interrupted_run_is_repaired_on_next_turn(scripted_server, workspa
 
 AGENT_EDGES = {  # (source, target, conditional): what Studio and the README draw
     ("__start__", "resolver", False),
-    ("resolver", "memory_recall", False),
+    # memory off: the run skips memory_recall and memory_write
+    ("resolver", "memory_recall", True),
+    ("resolver", "summarize", True),
+    ("resolver", "agent", True),
     ("memory_recall", "agent", True),
     ("memory_recall", "summarize", True),
     ("summarize", "agent", False),
@@ -187,6 +190,7 @@ AGENT_EDGES = {  # (source, target, conditional): what Studio and the README dra
     ("human", "tools", False),
     ("agent", "structuredOutput", True),
     ("agent", "memory_write", True),
+    ("agent", "__end__", True),
     ("tools", "agent", True),
     ("tools", "summarize", True),
     ("tools", "toolLimitFinalize", True),
@@ -200,6 +204,7 @@ AGENT_EDGES = {  # (source, target, conditional): what Studio and the README dra
     ("structuredOutput", "agent", True),
     ("structuredOutput", "summarize", True),
     ("structuredOutput", "memory_write", True),
+    ("structuredOutput", "__end__", True),
     ("memory_write", "__end__", False),
 }
 

@@ -7,10 +7,13 @@ from smart_agent.nodes.routes import (
     call_signature,
     loop_stage,
     pending_tool_calls,
+    remembers,
     repeat_streak,
     repeated_tool,
     route_after_agent,
+    route_after_resolver,
     route_after_tools,
+    route_at_end,
     tool_limit_reached,
 )
 from smart_agent.nodes.tools import plan_calls
@@ -107,3 +110,26 @@ def test_after_tools_finalizes_a_loop_past_loop_limit():
     assert route_after_tools({**state, "loop_streak": 4, "loop_limit": 0}) == "agent"  # off
     assert route_after_tools({"loop_streak": 9}) == "agent"  # no limit copied (a state from outside a run)
     assert repeated_tool({**state, "loop_streak": 4}) == "calculator" and repeated_tool({}) == ""
+
+
+def test_memory_nodes_only_while_the_runs_memory_is_on(monkeypatch):
+    from smart_agent.context import AgentContext
+
+    monkeypatch.delenv("SMART_AGENT_MEMORY", raising=False)
+    on, off = AgentContext(memory=True), AgentContext(memory=False)
+    fresh = {"messages": [HumanMessage("q")]}
+    assert route_after_resolver(fresh, on) == "memory_recall"
+    assert route_after_resolver(fresh, off) == "agent"  # no budget in the state: nothing to compact
+    # an earlier run's recalled block is cleared by memory_recall even with memory off now
+    assert route_after_resolver({**fresh, "memory_context": "Memories: ..."}, off) == "memory_recall"
+    assert route_after_resolver({**fresh, "recalled_memories": [{"key": "k"}]}, off) == "memory_recall"
+    assert route_at_end(END, on) == "memory_write" and route_at_end(END, off) == END
+    assert route_at_end("tools", on) == "tools" and route_at_end("structuredOutput", off) == "structuredOutput"
+
+
+def test_memory_routes_outside_a_run_follow_the_environment(monkeypatch):
+    monkeypatch.delenv("SMART_AGENT_MEMORY", raising=False)
+    assert remembers(None) and route_after_resolver({"messages": [HumanMessage("q")]}) == "memory_recall"
+    monkeypatch.setenv("SMART_AGENT_MEMORY", "false")
+    assert not remembers(None) and route_at_end(END, None) == END
+
