@@ -52,6 +52,7 @@ class _NsIndex:
     def add(self, ids: np.ndarray, vecs: np.ndarray) -> None:
         import numpy as np
 
+        ann.faiss_module()  # one OpenMP thread in this thread
         self.index.add_with_ids(np.ascontiguousarray(vecs, dtype="float32").reshape(len(ids), -1), ids)
         self.ids.update(int(i) for i in ids)
 

@@ -167,6 +167,7 @@ class _Rows(_VectorIndexes):
         self, ns_list: Sequence[str], qvec: np.ndarray, n: int
     ) -> list[tuple[int, float]]:
         """Nearest (id, cosine) pairs over several namespaces."""
+        ann.faiss_module()  # one OpenMP thread in this thread
         out: list[tuple[int, float]] = []
         q = qvec.reshape(1, -1).astype("float32")
         for ns_json in ns_list:

@@ -4,6 +4,8 @@ one OpenMP thread, and recall reading only the rows it returns."""
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 from langgraph.store.base import PutOp
@@ -129,9 +131,24 @@ def test_recall_reads_the_full_rows_only_of_the_memories_it_returns(tmp_path, mo
     s.close()
 
 
-def test_faiss_runs_one_openmp_thread():
-    faiss = ann.faiss_module()
-    assert faiss.omp_get_max_threads() == 1
+def test_faiss_runs_one_openmp_thread_in_every_thread_that_searches(tmp_path):
+    """OpenMP's thread count is per thread: each searching thread pins its own."""
+    s = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())
+    fill(s, 5)
+    seen: list[int] = []
+
+    def search() -> None:
+        faiss = ann.faiss_module()
+        faiss.omp_set_num_threads(2)  # as a fresh thread starts: the machine's count
+        ann._thread.pinned = False
+        s.recall(NS, "fact 1", k=1)
+        seen.append(faiss.omp_get_max_threads())
+
+    worker = threading.Thread(target=search)
+    worker.start()
+    worker.join()
+    assert seen == [1]
+    s.close()
 
 
 def clustered(n: int, queries: int, dim: int = 16, seed: int = 3) -> dict[str, list[float]]:
