@@ -24,7 +24,7 @@ from langgraph.store.base import (
     SearchOp,
 )
 
-from . import ann, integrity
+from . import ann, background, integrity
 from .matching import _ns_json, _ns_matches, _ns_path, _validate_labels, match_filter
 from .ranking import Recalled, _importance
 from .vectors import _NoTxn, _NsIndex, _Txn, _vec_bytes, _VectorIndexes
@@ -115,6 +115,7 @@ class _Rows(_VectorIndexes):
         """Write memories as they were (an import): each record's ``key``, ``value`` (with its
         ``text``) and ``created``/``updated`` epoch seconds; embeddings are computed here, in one
         batch. An existing key is replaced; no consolidation, no cap. Returns the keys written."""
+        background.wait()  # writes queued by a run come first
         ns = tuple(namespace)
         _validate_labels(ns)
         if not records:
@@ -333,6 +334,7 @@ class _Rows(_VectorIndexes):
 
     # -- BaseStore ------------------------------------------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:
+        background.wait()  # writes queued by a run come first
         ops = list(ops)
         for op in ops:
             if isinstance(op, (GetOp, PutOp)):

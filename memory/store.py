@@ -46,7 +46,7 @@ from langgraph.store.base import BaseStore, SearchItem
 
 from .. import settings
 from ..sessions import data_home
-from . import integrity
+from . import background, integrity
 from .backend import DEFAULT_DEDUPE_THRESHOLD, DEFAULT_MAX_ITEMS, MERGE_IMPORTANCE_BUMP, is_memory_store
 from .embeddings import LOCAL, LOCAL_DIM, embedding_id
 from .matching import _ns_json, _ns_path, _validate_labels, match_filter
@@ -132,7 +132,9 @@ class FaissMemoryStore(_Rows, BaseStore):
         train_in_background: train a large namespace's IVF index in a thread (default) or in
             the write that makes it large (tests).
 
-    Thread-safe: every operation holds one lock; embedding runs outside it.
+    Thread-safe: every operation holds one lock; embedding runs outside it. Writes a run queued
+    on the memory thread (``background.py``) are waited for by every other thread's operation
+    and by ``close``, so a process reads its own writes.
     Several processes may share a folder: SQLite serializes writers and each
     namespace's write version tells a process when its cached index is stale.
     """
@@ -178,6 +180,7 @@ class FaissMemoryStore(_Rows, BaseStore):
 
     # -- lifecycle ----------------------------------------------------------
     def close(self) -> None:
+        background.wait()  # a run's queued write to this store
         with self._lock:
             if not self._closed:
                 try:
@@ -226,6 +229,7 @@ class FaissMemoryStore(_Rows, BaseStore):
         ``max_items_per_namespace`` memories, the least valuable ones
         (lowest ``importance * recency``) are deleted -- never the one just written.
         """
+        background.wait()  # writes queued by a run come first
         ns = tuple(namespace)
         _validate_labels(ns)
         text = (text or "").strip()
@@ -305,6 +309,7 @@ class FaissMemoryStore(_Rows, BaseStore):
 
         ``query_vector``: the query already embedded (:meth:`query_vector`, e.g. while the run
         was starting); None embeds ``query`` here."""
+        background.wait()  # writes queued by a run come first
         ns = tuple(namespace)
         _validate_labels(ns)
         if k <= 0 or not (query or "").strip():
@@ -320,6 +325,7 @@ class FaissMemoryStore(_Rows, BaseStore):
     def query_vector(self, namespace: Sequence[str], query: str) -> Any:
         """``query`` embedded for a recall under ``namespace``; None (no model loaded) when there is
         nothing to search there."""
+        background.wait()  # writes queued by a run come first
         ns = tuple(namespace)
         _validate_labels(ns)
         with self._lock:
@@ -332,6 +338,7 @@ class FaissMemoryStore(_Rows, BaseStore):
 
     def forget(self, namespace: Sequence[str], key: str) -> bool:
         """Delete one memory; True when it existed."""
+        background.wait()  # writes queued by a run come first
         ns = tuple(namespace)
         _validate_labels(ns)
         with self._lock:
@@ -340,6 +347,7 @@ class FaissMemoryStore(_Rows, BaseStore):
                 return bool(self._delete_rows(ns, [key]))
 
     def count(self, namespace_prefix: Sequence[str] = ()) -> int:
+        background.wait()  # writes queued by a run come first
         p = _ns_path(namespace_prefix)
         with self._lock:
             self._ensure_open()
@@ -350,6 +358,7 @@ class FaissMemoryStore(_Rows, BaseStore):
 
     def stats(self, namespace_prefix: Sequence[str] = ()) -> dict[str, Any]:
         """Counts and sizes (never loads the embedding model); the index files are saved first."""
+        background.wait()  # writes queued by a run come first
         p = _ns_path(namespace_prefix)
         with self._lock:
             self._ensure_open()
@@ -396,6 +405,7 @@ class FaissMemoryStore(_Rows, BaseStore):
 
     def damaged(self, namespace_prefix: Sequence[str] = ()) -> list[dict[str, Any]]:
         """Rows found damaged under a prefix, skipped by recall and search (no full scan: see ``stats``)."""
+        background.wait()  # writes queued by a run come first
         with self._lock:
             self._ensure_open()
             return integrity.damaged_rows(self._conn, _ns_path(namespace_prefix), None, scan=False)

@@ -8,7 +8,15 @@ hands it to a memory thread (opening the store, embedding the task) while the re
 the step to ``memory_recall`` go on; ``memory_recall`` then awaits that vector instead of
 embedding the task itself (the FAISS store; other stores embed inside their ``asearch``).
 ``memory_write`` runs when the run ends: it writes one deterministic observation
-(task, answer, what the tools did) with consolidation -- no extra model call.
+(task, answer, what the tools did) with consolidation -- no extra model call. On the FAISS
+store (the default, or a runtime one) the write itself -- embedding the observation,
+consolidation, repair of damaged rows -- is queued on the memory thread
+(``memory/background.py``) and runs after the answer was returned: the node emits
+``memory_write`` with ``deferred: true`` at once, and the write's own result is logged and kept
+for ``background.drain()``. Nothing is lost when the process exits normally (the memory thread
+is joined at interpreter exit after its queued jobs; the store's ``close`` waits for them), and
+every later read of the store in the process waits for it. Other stores (async, bound to the
+run's event loop) are written in the node as before.
 
 Both are no-ops when the context's ``memory`` is False, and neither can fail a
 run: a memory error is logged and reported as an event (a memory file that is not
@@ -29,14 +37,14 @@ import logging
 import threading
 import time
 from collections.abc import Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any
 
 from langgraph.runtime import Runtime
 
 from ..context import AgentContext, context_field
 from ..events import emit
-from ..memory import backend
+from ..memory import backend, background
 from ..memory.backend import NoVectorIndex, is_memory_store
 from ..memory.integrity import MemoryUnavailable
 from ..memory.service import (
@@ -54,9 +62,7 @@ log = logging.getLogger(__name__)
 
 __all__ = ["memory_recall", "memory_write", "prefetch_recall"]
 
-# Work started before the node that needs it: one memory thread per process (the store's own
-# lock serializes its work anyway), and the query vectors it is computing, by run key.
-_memory_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="smart-agent-memory")
+# The recall query vectors the memory thread is computing, by run key.
 _prefetched: dict[tuple[int, tuple[str, ...], str], Future[Any]] = {}
 _prefetched_lock = threading.Lock()
 MAX_PREFETCHED = 64  # runs whose memory_recall never came (an error in the resolver) are dropped
@@ -107,7 +113,7 @@ def prefetch_recall(state: Mapping[str, Any], update: Mapping[str, Any], ctx: An
 
         runtime_store = getattr(get_runtime(), "store", None)
         ns = namespace_for(ctx)
-        future = _memory_thread.submit(_query_vector, runtime_store, ctx, ns, task)
+        future = background.submit(_query_vector, runtime_store, ctx, ns, task)
         with _prefetched_lock:
             _prefetched[(id(runtime_store), ns, task)] = future
             while len(_prefetched) > MAX_PREFETCHED:
@@ -173,6 +179,20 @@ async def memory_recall(state: AgentState, runtime: Runtime[AgentContext]) -> di
     return {"memory_context": format_memory_context(recalled, now), "recalled_memories": memories}
 
 
+def _write_later(store: Any, ns: tuple[str, ...], text: str, importance: float, start: float) -> None:
+    """The deferred write (memory thread): what the ``memory_write`` event would have said is
+    logged and kept for ``background.drain()``."""
+    try:
+        result = store.remember(ns, text, importance=importance, kind="observation", metadata={"source": "run"})
+        fields = {**result.to_dict(), "took_ms": round((time.perf_counter() - start) * 1000, 1)}
+        fields.update(_damage(store, ns, repair=True))
+        log.debug("smart-agent memory: wrote %s", fields)
+    except Exception as exc:
+        log.warning("smart-agent memory: write failed: %s", exc)
+        fields = {**_failure(exc), "namespace": list(ns)}
+    background.record({"event": "memory_write", **fields})
+
+
 async def memory_write(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     """Write an observation of the finished task (task, answer, tool facts)."""
     ctx, runtime_store = _runtime_parts(runtime)
@@ -186,7 +206,11 @@ async def memory_write(state: AgentState, runtime: Runtime[AgentContext]) -> dic
     start = time.perf_counter()
     ns = namespace_for(ctx)
     try:
-        store = await asyncio.to_thread(store_for, runtime_store, ctx)
+        store = await asyncio.to_thread(store_for, runtime_store, ctx)  # a refused store: the event says so
+        if is_memory_store(store):  # the FAISS store: after the answer, on the memory thread
+            background.submit(_write_later, store, ns, text, importance, start)
+            emit("memory_write", deferred=True, action="queued", namespace=list(ns), importance=importance)
+            return {}
         result = await backend.remember(
             store, ns, text, importance=importance, kind="observation", metadata={"source": "run"}
         )

@@ -63,3 +63,32 @@ def test_a_second_process_sees_writes_of_the_first(tmp_path):
     assert a.recall(user_namespace("bob"), "Bob is allergic to peanuts.", k=1)[0].text == "Bob is allergic to peanuts."
     a.close()
     b.close()
+
+
+RUN_AND_EXIT = """
+import asyncio, sys
+sys.path.insert(0, {tests!r})
+from types import SimpleNamespace
+from langchain_core.messages import AIMessage, HumanMessage
+from memory_fakes import TableEmbeddings
+from smart_agent.context import Context
+from smart_agent.memory.store import FaissMemoryStore
+from smart_agent.nodes.memory import memory_write
+store = FaissMemoryStore({path!r}, embeddings=TableEmbeddings())
+runtime = SimpleNamespace(context=Context(user_id="u"), store=store)
+state = {{"messages": [HumanMessage("What is 2+2?"), AIMessage("4")], "answer": "4"}}
+asyncio.run(memory_write(state, runtime))
+print("returned")  # then the interpreter exits: no close, no drain
+"""
+
+
+def test_a_write_queued_by_the_last_run_survives_a_normal_exit(tmp_path):
+    """memory_write queues the write on the memory thread; the process exits right after the run
+    without closing the store: the write still lands (the thread is joined at exit)."""
+    code = RUN_AND_EXIT.format(tests=str(TESTS), path=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "returned", out.stderr
+    s = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())
+    (item,) = s.items(user_namespace("u"))
+    assert item.value["text"] == "Task: What is 2+2?\nAnswer: 4"
+    s.close()

@@ -9,6 +9,7 @@ from memory_fakes import TableEmbeddings, unit
 
 from smart_agent.context import Context
 from smart_agent.graphs.agent import build_agent_graph
+from smart_agent.memory import background
 from smart_agent.memory.store import FaissMemoryStore, user_namespace
 from smart_agent.testing.scripted_server import text, tool_call
 from smart_agent.tools.memory_tools import MEMORY_TOOLS
@@ -37,11 +38,14 @@ async def test_two_threads_share_long_term_memory_with_the_real_model(
     graph = build_agent_graph(
         model=openai_model(srv), checkpointer=InMemorySaver()
     )  # default store under SMART_AGENT_HOME
+    background.drain()  # results of earlier tests' writes
     events: list[dict] = []
     first = await run(graph, "Remember that my favourite colour is teal", ctx(workspace), thread="a", events=events)
     assert first["answer"] == "Noted: teal." and first["memory_context"] == ""
-    written = [e for e in events if e["event"] == "memory_write"]
-    assert written and written[0]["action"] == "created" and written[0]["importance"] == 0.8
+    (queued,) = [e for e in events if e["event"] == "memory_write"]
+    assert queued["deferred"] is True and queued["importance"] == 0.8  # written after the answer
+    (written,) = background.drain()
+    assert written["action"] == "created" and written["importance"] == 0.8
     assert "Long-term memory" not in system_prompt(srv, 0)
 
     events.clear()
@@ -118,11 +122,14 @@ async def test_memory_failures_never_break_a_run(scripted_server, workspace, tmp
     srv = scripted_server(responder=lambda req: text("fine"))
     store = BrokenStore(tmp_path / "b", embeddings=TableEmbeddings())
     graph = build_agent_graph(model=openai_model(srv), checkpointer=InMemorySaver(), store=store)
+    background.drain()  # results of earlier tests' writes
     events: list[dict] = []
     final = await run(graph, "hello", ctx(workspace), events=events)
     assert final["answer"] == "fine"
     errs = {e["event"]: e["error"] for e in events if e.get("error")}
-    assert "disk on fire" in errs["memory_recall"] and "disk on fire" in errs["memory_write"]
+    assert "disk on fire" in errs["memory_recall"]
+    (written,) = background.drain()  # the write failed after the run, on the memory thread
+    assert written["event"] == "memory_write" and "disk on fire" in written["error"]
     store.close()
 
 

@@ -1,5 +1,6 @@
 """Memory off the critical path: the recall query is embedded on the memory thread, started by
-the resolver (``prefetch_recall``), and ``memory_recall`` uses that vector."""
+the resolver (``prefetch_recall``), and ``memory_recall`` uses that vector; the run's write is
+queued on the memory thread and runs after the run returned (reads of the store wait for it)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from memory_fakes import TableEmbeddings
 
 from smart_agent.context import Context
 from smart_agent.graphs.agent import build_agent_graph
+from smart_agent.memory import background
 from smart_agent.memory.store import FaissMemoryStore, user_namespace
 from smart_agent.testing.scripted_server import text
 
@@ -28,7 +30,9 @@ class ThreadRecordingEmbeddings(TableEmbeddings):
         return super().embed_documents(texts)
 
 
-async def test_the_recall_query_is_embedded_by_the_resolvers_prefetch(scripted_server, workspace, tmp_path, monkeypatch):
+async def test_the_recall_query_is_embedded_by_the_resolvers_prefetch(
+    scripted_server, workspace, tmp_path, monkeypatch
+):
     emb = ThreadRecordingEmbeddings()
     store = FaissMemoryStore(tmp_path / "mem", embeddings=emb)
     store.remember(user_namespace("u"), "the cat is called Tom")
@@ -64,4 +68,34 @@ async def test_without_memory_nothing_is_prefetched(scripted_server, workspace, 
     context = Context(workspace=str(workspace), model="openai:scripted-model", user_id="u", memory=False)
     await run_graph(graph, "what is the cat called?", context, thread="t")
     assert "what is the cat called?" not in emb.threads
+    store.close()
+
+
+class GatedStore(FaissMemoryStore):
+    """remember() waits until the test opens the gate."""
+
+    gate = threading.Event()
+
+    def remember(self, *args, **kw):
+        assert self.gate.wait(60)
+        return super().remember(*args, **kw)
+
+
+async def test_the_write_runs_after_the_run_returned_and_reads_wait_for_it(scripted_server, workspace, tmp_path):
+    background.drain()  # results of earlier tests' writes
+    GatedStore.gate.clear()
+    store = GatedStore(tmp_path / "mem", embeddings=TableEmbeddings())
+    srv = scripted_server(responder=lambda req: text("Noted."))
+    graph = build_agent_graph(model=openai_model(srv), checkpointer=InMemorySaver(), store=store)
+    context = Context(workspace=str(workspace), model="openai:scripted-model", user_id="u")
+    events: list[dict] = []
+    final = await run_graph(graph, "Remember that the cat is called Tom", context, thread="t", events=events)
+    # The run returned while its write was still blocked in remember().
+    assert final["answer"] == "Noted."
+    (queued,) = [e for e in events if e["event"] == "memory_write"]
+    assert queued["deferred"] is True and background.pending() == 1
+    GatedStore.gate.set()
+    assert store.count(user_namespace("u")) == 1  # a read waits for the queued write
+    (written,) = background.drain()
+    assert written["action"] == "created" and written["importance"] == 0.8
     store.close()

@@ -15,6 +15,7 @@ from memory_fakes import DIM, TableEmbeddings
 
 from smart_agent.context import Context
 from smart_agent.graphs.agent import build_agent_graph
+from smart_agent.memory import background
 from smart_agent.memory.store import DB_NAME, INDEX_DIR, FaissMemoryStore
 from smart_agent.testing.scripted_server import text
 
@@ -131,6 +132,7 @@ async def test_agent_run_reports_the_skipped_row_and_still_writes(scripted_serve
     store.embeddings.table["What is my dog called?"] = store.embeddings.embed_query("the dog is called Rex")
     srv = scripted_server(responder=lambda req: text("Your dog is Rex."))
     graph = build_agent_graph(model=openai_model(srv), checkpointer=InMemorySaver(), store=store)
+    background.drain()  # results of earlier tests' writes
     events: list[dict] = []
     final = await run_graph(
         graph, "What is my dog called?", Context(workspace=str(workspace), model="openai:scripted-model", user_id="u"),
@@ -142,7 +144,9 @@ async def test_agent_run_reports_the_skipped_row_and_still_writes(scripted_serve
     assert "error" not in recall and recall["damaged"] == 1
     assert recall["warning"].startswith(f"1 damaged memory row(s) skipped ({bad}: vector has 4 bytes")
     # The write re-embedded the row whose text was intact: it is recalled again.
-    (write,) = [e for e in events if e["event"] == "memory_write"]
+    (queued,) = [e for e in events if e["event"] == "memory_write"]
+    assert queued["deferred"] is True  # written after the answer, on the memory thread
+    (write,) = background.drain()
     assert "error" not in write and write["action"] == "created"
     assert write["repaired"] == 1 and "damaged" not in write and "warning" not in write
     assert store.count(NS) == 4 and store.damaged(NS) == []
