@@ -130,36 +130,48 @@ def _sum_parts(parts: Iterator[tuple[int, int]], chars: int = 0, count: int = 0)
     return chars, count
 
 
-class _Runs:
-    """JSON sizes of runs of messages measured before, by the messages' identities. A
-    conversation grows at its end, so the next request's messages start with a run measured
-    for the previous one: only the messages after it are looked up."""
+S = TypeVar("S")
 
-    def __init__(self, size: int = 32) -> None:
-        self.size = size
-        self._runs: list[tuple[tuple[int, ...], list[BaseMessage], int, int]] = []
+
+class PrefixFold(Generic[S]):
+    """``fold(items)``: ``step`` applied over ``items`` from ``start``, remembered for the runs
+    of items (by identity) folded before. A conversation grows at its end, so this turn's
+    messages start with a run folded for the previous turn: only the items after it are
+    stepped through (the runs keep their items, so no other object can take one of their ids)."""
+
+    def __init__(self, step: Callable[[S, Any], S], start: S, size: int = 32) -> None:
+        self.step, self.start, self.size = step, start, size
+        self._runs: list[tuple[tuple[int, ...], list[Any], S]] = []
         self._lock = threading.Lock()
 
-    def measure(self, messages: Sequence[BaseMessage]) -> tuple[int, int]:
-        """``(characters, elements)`` of the messages' chat-completions JSON elements."""
-        ids = tuple(map(id, messages))
-        best: tuple[tuple[int, ...], list[BaseMessage], int, int] | None = None
+    def fold(self, items: Sequence[Any]) -> S:
+        ids = tuple(map(id, items))
+        best: tuple[tuple[int, ...], list[Any], S] | None = None
         for run in self._runs:
             k = len(run[0])
             if k <= len(ids) and (best is None or k > len(best[0])) and ids[:k] == run[0]:
                 best = run
-        start, chars, count = (len(best[0]), best[2], best[3]) if best is not None else (0, 0, 0)
-        chars, count = _sum_parts(_cached(_message_json, messages[start:]), chars, count)
-        with self._lock:  # (the run keeps its messages: no other object can take one of their ids)
+        value, start = (best[2], len(best[0])) if best is not None else (self.start, 0)
+        for item in items[start:]:
+            value = self.step(value, item)
+        with self._lock:
             if best is not None and best in self._runs:
                 self._runs.remove(best)  # a longer run replaces the one it starts with
             elif len(self._runs) >= self.size:
                 del self._runs[0]
-            self._runs.append((ids, list(messages), chars, count))
-        return chars, count
+            self._runs.append((ids, list(items), value))
+        return value
 
 
-_message_runs = _Runs()
+def _add_message(total: tuple[int, int], message: BaseMessage) -> tuple[int, int]:
+    hit = _message_json._data.get(id(message))
+    size, n = hit[1] if hit is not None and hit[0] is message else _message_json(message)
+    return total[0] + size, total[1] + n
+
+
+# ``(characters, elements)`` of runs of messages' chat-completions JSON elements.
+_message_runs: PrefixFold[tuple[int, int]] = PrefixFold(_add_message, (0, 0))
+
 
 
 def request_json_chars(messages: Sequence[BaseMessage], tools: Sequence[BaseTool | dict] | None = None) -> int:
@@ -168,7 +180,7 @@ def request_json_chars(messages: Sequence[BaseMessage], tools: Sequence[BaseTool
     (The first message, a system prompt built for each request, is measured apart.)"""
     chars, count = _sum_parts(_cached(_message_json, messages[:1]))
     if len(messages) > 1:
-        more, n = _message_runs.measure(messages[1:])
+        more, n = _message_runs.fold(messages[1:])
         chars, count = chars + more, count + n
     schemas, tools_n = _sum_parts(_cached(_schema_json, tool_schemas(tools)))
     size = _EMPTY_BODY + chars + 2 * max(0, count - 1)  # ", " between a list's elements

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from ..messages import pending_tool_calls
-from ..tokens import TokenCounter, count_messages
+from ..tokens import PrefixFold, TokenCounter, count_messages
 from .markers import OMITTED_KIND, is_kind, marker, task_index
 
 
@@ -59,9 +59,24 @@ def pairing_problems(messages: Sequence[BaseMessage]) -> list[str]:
     return problems
 
 
+def _orphan_step(state: tuple[frozenset, bool], m: BaseMessage) -> tuple[frozenset, bool]:
+    """``(open call ids, an orphan seen)`` after message ``m``."""
+    open_ids, orphan = state
+    if isinstance(m, ToolMessage):
+        return open_ids, orphan or m.tool_call_id not in open_ids
+    if isinstance(m, AIMessage) and (m.tool_calls or m.invalid_tool_calls):
+        return frozenset(c.get("id") for c in (*m.tool_calls, *m.invalid_tool_calls)), orphan
+    return (frozenset(), orphan) if open_ids else state
+
+
+# Every agent turn checks the whole conversation; it grows at its end (tokens.PrefixFold).
+_orphans: PrefixFold[tuple[frozenset, bool]] = PrefixFold(_orphan_step, (frozenset(), False))
+
+
 def drop_orphan_results(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """Remove tool results whose AI tool call is not right before them (never sendable).
-    (Every agent turn checks the whole conversation: one pass, no copies of the calls.)"""
+    """Remove tool results whose AI tool call is not right before them (never sendable)."""
+    if not _orphans.fold(messages)[1]:
+        return list(messages)
     out: list[BaseMessage] = []
     open_ids: set[str | None] = set()
     for m in messages:
@@ -69,11 +84,7 @@ def drop_orphan_results(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
             if m.tool_call_id in open_ids:
                 out.append(m)
             continue
-        if isinstance(m, AIMessage):
-            open_ids = {c.get("id") for c in m.tool_calls or ()}
-            open_ids.update(c.get("id") for c in m.invalid_tool_calls or ())
-        elif open_ids:
-            open_ids = set()
+        open_ids = {c.get("id") for c in pending_tool_calls(m)}
         out.append(m)
     return out
 

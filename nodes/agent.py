@@ -36,17 +36,19 @@ def offered_tools(ctx: AgentContext, registry: ToolRegistry, state: Mapping[str,
     """The tools this turn may call: none once the run must finalize."""
     if state.get("finalize") or tool_limit_reached(state):
         return []
-    from ..tools.context_tools import context_tools_for, is_context_tool
+    from ..tools.context_tools import CONTEXT_TAG, CONTEXT_TOOL_NAMES, context_tools_for
 
     # Context tools (get_tool_response, manage_todo_list) are offered only when they apply,
     # memory tools only while the run's memory is on, ask_user only while the run's ask_user is.
-    memory_on = bool(getattr(ctx, "memory", False))
-    asking = bool(getattr(ctx, "ask_user", False))
-    tools = [
-        t for t in registry.tools(ctx.tools)
-        if not is_context_tool(registry, t.name) and (memory_on or "memory" not in registry.meta(t.name).tags)
-        and (asking or ASK_TAG not in registry.meta(t.name).tags)
-    ]
+    # (Twice per turn - the route measures the request, the agent sends it: one lookup per tool.)
+    hidden = {"memory"} if not getattr(ctx, "memory", False) else set()
+    if not getattr(ctx, "ask_user", False):
+        hidden.add(ASK_TAG)
+    tools = []
+    for t in registry.tools(ctx.tools):
+        tags = registry.meta(t.name).tags
+        if not (t.name in CONTEXT_TOOL_NAMES and CONTEXT_TAG in tags) and not hidden.intersection(tags):
+            tools.append(t)
     return tools + [t for t in context_tools_for(ctx, registry, state) if t not in tools]
 
 

@@ -254,7 +254,8 @@ def make_tools_node(
         unreviewed = [c for c in calls[:cap] if id(c) not in reviewed]
         free, counted = split_free_retrievals(unreviewed, retrievals, free_retrievals(limit))
         to_run, skipped = plan_calls(counted, made, limit)
-        oversized = {id(c): arg_chars(c) for c in [*free, *to_run] if arg_chars(c) > max_chars}
+        sizes = {id(c): arg_chars(c) for c in [*free, *to_run]}
+        oversized = {k: n for k, n in sizes.items() if n > max_chars}
         allowed = (set(ctx.tools) | CONTEXT_TOOL_NAMES) if ctx.tools else None
         if not review_context(state, ctx).ask_user:  # not offered, so not run either (it would wait for an answer)
             allowed = (allowed if allowed is not None else set(registry.names())) - ask_tools(registry)

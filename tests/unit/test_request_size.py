@@ -87,6 +87,16 @@ def test_drop_orphan_results_keeps_pairs_and_drops_strays():
     assert stray not in kept and kept[:3] == pieces[:3] and pieces[-1] in kept
 
 
+def test_drop_orphan_results_checks_what_a_grown_conversation_added():
+    pieces = conversation_pieces()[1:4]  # human, AI call, its result
+    assert drop_orphan_results(pieces) == pieces
+    stray = ToolMessage("late", tool_call_id="c1", name="lookup")
+    grown = [*pieces, HumanMessage("more"), stray]  # starts with the run checked above
+    assert drop_orphan_results(grown) == grown[:-1]
+    second = ToolMessage("again", tool_call_id="c1", name="lookup")  # still right after its call: kept
+    assert drop_orphan_results([*pieces, second]) == [*pieces, second]
+
+
 def looping_graph(turns: int, counter=None):
     script = [AIMessage("", tool_calls=[{"name": "lookup", "args": {"n": i}, "id": f"c{i}"}]) for i in range(turns)]
     model = ScriptedChatModel(responses=[*script, "done"])
