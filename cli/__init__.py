@@ -15,10 +15,14 @@ nothing outside it imports it.
     smart-agent eval SUITE [--compare A B] ...  (cli/eval.py, cli/eval_run.py; smart_agent/evaluation)
 
 Events stream live to stderr (to stdout in human mode); with ``--json`` stdout
-holds exactly one JSON object.
+holds exactly one JSON object. On a terminal the answer streams and a status line shows
+what runs (``live.py``).
 
 * ``options.py`` - argument types and checks (one line, exit 2), feature flags;
-* ``render.py`` - one line per event, the run summary;
+* ``lines.py`` - one line per event type (a unit test fails for a type without one);
+  ``render.py`` - a child's tag on its lines; ``summary.py`` - what the run did;
+* ``live.py`` - what a run shows as it goes: the event lines, and on a terminal the streamed
+  answer and the status line;
 * ``run.py`` - run, chat, demo, tools, graph; ``context_args.py`` - the flags that build
   the ``Context``; ``outcome.py`` - a run's --json object, answer lines and exit code;
 * ``planner.py``, ``memory.py`` - the features' commands and flags;
