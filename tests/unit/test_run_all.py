@@ -1,0 +1,37 @@
+"""benchmarks/run_all.py: one markdown file from every section; a section that fails (or whose
+benchmark module is not there) is reported in its place and the others still run."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+import run_all
+
+
+def test_sections_run_in_one_process_and_a_failure_is_reported_in_place(tmp_path, monkeypatch):
+    def fine(quick):
+        rows = [{"run": "create_agent", "ratio": 1.0}, {"run": "smart-agent", "ratio": 0.5}]
+        return rows, run_all.table(rows, [("run", "run", 0), ("ratio", "÷ create_agent", 2)])
+
+    def broken(quick):
+        return run_all._rows("no_such_benchmark")
+
+    monkeypatch.setattr(run_all, "TITLES", {"step": ("Fine", fine), "memory": ("Broken", broken)})
+    out = tmp_path / "all.md"
+    assert run_all.main(["--only", "memory,step", "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "## Broken\n\nNot run: ModuleNotFoundError" in text
+    fine_table = "| run | ÷ create_agent |\n| --- | ---: |\n| create_agent | 1.00 |\n| smart-agent | 0.50 |"
+    assert f"## Fine\n\n{fine_table}" in text
+    assert text.index("## Broken") < text.index("## Fine")  # in the order asked for
+    assert (tmp_path / "all.json").exists()
+
+
+def test_unknown_section_is_one_line(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        run_all.main(["--only", "step,speed"])
+    assert exit_.value.code == 2 and "unknown section(s) speed" in capsys.readouterr().err
