@@ -121,9 +121,11 @@ async def run_case(run: EvalRun, case: Case, repeat: int, graphs: dict[str, Any]
     ctx = None
     try:
         ctx = _context(case, run.config, graph_name, workspace)
-        if graph_name not in graphs:
-            graphs[graph_name] = _build(graph_name, backends.checkpointer, store=backends.store)
-        graph = graphs[graph_name]
+        key = f"{graph_name} {case.agents or ''}"
+        if key not in graphs:  # --agents: only the agent graph runs a team
+            agents = case.agents if graph_name == "agent" else None
+            graphs[key] = _build(graph_name, backends.checkpointer, store=backends.store, agents_file=agents)
+        graph = graphs[key]
         async with _session(run, case):
             final: dict[str, Any] = {}
             for turn in case.turns:

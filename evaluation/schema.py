@@ -94,6 +94,7 @@ CASE: dict[str, Any] = {
         },
         "graph": {"type": "string"},
         "model": {"type": "string", "pattern": "^[^:\\s]+:\\S+$"},
+        "agents": {"type": "string", "minLength": 1, "description": "an agents file (team), relative to the suite"},
         "settings": SETTINGS,
         "files": {
             "type": "object",

@@ -35,6 +35,7 @@ class Case:
     review: dict[str, Any] | None = None
     expect: dict[str, Any] = field(default_factory=dict)
     description: str = ""
+    agents: str | None = None  # an agents file (absolute): the agent graph runs its team
 
     def as_dict(self) -> dict[str, Any]:
         """The case as a ``python:`` check receives it."""
@@ -180,7 +181,10 @@ def load_suite(path: str | os.PathLike[str]) -> Suite:
             review=raw.get("review"),
             expect={**(defaults.get("expect") or {}), **(raw.get("expect") or {})},
             description=raw.get("description", ""),
+            agents=str((p.parent / raw["agents"]).resolve()) if raw.get("agents") else None,
         )
+        if case.agents and not Path(case.agents).is_file():
+            raise SuiteError(f"{where}agents: {raw['agents']!r} is not a file (relative to the suite)")
         check_settings(case.settings, case.graph, where)
         _check_files(case.files, where, "files")
         _check_files(case.expect.get("files") or {}, where, "expect.files")
