@@ -139,18 +139,20 @@ class PrefixFold(Generic[S]):
     messages start with a run folded for the previous turn: only the items after it are
     stepped through (the runs keep their items, so no other object can take one of their ids)."""
 
-    def __init__(self, step: Callable[[S, Any], S], start: S, size: int = 32) -> None:
+    def __init__(self, step: Callable[[S, Any], S], start: S, size: int = 16) -> None:
         self.step, self.start, self.size = step, start, size
         self._runs: list[tuple[tuple[int, ...], list[Any], S]] = []
         self._lock = threading.Lock()
 
     def fold(self, items: Sequence[Any]) -> S:
         ids = tuple(map(id, items))
+        n = len(ids)
         best: tuple[tuple[int, ...], list[Any], S] | None = None
-        for run in self._runs:
+        for run in reversed(self._runs):  # the latest run that starts ``items`` (usually the last one)
             k = len(run[0])
-            if k <= len(ids) and (best is None or k > len(best[0])) and ids[:k] == run[0]:
+            if k <= n and ids[:k] == run[0]:
                 best = run
+                break
         value, start = (best[2], len(best[0])) if best is not None else (self.start, 0)
         for item in items[start:]:
             value = self.step(value, item)
