@@ -99,3 +99,36 @@ async def test_the_write_runs_after_the_run_returned_and_reads_wait_for_it(scrip
     (written,) = background.drain()
     assert written["action"] == "created" and written["importance"] == 0.8
     store.close()
+
+
+async def test_a_process_opens_the_store_and_loads_the_model_once_for_all_its_runs(
+    scripted_server, workspace, isolated_home, monkeypatch
+):
+    """The default store and its embedding model are made by the first run and reused by the next."""
+    from smart_agent.memory import embeddings
+    from smart_agent.memory import store as store_module
+
+    monkeypatch.setattr(embeddings, "_cache", {})  # this process has loaded no model yet
+    monkeypatch.setattr(store_module, "_stores", {})
+    made = {"stores": 0, "models": 0}
+    init, load = FaissMemoryStore.__init__, embeddings.LocalSentenceEmbeddings._load
+
+    def counting_init(self, *a, **kw):
+        made["stores"] += 1
+        init(self, *a, **kw)
+
+    def counting_load(self):
+        made["models"] += self._model is None
+        return load(self)
+
+    monkeypatch.setattr(FaissMemoryStore, "__init__", counting_init)
+    monkeypatch.setattr(embeddings.LocalSentenceEmbeddings, "_load", counting_load)
+    srv = scripted_server(responder=lambda req: text("Noted."))
+    graph = build_agent_graph(model=openai_model(srv), checkpointer=InMemorySaver())  # the default store
+    context = Context(workspace=str(workspace), model="openai:scripted-model", user_id="u")
+    await run_graph(graph, "Remember that the cat is called Tom", context, thread="a")
+    await run_graph(graph, "What is the cat called?", context, thread="b")
+    background.drain()
+    assert "the cat is called Tom" in srv.requests[1]["messages"][0]["content"]  # the second run recalled
+    assert made == {"stores": 1, "models": 1}
+    store_module.close_stores()
