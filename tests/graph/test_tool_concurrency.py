@@ -1,7 +1,8 @@
-"""Tool concurrency is the run's ``max_parallel_tools``, whatever the machine: sync tools
-(plugins included) are not capped by Python's default executor (min(32, cpus + 4) threads,
-6 on two cores), and ``browse_url`` (async, httpx) needs no thread per call. Proved with
-counters of calls in flight and barriers, over the real OpenAI client."""
+"""Tool concurrency is the run's ``max_parallel_tools`` (``max_workers`` for the fleet's
+workers), whatever the machine: sync tools (plugins included) are not capped by Python's
+default executor (min(32, cpus + 4) threads, 6 on two cores), and ``browse_url`` (async,
+httpx) needs no thread per call. Proved with counters of calls in flight and barriers, over
+the real OpenAI client."""
 
 from __future__ import annotations
 
@@ -17,8 +18,10 @@ from planner_support import run_graph as run_planner
 
 from smart_agent.context import Context
 from smart_agent.graphs.agent import build_agent_graph
+from smart_agent.graphs.fleet import build_fleet_graph
 from smart_agent.graphs.planner import build_planner_graph
-from smart_agent.testing.scripted_server import text, tool_calls
+from smart_agent.nodes.fleet import AGGREGATE_SYSTEM, SUBMIT_SUBTASKS
+from smart_agent.testing.scripted_server import text, tool_call, tool_calls
 from smart_agent.tools.builtins import default_registry
 from smart_agent.tools.executor import is_sync_tool
 from smart_agent.tools.registry import ToolRegistry
@@ -107,3 +110,26 @@ async def test_sixteen_browse_url_steps_fetch_at_once_without_a_thread_each(scri
     assert pages.peak == 16, f"{pages.peak} requests in flight at most"
     assert {r["status"] for r in final["step_results"].values()} == {"ok"}
     assert len(tool_threads) == 16 and all(names == [] for names in tool_threads), tool_threads
+
+
+async def test_eight_fleet_workers_run_their_sync_tool_calls_at_once(scripted_server):
+    meeting = Meeting(8)  # more than the default executor's 6 threads
+
+    def respond(req):
+        tools = [t["function"]["name"] for t in req.get("tools") or []]
+        if SUBMIT_SUBTASKS in tools:
+            return tool_call(SUBMIT_SUBTASKS, {"subtasks": [f"Meet as number {i}" for i in range(8)]})
+        if req["messages"][0]["content"] == AGGREGATE_SYSTEM:
+            return text("all eight met")
+        if req["messages"][-1]["role"] == "tool":
+            return text(req["messages"][-1]["content"])
+        task = next(m["content"] for m in req["messages"] if m["role"] == "user")
+        return tool_call("meet", {"n": int(task.rsplit(" ", 1)[-1])})
+
+    srv = scripted_server(responder=respond)
+    graph = build_fleet_graph(model=openai_model(srv), registry=meeting.registry())
+    ctx = Context(model="openai:scripted-model", memory=False, max_workers=8, max_subtasks=8)
+    final, _events = await run_planner(graph, {"task": "everyone meets"}, context=ctx)
+
+    assert meeting.peak == 8
+    assert sorted(r["answer"] for r in final["results"].values()) == sorted(f"met {i}" for i in range(8))
