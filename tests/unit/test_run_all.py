@@ -35,3 +35,15 @@ def test_unknown_section_is_one_line(capsys):
     with pytest.raises(SystemExit) as exit_:
         run_all.main(["--only", "step,speed"])
     assert exit_.value.code == 2 and "unknown section(s) speed" in capsys.readouterr().err
+
+
+def test_readme_block_is_replaced_between_its_markers(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("intro\n<!-- run_all -->\nold table\n<!-- /run_all -->\nafter\n")
+    run_all.update_readme(readme, "# smart-agent benchmarks\n\n## Step\n\n| a |\n")
+    assert readme.read_text() == "intro\n<!-- run_all -->\n**Step**\n\n| a |\n<!-- /run_all -->\nafter\n"
+    plain = tmp_path / "plain.md"
+    plain.write_text("no block here\n")
+    with pytest.raises(ValueError, match="no <!-- run_all -->"):
+        run_all.update_readme(plain, "")
+
