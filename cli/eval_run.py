@@ -8,6 +8,7 @@ trajectory (every event and every message) written under ``--out``."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import shutil
 import time
@@ -71,6 +72,35 @@ def _ask(case: Case) -> Callable[[list[Any]], Any] | None:
     return ask
 
 
+def _graph(graphs: dict[str, Any], graph_name: str, agents: str | None, backends: Any) -> Any:
+    """The compiled graph of that name (and agents file), built once and shared by the runs."""
+    from .run import _build
+
+    key = f"{graph_name} {agents or ''}"
+    if key not in graphs:  # --agents: only the agent graph runs a team
+        graphs[key] = _build(graph_name, backends.checkpointer, store=backends.store,
+                             agents_file=agents if graph_name == "agent" else None)
+    return graphs[key]
+
+
+def _warm_up(run: EvalRun, graphs: dict[str, Any], backends: Any) -> None:
+    """Before any run is timed: build the graphs and load the tools and the model clients, so
+    the first runs (and side A of a comparison) do not pay the process's one-time start-up."""
+    from ..models import load_chat_model
+
+    for case in run.suite.cases:
+        _graph(graphs, run.config.graph or case.graph or "agent", case.agents, backends)
+    for model in {run.config.model or c.model or _default_model() for c in run.suite.cases}:
+        with contextlib.suppress(Exception):  # a model that cannot load fails its cases, with the reason
+            load_chat_model(model)
+
+
+def _default_model() -> str:
+    from ..context import Context
+
+    return Context().model
+
+
 def _workspace(run: EvalRun, case: Case, repeat: int) -> Path:
     ws = run.out / "workspaces" / (case.id if run.repeat == 1 else f"{case.id}.r{repeat}")
     if ws.exists():
@@ -84,8 +114,6 @@ def _workspace(run: EvalRun, case: Case, repeat: int) -> Path:
 
 
 def _session(run: EvalRun, case: Case) -> Any:
-    import contextlib
-
     from ..cassette import recording, replaying
 
     if run.replay:
@@ -106,7 +134,7 @@ async def run_case(run: EvalRun, case: Case, repeat: int, graphs: dict[str, Any]
     """Run one case once and check it: its run record (also written as a trajectory)."""
     from .outcome import result_json
     from .review import run_metadata
-    from .run import _build, run_once
+    from .run import run_once
     from .summary import RunSummary
     from .threads import message_record
 
@@ -121,11 +149,7 @@ async def run_case(run: EvalRun, case: Case, repeat: int, graphs: dict[str, Any]
     ctx = None
     try:
         ctx = _context(case, run.config, graph_name, workspace)
-        key = f"{graph_name} {case.agents or ''}"
-        if key not in graphs:  # --agents: only the agent graph runs a team
-            agents = case.agents if graph_name == "agent" else None
-            graphs[key] = _build(graph_name, backends.checkpointer, store=backends.store, agents_file=agents)
-        graph = graphs[key]
+        graph = _graph(graphs, graph_name, case.agents, backends)
         async with _session(run, case):
             final: dict[str, Any] = {}
             for turn in case.turns:
@@ -186,6 +210,7 @@ async def run_cases(run: EvalRun, on_done: Callable[[dict[str, Any]], None]) -> 
     limit = asyncio.Semaphore(max(1, run.concurrency))
     graphs: dict[str, Any] = {}  # one compiled graph per name, shared by the runs
     async with open_run_backends() as backends:
+        await asyncio.to_thread(_warm_up, run, graphs, backends)
 
         async def one(case: Case, repeat: int) -> dict[str, Any]:
             async with limit:

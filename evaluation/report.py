@@ -86,7 +86,7 @@ def _rows(results: Mapping[str, Any]) -> list[list[str]]:
 def _text_table(header: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=False)]
     lines = ["  ".join(str(x).ljust(w) for x, w in zip(row, widths, strict=False)).rstrip() for row in [header, *rows]]
-    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines.insert(1, "  ".join("-" * w for w in widths).rstrip())
     return "\n".join(lines)
 
 
