@@ -123,8 +123,10 @@ class _IndexCache:
             entry.ids = set(ann.ids_of(entry.index).tolist()) if entry.index is not None else set()
         entry.version, entry.rows = version, self._row_count(ns_json)
         self._indexes[ns_json] = entry
-        if index is None and entry.index is not None:
-            self._save(ns_json, entry)  # rebuilt: the next process reads it instead
+        if entry.index is not None and (index is None or entry.unsaved >= SAVE_EVERY):
+            # Rebuilt, or a file far behind (short processes that never close the store): the next
+            # process reads this one instead, so no catch-up grows past SAVE_EVERY rows.
+            self._save(ns_json, entry)
         self._maybe_train(ns_json, entry)
         return self._indexes[ns_json]
 

@@ -204,3 +204,21 @@ def test_training_in_the_background_swaps_in_an_ivf_index_caught_up_with_later_w
     assert entry.index.nlist > 1 and entry.index.ntotal == 255
     assert s.recall(NS, "fact 252", k=1)[0].key == "k252"
     s.close()
+
+
+def test_a_file_far_behind_is_saved_by_the_reader_that_caught_it_up(tmp_path, counted, monkeypatch):
+    """A process that only reads and caught up SAVE_EVERY rows or more saves the file, so the
+    next process's catch-up stays short."""
+    a = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())
+    fill(a, 3)
+    a.close()  # the file holds 3
+    b = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())
+    fill(b, 6, start=3)  # under the default SAVE_EVERY: not saved
+    b._conn.close()  # exits without saving the index
+    (before,) = files(tmp_path)
+    monkeypatch.setattr(index_cache, "SAVE_EVERY", 5)
+    saves = counted["save"]
+    c = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())
+    assert c.recall(NS, "fact 8", k=1)[0].key == "k8"
+    assert counted["save"] == saves + 1 and files(tmp_path) != [before]  # caught up 6 rows: saved
+    c._conn.close()
