@@ -203,3 +203,27 @@ def test_compare_two_graphs(scripted_server, tmp_path):
     assert {r["graph"] for c in b["cases"] for r in c["results"]} == {"planner"}
     assert "A: agent" in res.stdout and "B: planner" in res.stdout and "B/A" in res.stdout
     assert f"{tokens['ratio']:.2f}x" in res.stdout
+
+
+def test_repeat_reports_pass_at_k_and_flaky_cases(scripted_server, tmp_path):
+    calls = []
+
+    def coin(req):  # one model call per run: the first run says heads, the second tails
+        calls.append(1)
+        return text("heads" if len(calls) % 2 else "tails")
+
+    srv = scripted_server(responder=coin)
+    suite = tmp_path / "s.jsonl"
+    suite.write_text(json.dumps({"id": "coin", "task": "Toss a coin", "expect": {"contains": "heads"}}) + "\n"
+                     + json.dumps({"id": "any", "task": "Toss again", "expect": {"regex": "heads|tails"}}) + "\n")
+    out = tmp_path / "out"
+    res = run_cli(["eval", str(suite), "--repeat", "2", "--concurrency", "1", "--out", str(out)], env=cli_env(srv),
+                  timeout=300)
+    assert res.returncode == 0, res.stderr
+    s = json.loads((out / "results.json").read_text())["summary"]
+    assert (s["runs"], s["repeat"], s["flaky"]) == (4, 2, ["coin"])
+    assert (s["pass_at_1"], s["pass_at_2"], s["pass_at_k"]) == (0.75, 1.0, 1.0)
+    assert sorted(p.name for p in (out / "trajectories").iterdir()) == [
+        "any.r1.json", "any.r2.json", "coin.r1.json", "coin.r2.json"
+    ]
+    assert "flaky 1/2" in res.stdout and "flaky: coin" in res.stdout
