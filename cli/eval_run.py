@@ -84,15 +84,21 @@ def _graph(graphs: dict[str, Any], graph_name: str, agents: str | None, backends
 
 
 def _warm_up(run: EvalRun, graphs: dict[str, Any], backends: Any) -> None:
-    """Before any run is timed: build the graphs and load the tools and the model clients, so
-    the first runs (and side A of a comparison) do not pay the process's one-time start-up."""
-    from ..models import load_chat_model
+    """Before any run is timed: build the graphs and create the model clients, so the first runs
+    (and side A of a comparison) do not pay the process's one-time start-up. A model that cannot
+    be configured stops the eval here (``ModelConfigError``: one line, exit 2)."""
+    from ..models import ModelConfigError, load_chat_model
 
     for case in run.suite.cases:
         _graph(graphs, run.config.graph or case.graph or "agent", case.agents, backends)
-    for model in {run.config.model or c.model or _default_model() for c in run.suite.cases}:
-        with contextlib.suppress(Exception):  # a model that cannot load fails its cases, with the reason
+    for model in sorted({run.config.model or c.model or _default_model() for c in run.suite.cases}):
+        try:
             load_chat_model(model)
+        except ModelConfigError:  # no key, no integration package: one line, exit 2, before any case runs
+            if not run.replay:  # (a replay needs no key)
+                raise
+        except Exception:  # anything else fails the model's cases, each with the reason
+            pass
 
 
 def _default_model() -> str:

@@ -145,6 +145,12 @@ def test_bad_suite_is_one_line_exit_2(tmp_path):
     line = f"smart-agent: {suite}: case 'a': expect.max_tool_calls: 'many' is not of type 'integer'"
     assert res.stderr.strip() == line
 
+    suite.write_text("cases:\n  - id: a\n    task: t\n")  # a model with no key: one line before any case runs
+    res = run_cli(["eval", str(suite), "--out", str(tmp_path / "out")], env=cli_env())
+    assert res.returncode == 2
+    assert res.stderr.startswith("smart-agent: model not available: ") and len(res.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "out" / "results.json").exists()
+
 
 def test_recorded_eval_replays_with_the_server_stopped(scripted_server, tmp_path):
     srv = scripted_server(responder=model)
