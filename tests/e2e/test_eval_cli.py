@@ -7,6 +7,7 @@ graphs reports both columns and their ratios."""
 from __future__ import annotations
 
 import json
+import sys
 
 from conftest import cli_env, run_cli
 
@@ -233,3 +234,30 @@ def test_repeat_reports_pass_at_k_and_flaky_cases(scripted_server, tmp_path):
         "any.r1.json", "any.r2.json", "coin.r1.json", "coin.r2.json"
     ]
     assert "flaky 1/2" in res.stdout and "flaky: coin" in res.stdout
+
+
+def test_progress_bar_on_a_terminal(scripted_server, tmp_path):
+    import threading
+    from pathlib import Path
+
+    import pexpect
+
+    gate = threading.Event()
+
+    def held(req):  # the first run waits until the bar has been seen
+        gate.wait(60)
+        return text("done")
+
+    srv = scripted_server(responder=held)
+    suite = tmp_path / "s.yaml"
+    suite.write_text("cases:\n  - id: one\n    task: a\n  - id: two\n    task: b\n")
+    exe = Path(sys.executable).with_name("smart-agent")
+    child = pexpect.spawn(str(exe), ["eval", str(suite), "--out", str(tmp_path / "out"), "--concurrency", "1"],
+                          env=cli_env(srv), encoding="utf-8", timeout=90, dimensions=(50, 200))
+    child.expect_exact("0/2")  # the bar, while the first case waits for its model
+    gate.set()
+    child.expect_exact("2/2")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert "[1/2]" not in child.before  # a terminal gets the bar, not the per-run lines of a pipe
