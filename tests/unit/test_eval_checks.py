@@ -224,3 +224,22 @@ def test_compare_totals_and_ratios():
     assert cmp["totals"]["pass_rate"] == {"a": 0.5, "b": 1.0, "ratio": 2.0}
     assert cmp["totals"]["tokens"] == {"a": 400, "b": 200, "ratio": 0.5}
     assert cmp["totals"]["seconds"]["ratio"] == 1.0
+
+
+def test_tool_calls_without_an_event_come_from_the_thread():
+    from smart_agent.cli.eval_run import _unreported_calls
+
+    messages = [
+        {"role": "user", "content": "Ask me"},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "c1", "name": "ask_user", "args": {"question": "Colour?"}},
+            {"id": "c2", "name": "calculator", "args": {"expression": "1+1"}},
+            {"id": "c3", "name": "submit_plan", "args": {}},  # no tool message: not a call that ran
+        ]},
+        {"role": "tool", "content": "teal", "tool_call_id": "c1"},
+        {"role": "tool", "content": "2", "tool_call_id": "c2"},
+    ]
+    reported = [{"id": "c2", "name": "calculator", "args": {"expression": "1+1"}, "ok": True}]
+    assert _unreported_calls(messages, reported) == [
+        {"id": "c1", "name": "ask_user", "args": {"question": "Colour?"}, "ok": None}
+    ]
