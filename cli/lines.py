@@ -290,6 +290,8 @@ def _memory_write(ev: dict) -> str:
         return f"  ◇ memory: nothing stored ({short(ev.get('skipped') or '', 120)})"
     if "error" in ev:
         return f"  ◇ memory: write failed ({short(ev.get('error') or '', 160)})"
+    if ev.get("deferred"):  # the FAISS store writes after the answer, on its memory thread
+        return "  ◇ memory: the run's memory is written after the answer"
     return f"  ◇ memory: {ev.get('action', 'stored')} {ev.get('key', '')} ({_num(ev.get('took_ms')):.0f} ms)"
 
 

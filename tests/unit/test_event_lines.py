@@ -162,3 +162,10 @@ def test_error_reasoning_handoff_and_text_beside_calls_read_as_sentences():
         "  ✎ decision 1: execute: add"
     )
     assert format_event({"event": "model_text", "text": "Let me check.", "turn": 1}) == "  💬 Let me check."
+
+
+def test_memory_writes_read_as_sentences_whether_done_or_queued():
+    queued = {"event": "memory_write", "deferred": True, "action": "queued", "namespace": ["memories"], "importance": 1}
+    assert format_event(queued) == "  ◇ memory: the run's memory is written after the answer"
+    done = {"event": "memory_write", "action": "stored", "key": "k1", "took_ms": 3.2}
+    assert format_event(done) == "  ◇ memory: stored k1 (3 ms)"
