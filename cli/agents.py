@@ -40,6 +40,8 @@ def agents_values(args: argparse.Namespace, values: dict) -> None:
         if given:
             raise ValueError(f"--agents: only the agent graph runs a team (not --graph {graph})")
         return
+    if getattr(args, "tools", None):
+        raise ValueError(f"--tools: each agent of {path} offers the tools the file lists; set them there")
     path = os.path.abspath(path)
     _load(path, values)
     values[FLAG_FIELD] = path

@@ -117,6 +117,7 @@ def build_agent_graph(
             make_handoff_node,
             make_team_node,
             make_team_start_hook,
+            team_budget_tools,
             team_registries,
             union_registry,
         )
@@ -126,7 +127,7 @@ def build_agent_graph(
             raise ValueError(f"default agent {default_agent!r} is not one of {', '.join(agents)}")
         registries = team_registries(agents)
         everyone = union_registry(registries)  # the budget's worst case: every member's tools
-        budget = ContextBudget(lambda ctx, state: offered_tools(ctx, everyone, state), token_counter, output_schema)
+        budget = ContextBudget(team_budget_tools(everyone), token_counter, output_schema)
         hooks.append(make_team_start_hook(agents, default_agent))
         turns = {
             n: make_two_phase_node(make_agent_node(r, model, budget), r, model, budget) for n, r in registries.items()

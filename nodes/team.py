@@ -74,6 +74,19 @@ def union_registry(registries: dict[str, ToolRegistry]) -> ToolRegistry:
     return union
 
 
+def team_budget_tools(everyone: ToolRegistry) -> Callable[[Any, Mapping[str, Any]], list[BaseTool]]:
+    """What the context budget counts for a team's turn: every member's tools. Members take
+    their tools from their own registries and ignore the run's ``tools`` (member_runtime), so
+    the budget ignores it too (counting it against the union raised KeyError for a name no
+    member has)."""
+    from .agent import offered_tools
+
+    def offered(ctx: Any, state: Mapping[str, Any]) -> list[BaseTool]:
+        return offered_tools(dataclasses.replace(ctx, tools=None) if ctx.tools else ctx, everyone, state)
+
+    return offered
+
+
 def make_team_start_hook(agents: dict[str, AgentSpec], default: str) -> Callable:
     """Resolver hook: who holds the thread at the start of a run; no handoffs yet."""
 

@@ -119,6 +119,16 @@ def test_bad_files_are_one_line_exit_2(scripted_server, workspace, tmp_path, old
     assert srv.requests == []
 
 
+def test_tools_flag_with_an_agents_file_is_one_line_exit_2(scripted_server, workspace, team_file):
+    srv = scripted_server([text("never")])
+    res = run_cli(["run", "hi", "--agents", str(team_file), "--tools", "web_search", "--workspace", str(workspace)],
+                  env=cli_env(srv))
+    assert res.returncode == 2, res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--tools" in lines[0] and "the tools the file lists" in lines[0], lines
+    assert srv.requests == []
+
+
 def test_a_sub_agent_chain_deeper_than_the_limit_is_one_line_exit_2(scripted_server, workspace, tmp_path):
     deep = tmp_path / "deep.yaml"  # triage -> checker -> math: two levels of sub-agents
     checker = "prompt: You are the checker.\n"

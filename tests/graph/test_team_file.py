@@ -157,3 +157,12 @@ async def test_the_callers_output_schema_does_not_bind_a_named_sub_agent(tmp_pat
     final, _events = await run_with_events(team(tmp_path, srv), "check", ctx(output_schema=schema))
     assert len(srv.requests) == 3 and srv.requests[2]["messages"][-1]["content"] == "yes"
     assert final["structured_response"] == {"verdict": "yes"}
+
+
+async def test_the_runs_tools_setting_does_not_break_a_team_turn(tmp_path, scripted_server):
+    # Members offer the tools the file lists; the run's `tools` (served context, Python) is
+    # ignored by them and by the context budget, which counted it against every member's tools.
+    srv = scripted_server([text("hello")])
+    final, _events = await run_with_events(team(tmp_path, srv), "hi", ctx(tools=["web_search"]))
+    assert final["messages"][-1].content == "hello"
+    assert offered(srv.requests[0]) == ["checker", "transfer_to_math"]
