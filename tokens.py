@@ -27,13 +27,14 @@ The budget's shares (all derived from ``context_token_limit``):
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
-from langchain_core.messages import BaseMessage, convert_to_openai_messages
+from langchain_core.messages import BaseMessage, SystemMessage, convert_to_openai_messages
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
@@ -176,11 +177,20 @@ _message_runs: PrefixFold[tuple[int, int]] = PrefixFold(_add_message, (0, 0))
 
 
 
+@functools.lru_cache(maxsize=256)
+def _system_json(text: str) -> int:
+    return _json_parts(convert_to_openai_messages([SystemMessage(content=text)]))[0]
+
+
 def request_json_chars(messages: Sequence[BaseMessage], tools: Sequence[BaseTool | dict] | None = None) -> int:
     """``len(request_json(messages, tools))``, from each message's and each tool's JSON length,
     computed once per object: a turn measures only the messages that are new since the last one.
     (The first message, a system prompt built for each request, is measured apart.)"""
-    chars, count = _sum_parts(_cached(_message_json, messages[:1]))
+    head = messages[0] if messages else None
+    if type(head) is SystemMessage and isinstance(head.content, str) and not head.name:
+        chars, count = _system_json(head.content), 1  # rebuilt for every request, the same text
+    else:
+        chars, count = _sum_parts(_cached(_message_json, messages[:1]))
     if len(messages) > 1:
         more, n = _message_runs.fold(messages[1:])
         chars, count = chars + more, count + n
