@@ -31,6 +31,7 @@ import functools
 import json
 import math
 import threading
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -59,29 +60,45 @@ V = TypeVar("V")
 
 
 class IdentityCache(Generic[K, V]):
-    """Values computed from objects, found again by the object's identity: the object is
-    kept with its value (so its ``id`` cannot be reused by another object meanwhile), and
-    the oldest entries go beyond ``size``. For objects nobody changes in place - the
-    messages of a thread's state, the tools of a registry."""
+    """Values computed from objects, found again by the object's identity. An object that
+    takes weak references (messages, tools) is not kept alive by the cache: its entry goes
+    when it does, before its ``id`` can be reused; any other object (a schema dict) is kept
+    with its value. The oldest entries go beyond ``size``. For objects nobody changes in
+    place - the messages of a thread's state, the tools of a registry."""
 
     def __init__(self, compute: Callable[[K], V], size: int = 8192) -> None:
         self.compute = compute
         self.size = size
         self.misses = 0
-        self._data: dict[int, tuple[K, V]] = {}
+        self._data: dict[int, tuple[Callable[[], Any], V]] = {}
         self._lock = threading.Lock()
 
     def __call__(self, obj: K) -> V:
         hit = self._data.get(id(obj))
-        if hit is not None and hit[0] is obj:
+        if hit is not None and hit[0]() is obj:
             return hit[1]
         value = self.compute(obj)
+        key = id(obj)
+        try:
+            ref: Callable[[], Any] = weakref.ref(obj, functools.partial(self._forget, key))
+        except TypeError:  # no weak references: keep the object (its id stays its own)
+            ref = functools.partial(_same, obj)
         with self._lock:
             self.misses += 1
             while len(self._data) >= self.size:
-                self._data.pop(next(iter(self._data)))
-            self._data[id(obj)] = (obj, value)
+                self._data.pop(next(iter(self._data)), None)
+            self._data[key] = (ref, value)
         return value
+
+    def _forget(self, key: int, ref: Any) -> None:
+        """The object died: drop its entry (from the garbage collector: no lock)."""
+        hit = self._data.get(key)
+        if hit is not None and hit[0] is ref:
+            self._data.pop(key, None)
+
+
+def _same(obj: Any) -> Any:
+    return obj
 
 
 # One conversion per tool object (a registry's tools are the same objects every turn).
@@ -122,7 +139,7 @@ def _cached(cache: IdentityCache[K, V], objs: Sequence[K]) -> Iterator[V]:
     data = cache._data
     for obj in objs:
         hit = data.get(id(obj))
-        yield hit[1] if hit is not None and hit[0] is obj else cache(obj)
+        yield hit[1] if hit is not None and hit[0]() is obj else cache(obj)
 
 
 def _sum_parts(parts: Iterator[tuple[int, int]], chars: int = 0, count: int = 0) -> tuple[int, int]:
@@ -140,7 +157,7 @@ class PrefixFold(Generic[S]):
     messages start with a run folded for the previous turn: only the items after it are
     stepped through (the runs keep their items, so no other object can take one of their ids)."""
 
-    def __init__(self, step: Callable[[S, Any], S], start: S, size: int = 16) -> None:
+    def __init__(self, step: Callable[[S, Any], S], start: S, size: int = 8) -> None:
         self.step, self.start, self.size = step, start, size
         self._runs: list[tuple[tuple[int, ...], list[Any], S]] = []
         self._lock = threading.Lock()
@@ -168,7 +185,7 @@ class PrefixFold(Generic[S]):
 
 def _add_message(total: tuple[int, int], message: BaseMessage) -> tuple[int, int]:
     hit = _message_json._data.get(id(message))
-    size, n = hit[1] if hit is not None and hit[0] is message else _message_json(message)
+    size, n = hit[1] if hit is not None and hit[0]() is message else _message_json(message)
     return total[0] + size, total[1] + n
 
 

@@ -58,6 +58,18 @@ def test_a_message_replaced_by_a_changed_copy_is_measured_again():
     assert request_json_chars([HumanMessage("q"), shrunk]) == len(request_json([HumanMessage("q"), shrunk])) > before
 
 
+def test_the_size_cache_keeps_no_message_alive():
+    import gc
+    import weakref
+
+    message = ToolMessage("x" * 1000, tool_call_id="c9", name="lookup")
+    assert request_json_chars([message]) == len(request_json([message]))
+    gone = weakref.ref(message)
+    del message
+    gc.collect()
+    assert gone() is None  # a server's finished threads are not kept by the cache
+
+
 def test_tool_schemas_are_converted_once_per_tool():
     tool = lookup_tool()
     first, again = tool_schemas([tool]), tool_schemas([tool])
