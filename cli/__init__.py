@@ -101,7 +101,9 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser; for one of the core commands (``CORE_COMMANDS``; ``main`` passes argv's first
+    word) only that command's: a run neither imports the other commands' modules nor builds their flags."""
     parser = OneLineParser(
         prog="smart-agent",
         description="Autonomous agents on LangGraph.",
@@ -110,7 +112,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action=_VersionAction)  # looked up only when asked (package metadata scan)
     sub = parser.add_subparsers(dest="command", required=True)
+    if command in CORE_COMMANDS:
+        CORE_COMMANDS[command](sub)
+        return parser
+    for add_command in CORE_COMMANDS.values():
+        add_command(sub)
+    for register in _feature_cli_hooks():
+        register(sub)
+    return parser
 
+
+def _add_run(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "run",
         help="run one task (Runner mode)",
@@ -122,6 +134,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_cassette_args(p)
     p.set_defaults(handler=run.run_command)
 
+
+def _add_chat(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "chat",
         help="a conversation (Assistant mode): one stdin line per user turn",
@@ -132,24 +146,31 @@ def build_parser() -> argparse.ArgumentParser:
     add_cassette_args(p)
     p.set_defaults(handler=run.chat_command)
 
+
+def _add_demo(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="run the agent offline against a bundled scripted model")
     p.add_argument("--workspace", help="folder for the demo's files (default: $SMART_AGENT_HOME/demo-workspace)")
     p.add_argument("--thread", help="thread id for the demo session")
     p.set_defaults(handler=run.demo_command)
 
+
+def _add_tools(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("tools", help="list the registered tools (built-ins, plugins, --mcp-config servers)")
     p.add_argument("--json", action="store_true")
     add_mcp_args(p)
     p.set_defaults(handler=run.tools_command)
 
+
+def _add_graph(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("graph", help="print a graph as Mermaid")
     p.add_argument("name", nargs="?", default="agent")
     p.add_argument("--agents", metavar="FILE", help="draw the agent graph of this agents file's team")
     p.set_defaults(handler=run.graph_command)
 
-    for register in _feature_cli_hooks():
-        register(sub)
-    return parser
+
+CORE_COMMANDS: dict[str, Callable[[argparse._SubParsersAction], None]] = {
+    "run": _add_run, "chat": _add_chat, "demo": _add_demo, "tools": _add_tools, "graph": _add_graph,
+}
 
 
 def _feature_cli_hooks() -> list[Callable]:
@@ -169,7 +190,8 @@ def _feature_cli_hooks() -> list[Callable]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
     from ..models import ModelConfigError
     from ..nodes.resolver import InputError

@@ -58,7 +58,7 @@ from ..nodes.tools import make_tools_node
 from ..state import AgentState, InputState
 from ..tools.assembly import resolve_registry
 from ..tools.registry import ToolRegistry
-from .run_scope import mcp_servers_of, served_mcp_config, with_mcp_servers
+from .run_scope import mcp_servers_of, served_graph, served_mcp_config, with_mcp_servers
 from .team_file import served_agents_file, team_from_file
 
 if TYPE_CHECKING:
@@ -200,4 +200,8 @@ def build_agent_graph(
 # What `langgraph dev` serves: no checkpointer of its own (the server provides one); the
 # team of $SMART_AGENT_AGENTS when set (a bad file: the AgentsFileError line, naming it),
 # with the MCP servers of $SMART_AGENT_MCP_CONFIG and of that file opened for each run.
-graph = build_agent_graph(agents_file=served_agents_file(), mcp_config=served_mcp_config())
+# Built on first access (run_scope.served_graph), not at import.
+def __getattr__(name: str) -> Any:
+    return served_graph(
+        __name__, name, lambda: build_agent_graph(agents_file=served_agents_file(), mcp_config=served_mcp_config())
+    )

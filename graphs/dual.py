@@ -31,7 +31,7 @@ from ..nodes.dual import (
 from ..state import DualOutputState, DualState, InputState
 from ..tools.registry import ToolRegistry
 from .planner import build_planner_graph
-from .run_scope import mcp_servers_of, served_mcp_config, with_mcp_servers
+from .run_scope import mcp_servers_of, served_graph, served_mcp_config, with_mcp_servers
 
 RECURSION_LIMIT = 1000
 
@@ -71,4 +71,8 @@ def build_dual_graph(
 
 # For `langgraph dev` / langgraph.json: no checkpointer of its own (the server brings one);
 # the MCP servers of $SMART_AGENT_MCP_CONFIG opened for each run (graphs/run_scope.py).
-graph = with_mcp_servers(build_dual_graph(), mcp_servers_of(served_mcp_config()))
+# Built on first access (run_scope.served_graph), not at import.
+def __getattr__(name: str) -> Any:
+    return served_graph(
+        __name__, name, lambda: with_mcp_servers(build_dual_graph(), mcp_servers_of(served_mcp_config()))
+    )

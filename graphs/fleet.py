@@ -28,7 +28,7 @@ from ..nodes.fleet import (
 from ..state import FleetOutputState, FleetState, InputState
 from ..tools.registry import ToolRegistry
 from .agent import build_agent_graph
-from .run_scope import mcp_servers_of, served_mcp_config, with_mcp_servers
+from .run_scope import mcp_servers_of, served_graph, served_mcp_config, with_mcp_servers
 
 RECURSION_LIMIT = 1000
 
@@ -70,4 +70,8 @@ def build_fleet_graph(
 
 # For `langgraph dev` / langgraph.json: no checkpointer of its own (the server brings one);
 # the MCP servers of $SMART_AGENT_MCP_CONFIG opened for each run (graphs/run_scope.py).
-graph = with_mcp_servers(build_fleet_graph(), mcp_servers_of(served_mcp_config()))
+# Built on first access (run_scope.served_graph), not at import.
+def __getattr__(name: str) -> Any:
+    return served_graph(
+        __name__, name, lambda: with_mcp_servers(build_fleet_graph(), mcp_servers_of(served_mcp_config()))
+    )

@@ -46,7 +46,7 @@ from ..nodes.planner.synthesize import make_report_node, make_synthesize_node
 from ..state import InputState, PlannerOutputState, PlannerState
 from ..tools.builtins import default_registry
 from ..tools.registry import ToolRegistry
-from .run_scope import mcp_servers_of, served_mcp_config, with_mcp_servers
+from .run_scope import mcp_servers_of, served_graph, served_mcp_config, with_mcp_servers
 
 # Two supersteps per dispatch round (dispatch, run_step): LangGraph's default of 25 would
 # stop a long sequential plan. Every loop of this graph is bounded by its own limits.
@@ -131,4 +131,6 @@ def build_executor_graph(
 
 # For `langgraph dev` / langgraph.json: no checkpointer of its own (the server brings one);
 # the MCP servers of $SMART_AGENT_MCP_CONFIG opened for each run.
-graph = build_planner_graph(mcp_config=served_mcp_config())
+# Built on first access (run_scope.served_graph), not at import.
+def __getattr__(name: str) -> Any:
+    return served_graph(__name__, name, lambda: build_planner_graph(mcp_config=served_mcp_config()))

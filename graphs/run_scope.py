@@ -17,7 +17,9 @@ session: MCP tools are async.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Sequence
+import sys
+import threading
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from langgraph.graph.state import CompiledStateGraph
@@ -76,3 +78,20 @@ def mcp_servers_of(config: Any) -> list[McpServer]:
 def served_mcp_config() -> Any:
     """The MCP servers file of the graphs ``langgraph dev`` serves: ``$SMART_AGENT_MCP_CONFIG`` (None: none)."""
     return settings.mcp_config()
+
+
+_served_lock = threading.Lock()
+
+
+def served_graph(module: str, name: str, build: Callable[[], Any]) -> Any:
+    """A graph module's ``__getattr__``: its served ``graph`` is built on first access, then kept
+    in the module, so importing a graph module (the CLI does, for its builder) builds nothing.
+    ``from smart_agent.graphs.agent import graph`` and ``getattr`` work; ``langgraph dev`` reads
+    the module's ``__dict__``, so langgraph.json names ``smart_agent.graphs.served``."""
+    if name != "graph":
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    namespace = sys.modules[module].__dict__
+    with _served_lock:
+        if "graph" not in namespace:
+            namespace["graph"] = build()
+        return namespace["graph"]
