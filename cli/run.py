@@ -171,6 +171,29 @@ async def run_and_report(
     return report_outcome(args, final, thread_id, summary, answer_shown=display.answer_shown(final))
 
 
+async def read_chat_line(stdin: Any, interactive: bool) -> Any:
+    """The next stdin line. On a terminal the loop waits for the line (``add_reader``) and reads it
+    then, so Ctrl-C at chat's prompt exits at once (130); a read on ``asyncio.to_thread`` would hold
+    ``asyncio.run``'s shutdown until a line came (a terminal delivers one line per read, so none
+    waits in the buffer). A pipe is read on a thread (lines may wait in the buffer)."""
+    if not interactive:
+        return await asyncio.to_thread(stdin.readline)
+    loop = asyncio.get_running_loop()
+    ready: asyncio.Future[None] = loop.create_future()
+    fd = stdin.fileno()
+
+    def on_readable() -> None:
+        if not ready.done():
+            ready.set_result(None)
+
+    loop.add_reader(fd, on_readable)
+    try:
+        await ready
+    finally:
+        loop.remove_reader(fd)
+    return stdin.readline()
+
+
 async def chat_command(args: argparse.Namespace) -> int:
     from ..thread_lock import thread_lock
     from .agents import recorded_agents_file
@@ -206,7 +229,7 @@ async def chat_command(args: argparse.Namespace) -> int:
         while True:
             if interactive:
                 print("you> ", end="", file=sys.stderr, flush=True)
-            line = await asyncio.to_thread(stdin.readline)
+            line = await read_chat_line(stdin, interactive)  # Ctrl-C at the prompt: exit 130 at once
             if not line:
                 break
             number += 1
