@@ -479,7 +479,7 @@ def test_cli_todo_flag_and_bad_schema_file(scripted_server, workspace, tmp_path)
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
     assert out["todos"] == [{"id": 1, "content": "one", "status": "pending"}]
-    assert "plan" in res.stderr
+    assert "☰ todo list: 0/1 done (1 added)" in res.stderr
     bad = tmp_path / "bad.json"
     bad.write_text('{"type": "no-such-type"}')
     res = run_cli(["run", "x", "--output-schema", str(bad)], env=env)
