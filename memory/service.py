@@ -54,6 +54,17 @@ def memory_enabled(ctx: Any) -> bool:
     return parse_bool(value, "memory")
 
 
+def nothing_stored(runtime_store: Any = None) -> bool:
+    """True when a recall can find nothing: no runtime store and no memory database in
+    ``$SMART_AGENT_HOME/memory`` yet (a first run, whose write creates it after the answer).
+    The recall then opens, creates and loads nothing on the way to the first model request."""
+    if runtime_store is not None:
+        return False
+    from .store import DB_NAME, default_memory_dir
+
+    return not (default_memory_dir() / DB_NAME).exists()
+
+
 def namespace_for(ctx: Any) -> tuple[str, str]:
     from .store import user_namespace
 

@@ -6,7 +6,9 @@ with the task (the last human message) and puts a text block into
 embedding starts earlier, with the run: :func:`prefetch_recall` is a resolver hook that
 hands it to a memory thread (opening the store, embedding the task) while the resolver and
 the step to ``memory_recall`` go on; ``memory_recall`` then awaits that vector instead of
-embedding the task itself (the FAISS store; other stores embed inside their ``asearch``).
+embedding the task itself (the FAISS store; other stores embed inside their ``asearch``). With
+nothing stored yet (no runtime store and no memory database in the data folder: a first run)
+neither opens the store: the recall is empty, and the run's write creates the store.
 ``memory_write`` runs when the run ends: it writes one deterministic observation
 (task, answer, what the tools did) with consolidation -- no extra model call. On the FAISS
 store (the default, or a runtime one) the write itself -- embedding the observation,
@@ -53,6 +55,7 @@ from ..memory.service import (
     memory_enabled,
     min_similarity,
     namespace_for,
+    nothing_stored,
     run_task_and_facts,
     store_for,
 )
@@ -112,6 +115,8 @@ def prefetch_recall(state: Mapping[str, Any], update: Mapping[str, Any], ctx: An
         from langgraph.runtime import get_runtime
 
         runtime_store = getattr(get_runtime(), "store", None)
+        if nothing_stored(runtime_store):
+            return {}
         ns = namespace_for(ctx)
         future = background.submit(_query_vector, runtime_store, ctx, ns, task)
         with _prefetched_lock:
@@ -152,6 +157,10 @@ async def memory_recall(state: AgentState, runtime: Runtime[AgentContext]) -> di
         return _cleared(state)
     start = time.perf_counter()
     ns = namespace_for(ctx)
+    if nothing_stored(runtime_store):  # a first run: no store to open (memory_write creates it)
+        emit("memory_recall", query=task[:200], namespace=list(ns), count=0, memories=[],
+             took_ms=round((time.perf_counter() - start) * 1000, 1))
+        return {"memory_context": "", "recalled_memories": []}  # what an empty recall returns
     try:
         # Opening the store and searching touch files: off the event loop (a server's loop).
         qvec = await _prefetched_vector(runtime_store, ns, task)

@@ -12,8 +12,8 @@ from memory_fakes import TableEmbeddings
 
 from smart_agent.context import Context
 from smart_agent.graphs.agent import build_agent_graph
-from smart_agent.memory import background
-from smart_agent.memory.store import FaissMemoryStore, user_namespace
+from smart_agent.memory import background, embeddings
+from smart_agent.memory.store import DB_NAME, FaissMemoryStore, default_memory_dir, user_namespace
 from smart_agent.testing.scripted_server import text
 
 
@@ -132,3 +132,34 @@ async def test_a_process_opens_the_store_and_loads_the_model_once_for_all_its_ru
     assert "the cat is called Tom" in srv.requests[1]["messages"][0]["content"]  # the second run recalled
     assert made == {"stores": 1, "models": 1}
     store_module.close_stores()
+
+
+async def test_a_first_run_opens_no_memory_store_before_its_model_request(scripted_server, workspace, monkeypatch):
+    """Nothing stored yet (no memory database in $SMART_AGENT_HOME): the recall opens, creates and
+    loads nothing on the way to the first model request; the run's write creates the store."""
+    monkeypatch.setitem(embeddings._cache, "test:table", TableEmbeddings())
+    db = default_memory_dir() / DB_NAME
+    opened: list[object] = []
+    init = FaissMemoryStore.__init__
+
+    def counting_init(self, *args, **kw):
+        opened.append(self)
+        init(self, *args, **kw)
+
+    monkeypatch.setattr(FaissMemoryStore, "__init__", counting_init)
+    at_request: list[tuple[bool, int]] = []
+
+    def responder(request):
+        at_request.append((db.exists(), len(opened)))
+        return text("Hi.")
+
+    srv = scripted_server(responder=responder)
+    graph = build_agent_graph(model=openai_model(srv), checkpointer=InMemorySaver())
+    context = Context(workspace=str(workspace), model="openai:scripted-model", embedding_model="test:table")
+    events: list[dict] = []
+    final = await run_graph(graph, "Say hi.", context, thread="t", events=events)
+    background.drain()
+    assert final["answer"] == "Hi."
+    assert at_request == [(False, 0)]  # no store opened, no database created before the request
+    assert [e["count"] for e in events if e["event"] == "memory_recall"] == [0]
+    assert db.exists() and len(opened) == 1  # the run's write opened (and created) the store
