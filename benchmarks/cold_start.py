@@ -22,7 +22,10 @@ then gets its answer and exits (its whole wall time is reported too).
   memories go into it).
 
 Runs alternate (create_agent, then each smart-agent mode, ``--runs`` rounds, after one
-untimed round that warms the file cache); the ratio of each round is taken pair by pair and
+untimed round that warms the file cache and writes every module's bytecode: the processes share
+a ``PYTHONPYCACHEPREFIX`` folder of this run, also where ``PYTHONDONTWRITEBYTECODE`` is set, which
+would otherwise make smart-agent's own modules compile from source at every start while the
+libraries' installed ``.pyc`` files are used); the ratio of each round is taken pair by pair and
 the median of those ratios is reported, so a machine that slows down part-way affects both
 sides alike. The CPU time (user + system) of the whole process, exit included, is reported
 beside it: on a machine that other work keeps busy it varies less than wall time.
@@ -121,14 +124,18 @@ def command(mode: str, script: Path) -> list[str]:
     return cmd if mode == "smart-agent+memory" else [*cmd, "--no-memory"]
 
 
-def one_run(mode: str, script: Path, base_url: str, arrivals: FirstRequests, timeout_s: float = 120) -> dict:
-    """Start the mode's process in a fresh folder; seconds to its first request and to its exit."""
+def one_run(mode: str, script: Path, base_url: str, arrivals: FirstRequests, pycache: Path,
+            timeout_s: float = 120) -> dict:
+    """Start the mode's process in a fresh folder; seconds to its first request and to its exit.
+    Both sides keep their bytecode in ``pycache`` (``PYTHONPYCACHEPREFIX``, written even where
+    ``PYTHONDONTWRITEBYTECODE`` is set), as an installed package has its ``.pyc`` files."""
     with tempfile.TemporaryDirectory() as tmp:
         env = {
             **os.environ, "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "x", "MODEL": "scripted-model",
             "SMART_AGENT_HOME": str(Path(tmp) / "home"), "DB": str(Path(tmp) / "agent.db"),
-            "HF_HUB_OFFLINE": "1", "LANGSMITH_TRACING": "false",
+            "HF_HUB_OFFLINE": "1", "LANGSMITH_TRACING": "false", "PYTHONPYCACHEPREFIX": str(pycache),
         }
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         arrivals.arrived.clear()
         seen = len(arrivals.times)
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -152,11 +159,12 @@ def measure(runs: int = 7, modes: Sequence[str] = MODES) -> dict[str, list[dict[
     with tempfile.TemporaryDirectory() as tmp, ScriptedOpenAIServer([], responder=arrivals) as server:
         script = Path(tmp) / "create_agent_run.py"
         script.write_text(CREATE_AGENT_SCRIPT, encoding="utf-8")
+        pycache = Path(tmp) / "pycache"
         for mode in modes:  # warm-up round: file cache, .pyc files
-            one_run(mode, script, server.base_url, arrivals)
+            one_run(mode, script, server.base_url, arrivals, pycache)
         for _ in range(runs):
             for mode in modes:
-                results[mode].append(one_run(mode, script, server.base_url, arrivals))
+                results[mode].append(one_run(mode, script, server.base_url, arrivals, pycache))
     return results
 
 
