@@ -121,7 +121,9 @@ class _Progress:
         if self.bar is not None:
             self.bar.update(self.task, advance=1, description=f"eval {self.label}: {record['case']} {verdict[:40]}")
         else:
-            print(f"[{self.done}/{self.total}] {record['case']}: {verdict[:160]} ({record['seconds']:.1f} s)",
+            # the whole verdict (a replay miss names its request at the end), on one line
+            verdict = " ".join(verdict.split())
+            print(f"[{self.done}/{self.total}] {record['case']}: {verdict} ({record['seconds']:.1f} s)",
                   file=sys.stderr, flush=True)
 
     def close(self) -> None:

@@ -123,7 +123,7 @@ def markdown_report(results: Mapping[str, Any]) -> str:
             for check in run.get("checks") or []:
                 if not check["passed"]:
                     md.append(f"- `{check['check']}`: {check.get('detail', '')}")
-            if run.get("error"):
+            if run.get("error") and not any(c["check"] == "error" for c in run.get("checks") or []):
                 md.append(f"- error: {run['error']}")
             md.append(f"- answer: {str(run.get('answer') or '')[:300]!r}")
             if run.get("trajectory"):

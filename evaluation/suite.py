@@ -111,7 +111,10 @@ def _schema_problem(path: Path, data: Any, schema: Mapping[str, Any]) -> str | N
         parts = parts[2:]
     name = ".".join(str(p) for p in parts) or "(top level)"
     message = err.message if len(err.message) <= 160 else err.message[:157] + "..."
-    if err.validator == "oneOf":
+    missing = [k for k in err.validator_value if k not in err.instance] if err.validator == "required" else []
+    if missing and isinstance(err.instance, Mapping):  # name the missing key as the field
+        name, message = ".".join(str(p) for p in [*parts, missing[0]]), "required, missing"
+    elif err.validator == "oneOf":
         message = f"{_shown(err.instance)} is not one of the allowed forms"
     elif err.validator == "pattern":
         message = f"{_shown(err.instance)} is not {_FORMS.get(str(err.validator_value), 'of the required form')}"
@@ -154,6 +157,39 @@ def _check_files(files: Mapping[str, Any], where: str, key: str) -> None:
             raise SuiteError(f"{where}{key}: {name!r} must be a relative path inside the workspace")
 
 
+def _check_expect(expect: Mapping[str, Any], where: str, base: Path) -> None:
+    """Patterns, schemas and check functions that cannot work are a bad suite (one line, before any run)."""
+    import importlib
+    import re
+    import sys
+
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    regex = expect.get("regex")
+    for pattern in [regex] if isinstance(regex, str) else regex or []:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise SuiteError(f"{where}expect.regex: /{pattern}/ is not a valid pattern ({exc})") from None
+    if "json_schema" in expect:
+        try:
+            Draft202012Validator.check_schema(expect["json_schema"])
+        except SchemaError as exc:
+            raise SuiteError(f"{where}expect.json_schema: not a valid JSON Schema ({_shown(exc.message)})") from None
+    python = expect.get("python")
+    for spec in [python] if isinstance(python, str) else python or []:
+        module_name, _, func_name = spec.partition(":")
+        if str(base) not in sys.path:
+            sys.path.insert(0, str(base))  # a check module beside the suite file, as the check imports it
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise SuiteError(f"{where}expect.python: {spec}: cannot import {module_name} ({exc})") from None
+        if not callable(getattr(module, func_name, None)):
+            raise SuiteError(f"{where}expect.python: {spec}: {module_name} has no function {func_name}")
+
+
 def load_suite(path: str | os.PathLike[str]) -> Suite:
     """The suite in ``path`` (``.yaml``/``.yml`` or ``.jsonl``), checked; defaults merged."""
     p = Path(path)
@@ -188,6 +224,7 @@ def load_suite(path: str | os.PathLike[str]) -> Suite:
         check_settings(case.settings, case.graph, where)
         _check_files(case.files, where, "files")
         _check_files(case.expect.get("files") or {}, where, "expect.files")
+        _check_expect(case.expect, where, p.parent.resolve())
         cases.append(case)
     return Suite(path=str(p), name=str(data.get("name") or p.stem), cases=cases)
 

@@ -146,7 +146,15 @@ def write(tmp_path, text, name="suite.yaml"):
 @pytest.mark.parametrize(("text", "message"), [
     ("cases:\n  - id: a\n    task: t\n    expect: {contains: 5}\n", "case 'a': expect.contains: 5 is not one of"),
     ("cases:\n  - id: a\n    task: t\n    expect: {conains: x}\n", "case 'a': expect: Additional properties"),
-    ("cases:\n  - id: a\n    expect: {contains: x}\n", "case 'a': (top level)"),
+    ("cases:\n  - id: a\n    expect: {contains: x}\n", "case 'a': task: required, missing"),
+    ("cases:\n  - id: a\n    task: t\n    expect: {regex: \"(\"}\n",
+     "case 'a': expect.regex: /(/ is not a valid pattern"),
+    ("cases:\n  - id: a\n    task: t\n    expect: {json_schema: {type: 5}}\n",
+     "case 'a': expect.json_schema: not a valid JSON Schema"),
+    ("cases:\n  - id: a\n    task: t\n    expect: {python: no_such_module_k17:f}\n",
+     "case 'a': expect.python: no_such_module_k17:f: cannot import no_such_module_k17"),
+    ("cases:\n  - id: a\n    task: t\n    expect: {python: json:no_such_function}\n",
+     "case 'a': expect.python: json:no_such_function: json has no function no_such_function"),
     ("cases:\n  - id: a\n    task: t\n    settings: {max_tool_cals: 3}\n",
      "case 'a': settings.max_tool_cals: not a run setting of the agent graph"),
     ("cases:\n  - id: a\n    task: t\n    settings: {max_tool_calls: -1}\n", "case 'a': settings.max_tool_calls:"),
@@ -243,3 +251,19 @@ def test_tool_calls_without_an_event_come_from_the_thread():
     assert _unreported_calls(messages, reported) == [
         {"id": "c1", "name": "ask_user", "args": {"question": "Colour?"}, "ok": None}
     ]
+
+
+def test_a_run_error_is_in_the_report_once_and_whole_in_the_progress_line(capsys, monkeypatch):
+    from smart_agent.cli.eval import _Progress
+    from smart_agent.evaluation.report import markdown_report
+
+    miss = ("ReplayMiss: replay: no recorded response in cass/mult (2 recorded) for chat/completions model=m "
+            "with 2 messages, last user message 'What is 99*99?' (exact key 3df2, tolerant key 33c7)")
+    failed = {**run("mult", False), "failed_check": f"error: {miss}", "error": miss,
+              "checks": [{"check": "error", "passed": False, "detail": miss}]}
+    report = markdown_report({"suite_name": "s", **summarize([failed], ["mult"], 1)})
+    assert report.count(miss) == 1
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
+    _Progress(1, "default").on_done(failed)
+    line = capsys.readouterr().err
+    assert "last user message 'What is 99*99?'" in line and line.count("\n") == 1
