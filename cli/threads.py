@@ -21,7 +21,7 @@ from typing import Any
 from ..events import clip
 from .backends import add_db_arg
 
-EXIT_NOT_FOUND = 1
+EXIT_NOT_FOUND = 2  # an id that names no thread is bad input (the CLI's rule; resume says the same)
 
 
 def register_cli(subparsers: Any) -> argparse.ArgumentParser:
@@ -204,10 +204,21 @@ async def list_command(args: argparse.Namespace) -> int:
     if not rows:
         print("no threads yet (runs with --thread ID, and chat, keep theirs here)")
         return 0
-    for r in rows:
-        when = str(r["updated_at"] or "")[:19].replace("T", " ")
-        print(f"{r['thread_id']}  {r['graph'] or '-'}  {when}  {r['messages']} msgs  {clip(r['first_user_line'], 60)}")
+    print("\n".join(table_lines(rows)))
     return 0
+
+
+def table_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """``threads list`` as a table: a header, then one row per thread, columns aligned."""
+    cells = [["thread", "graph", "last activity", "messages", "first user line"]] + [
+        [str(r["thread_id"]), r["graph"] or "-", str(r["updated_at"] or "")[:19].replace("T", " "),
+         str(r["messages"]), clip(r["first_user_line"] or "", 60)]
+        for r in rows
+    ]
+    widths = [max(len(row[i]) for row in cells) for i in range(4)]
+    padded = [[c.rjust(w) if i == 3 else c.ljust(w) for i, (c, w) in enumerate(zip(row[:4], widths, strict=True))]
+              for row in cells]
+    return ["  ".join([*cols, row[4]]).rstrip() for cols, row in zip(padded, cells, strict=True)]
 
 
 async def show_command(args: argparse.Namespace) -> int:

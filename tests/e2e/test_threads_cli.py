@@ -63,9 +63,9 @@ def _sessions_round_trip(srv, env: dict) -> None:
     res = run_cli(["threads", "list", "--json"], env=env)
     assert [r["thread_id"] for r in json.loads(res.stdout)] == ["t-calc"]
     res = run_cli(["threads", "show", "t-chat"], env=env)
-    assert res.returncode == 1 and "no thread 't-chat'" in res.stderr and res.stderr.count("\n") == 1
+    assert res.returncode == 2 and "no thread 't-chat'" in res.stderr and res.stderr.count("\n") == 1
     res = run_cli(["threads", "delete", "t-chat"], env=env)
-    assert res.returncode == 1
+    assert res.returncode == 2  # bad input, as resume --thread with an unknown id
 
     srv.reset([text("Hello again.")])  # the next run of the deleted thread starts afresh
     res = run_cli(["run", "Who am I?", "--thread", "t-chat"], env=env)
