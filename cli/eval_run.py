@@ -167,6 +167,7 @@ async def run_case(run: EvalRun, case: Case, repeat: int, graphs: dict[str, Any]
     checks: list[dict[str, Any]] = []
     started = time.perf_counter()
     ctx = None
+    ran: float | None = None
     try:
         ctx = _context(case, run.config, graph_name, workspace)
         graph = _graph(graphs, graph_name, case.agents, backends)
@@ -179,6 +180,7 @@ async def run_case(run: EvalRun, case: Case, repeat: int, graphs: dict[str, Any]
                 )
                 if final.get("__interrupt__"):
                     break
+            ran = time.perf_counter() - started  # the run's seconds: not the checks', not the judge's
             state = await graph.aget_state({"configurable": {"thread_id": thread_id}})
             messages = [message_record(m) for m in (state.values or {}).get("messages", [])]
             result = result_json(final, thread_id, summary)
@@ -192,7 +194,7 @@ async def run_case(run: EvalRun, case: Case, repeat: int, graphs: dict[str, Any]
         result = {"answer": "", "status": "failed", "error": error, "tool_calls": summary.tool_calls,
                   "usage": {**summary.usage, "cost_usd": 0.0}, "workspace": str(workspace)}
         checks = [{"check": "error", "passed": False, "detail": error}]
-    seconds = time.perf_counter() - started
+    seconds = ran if ran is not None else time.perf_counter() - started
     usage = result.get("usage") or {}
     record: dict[str, Any] = {
         "case": case.id,
