@@ -1,4 +1,4 @@
-"""Where synchronous tool code runs: one daemon thread per call.
+"""Where synchronous tool code runs: daemon threads, reused, as many as calls in flight.
 
 LangChain runs a sync tool's ``_run`` on the event loop's default executor
 (``run_in_executor(None, ...)``). That pool has only ``min(32, cpus + 4)``
@@ -6,9 +6,12 @@ threads, and its threads are joined when ``asyncio.run`` ends and again at
 interpreter exit: a tool that never returns keeps the process alive after its
 timeout, although nobody waits for its result any more.
 
-Here every sync call gets its own daemon thread (so there is no pool limit
-below ``max_parallel_tools``), the caller awaits an asyncio future that a
-timeout can abandon, and an abandoned thread never blocks process exit.
+Here every sync call runs on a daemon thread of its own while it runs (so there
+is no pool limit below ``max_parallel_tools``), the caller awaits an asyncio
+future that a timeout can abandon, and an abandoned thread never blocks process
+exit. A thread whose call has finished waits up to ``IDLE_S`` seconds for the
+next call before it ends, so a loop of tool turns starts one thread, not one
+per call (starting a thread cost more than the rest of a tool step).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import asyncio
 import contextlib
 import contextvars
 import itertools
+import queue
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -36,9 +40,59 @@ def is_sync_tool(tool: BaseTool) -> bool:
     return type(tool)._arun is BaseTool._arun
 
 
+IDLE_S = 30.0  # how long a finished worker waits for the next call before its thread ends
+IDLE_NAME = "smart-agent-worker-idle"
+
+
+class _Workers:
+    """Daemon threads that run one job at a time and wait ``IDLE_S`` for the next.
+
+    ``idle`` counts the workers waiting for a job that no submitted job has claimed
+    yet: a submit claims one (or starts a thread when there is none), so a job never
+    waits behind another. A worker that times out leaves only if an unclaimed
+    worker remains counted; otherwise a job is on its way to it."""
+
+    def __init__(self) -> None:
+        self.jobs: queue.SimpleQueue[tuple[Callable[[], Callable[[], None]], str]] = queue.SimpleQueue()
+        self.lock = threading.Lock()
+        self.idle = 0
+
+    def submit(self, job: Callable[[], Callable[[], None]], name: str) -> None:
+        """Run ``job()`` on a worker, then the callable it returns once the worker counts as
+        idle again (so a caller woken by it finds the worker free for its next call)."""
+        with self.lock:
+            start = self.idle == 0
+            if not start:
+                self.idle -= 1
+        self.jobs.put((job, name))
+        if start:
+            threading.Thread(target=self._work, name=f"{name}-{next(_names)}", daemon=True).start()
+
+    def _work(self) -> None:
+        me = threading.current_thread()
+        while True:
+            try:
+                job, name = self.jobs.get(timeout=IDLE_S)
+            except queue.Empty:
+                with self.lock:
+                    if self.idle > 0:
+                        self.idle -= 1
+                        return
+                continue  # every waiting worker is claimed: a job for this one is coming
+            me.name = f"{name}-{next(_names)}"
+            deliver = job()
+            me.name = IDLE_NAME
+            with self.lock:
+                self.idle += 1
+            deliver()
+
+
+_workers = _Workers()
+
+
 async def run_in_daemon_thread(fn: Callable[[], T], *, name: str = "smart-agent-tool") -> T:
-    """Run ``fn()`` in a new daemon thread (with the caller's context variables) and
-    await its result. Cancelling the await abandons the thread: it runs on, its
+    """Run ``fn()`` on a daemon thread of its own (with the caller's context variables)
+    and await its result. Cancelling the await abandons the thread: it runs on, its
     result is dropped, and it does not keep the process alive."""
     loop = asyncio.get_running_loop()
     future: asyncio.Future[T] = loop.create_future()
@@ -52,15 +106,19 @@ async def run_in_daemon_thread(fn: Callable[[], T], *, name: str = "smart-agent-
         else:
             future.set_result(value)
 
-    def target() -> None:
+    def target() -> Callable[[], None]:
         try:
             value, error = context.run(fn), None
         except BaseException as exc:  # handed to the awaiting coroutine
             value, error = None, exc
-        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
-            loop.call_soon_threadsafe(settle, value, error)
 
-    threading.Thread(target=target, name=f"{name}-{next(_names)}", daemon=True).start()
+        def deliver() -> None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+                loop.call_soon_threadsafe(settle, value, error)
+
+        return deliver
+
+    _workers.submit(target, name)
     return await future
 
 

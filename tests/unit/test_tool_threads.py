@@ -1,0 +1,62 @@
+"""Sync tool calls run on reused daemon threads (tools/executor.py): one thread per call in flight, not per call."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from langchain_core.tools import tool
+
+from smart_agent.tools.executor import ainvoke_tool, run_in_daemon_thread
+
+
+async def test_calls_one_after_another_reuse_one_daemon_thread_named_after_the_tool():
+    seen: list[tuple[threading.Thread, str, bool]] = []
+
+    @tool
+    def where(n: int) -> str:
+        """Say which thread runs the call."""
+        me = threading.current_thread()
+        seen.append((me, me.name, me.daemon))  # the thread objects, kept: idents are reused
+        return f"call {n}"
+
+    before = set(threading.enumerate())
+    results = [await ainvoke_tool(where, {"n": i}) for i in range(20)]
+
+    assert results == [f"call {i}" for i in range(20)]
+    started = {thread for thread, _name, _daemon in seen} - before
+    assert len(started) <= 1, "a finished thread takes the next call"
+    assert all(name.startswith("smart-agent-tool-where-") and daemon for _ident, name, daemon in seen)
+
+
+async def test_calls_in_flight_together_each_get_a_thread_of_their_own():
+    together = 12
+    barrier = threading.Barrier(together, timeout=10)  # breaks unless all 12 run at once
+    idents: list[int] = []
+
+    def meet() -> int:
+        idents.append(threading.get_ident())
+        return barrier.wait()
+
+    positions = await asyncio.gather(*(run_in_daemon_thread(meet) for _ in range(together)))
+
+    assert sorted(positions) == list(range(together))
+    assert len(set(idents)) == together
+
+
+async def test_an_error_reaches_the_caller_and_the_thread_is_reused():
+    before = set(threading.enumerate())
+    threads: list[threading.Thread] = []
+
+    def fail() -> None:
+        threads.append(threading.current_thread())
+        raise ValueError("bad input")
+
+    for _ in range(3):
+        try:
+            await run_in_daemon_thread(fail)
+        except ValueError as exc:
+            assert str(exc) == "bad input"
+        else:
+            raise AssertionError("the error was not raised")
+    assert len(set(threads) - before) <= 1
