@@ -29,8 +29,8 @@ def test_smoke_suite_covers_every_graph_and_has_a_cassette_per_case():
 
 
 def test_smoke_suite_replays_offline_and_matches_the_live_responder(scripted_server, tmp_path):
-    offline = cli_env(OPENAI_BASE_URL="http://127.0.0.1:9/v1",  # no key: a replay needs none
-                      SMART_AGENT_MODEL="openai:scripted-smoke", SMART_AGENT_HOME=str(tmp_path / "home1"))
+    # no key (a replay needs none) and no SMART_AGENT_MODEL: the docs' command as written (the suite pins its model)
+    offline = cli_env(OPENAI_BASE_URL="http://127.0.0.1:9/v1", SMART_AGENT_HOME=str(tmp_path / "home1"))
     res = run_cli(["eval", str(SUITE), "--replay", str(CASSETTES), "--out", str(tmp_path / "replay"),
                    "--min-pass-rate", "1.0", "--json"], env=offline, timeout=600)
     assert res.returncode == 0, res.stderr
