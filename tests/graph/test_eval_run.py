@@ -3,6 +3,7 @@ server: what a case's numbers count."""
 
 from __future__ import annotations
 
+import threading
 import time
 from types import SimpleNamespace
 
@@ -37,3 +38,34 @@ async def test_a_cases_seconds_and_tokens_leave_out_the_judge(scripted_server, t
     assert clock["judged"] == 1000.0 and record["seconds"] < 1000.0  # the run's time, not the judge's
     assert record["model_calls"] == 1  # the judge's call is not the case's
     assert [r["model"] for r in srv.requests] == ["scripted-model", "judge"]
+
+
+async def test_concurrency_runs_that_many_cases_at_once(scripted_server, tmp_path, monkeypatch):
+    cond, seen = threading.Condition(), {"active": 0, "peak": 0, "arrived": 0}
+
+    def model(request):  # requests go in pairs: each waits for its partner to arrive (at most 10 s)
+        with cond:
+            seen["active"] += 1
+            seen["arrived"] += 1
+            seen["peak"] = max(seen["peak"], seen["active"])
+            partner = seen["arrived"] + seen["arrived"] % 2
+            cond.notify_all()
+            cond.wait_for(lambda: seen["arrived"] >= partner, timeout=10)
+            if partner == 2:  # the first pair also gives a third case 1 s to come in (it must not)
+                cond.wait_for(lambda: seen["arrived"] > 2, timeout=1)
+        with cond:
+            seen["active"] -= 1
+        return text("done")
+
+    srv = scripted_server(responder=model)
+    monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    suite_file = tmp_path / "s.yaml"
+    suite_file.write_text("defaults: {settings: {memory: false, tools: [calculator]}}\ncases:\n" + "".join(
+        f"  - id: c{i}\n    task: Task {i}.\n    expect: {{contains: done}}\n" for i in range(4)
+    ))
+    run = eval_run.EvalRun(suite=load_suite(suite_file), config=RunConfig(model="openai:scripted-model"),
+                           out=tmp_path / "out", concurrency=2)
+    records = await eval_run.run_cases(run, lambda record: None)
+    assert seen["peak"] == 2 and len(srv.requests) == 4
+    assert [r["case"] for r in records] == ["c0", "c1", "c2", "c3"] and all(r["passed"] for r in records)
