@@ -8,6 +8,7 @@ server works with ``openai:<model>``.
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -131,6 +132,11 @@ def _provider_kwargs(provider: str) -> dict[str, Any]:
     if provider == "openai":
         # Without stream_usage, streamed responses from custom base URLs carry no usage.
         kwargs: dict[str, Any] = {"stream_usage": True}
+        if sys.version_info < (3, 12):
+            # langchain-openai wraps each streamed chunk's read in asyncio.wait_for (stream_chunk_timeout);
+            # on Python 3.11 that lost the cancellation of Ctrl-C in a streamed answer (the run went on,
+            # a second Ctrl-C was needed). A stalled request is still bounded by --model-timeout.
+            kwargs["stream_chunk_timeout"] = None
         base = settings.openai_base_url()
         if base:
             kwargs["base_url"] = base

@@ -1,11 +1,14 @@
-"""Ctrl-C in ``smart-agent chat`` on a terminal (a pseudo-terminal driven by pexpect): at the
-``you>`` prompt and in the middle of a turn the process exits 130 at once, and the thread keeps
-what was done (the next run on it sees the earlier turns; a stopped turn resumes). The test
-synchronises on the prompt and on the server holding a request, never on the clock."""
+"""Ctrl-C on a terminal (a pseudo-terminal driven by pexpect): in ``smart-agent chat`` at the
+``you>`` prompt and in the middle of a turn, and in a run whose answer is streaming, one Ctrl-C
+exits 130 at once, and the thread keeps what was done (the next run on it sees the earlier turns;
+a stopped turn resumes). The tests synchronise on the prompt and on the server holding a request
+or a stream, never on the clock."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 import threading
 from pathlib import Path
@@ -70,3 +73,22 @@ def test_ctrl_c_in_a_chat_turn_exits_130_and_the_turn_resumes(scripted_server, w
     resumed = run_cli(["resume", "--thread", "cc-turn", "--json"], env=env)
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout)["answer"] == "again: first line | second line"  # the stopped turn, run again
+
+
+def test_one_ctrl_c_stops_a_run_whose_answer_is_streaming(scripted_server, workspace):
+    # the answer's stream has begun and the server holds the rest: one SIGINT must end the run (on Python 3.11
+    # langchain-openai's per-chunk asyncio.wait_for lost it, and the run waited for a second Ctrl-C)
+    held = {"content": "never shown", "pause_after": 0, "pause_s": 300}
+    srv = scripted_server([held], responder=users_then("again: "))
+    env = cli_env(srv)
+    child = spawn(["run", "stream this", "--thread", "cc-stream", "--workspace", str(workspace)], env)
+    assert srv.stream_paused.wait(60)
+    os.kill(child.pid, signal.SIGINT)  # once
+    child.expect_exact("smart-agent resume --thread cc-stream")
+    child.expect(pexpect.EOF)
+    child.close()
+    srv.release_stream()
+    assert child.exitstatus == 130
+    resumed = run_cli(["resume", "--thread", "cc-stream", "--json"], env=env)
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["answer"] == "again: stream this"
