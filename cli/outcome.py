@@ -139,11 +139,15 @@ def report_ctrl_c(args: argparse.Namespace, thread_id: str, summary: RunSummary)
 
 def summary_line(thread_id: str, summary: RunSummary) -> str:
     """``(thread ID · N steps · M tool calls · T tokens)``: steps only for graphs that have them."""
-    steps = f" · {len(summary.steps)} steps" if summary.steps else ""
+    steps = f" · {_count(len(summary.steps), 'step')}" if summary.steps else ""
     return (
-        f"(thread {thread_id}{steps} · {summary.tool_executions} tool calls · "
-        f"{summary.usage['total_tokens']} tokens)"
+        f"(thread {thread_id}{steps} · {_count(summary.tool_executions, 'tool call')} · "
+        f"{_count(summary.usage['total_tokens'], 'token')})"
     )
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def failure_line(final: Mapping[str, Any], status: str) -> str:

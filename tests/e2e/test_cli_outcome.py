@@ -122,7 +122,7 @@ def test_dual_run_counts_the_planners_tool_calls(scripted_server, workspace):
     assert [(a["objective"], a["status"], a["answer"]) for a in out["assets"]] == [("compute 6*7", "ok", "6*7 = 42")]
     human = run_cli(["run", "--graph", "dual", "what is 6*7", "--workspace", str(workspace)], env=env)
     assert human.returncode == 0, human.stderr
-    assert " · 1 tool calls · " in human.stderr.splitlines()[-1]  # the planner's step, run for the dual graph
+    assert " · 1 tool call · " in human.stderr.splitlines()[-1]  # the planner's step, run for the dual graph
 
 
 def fleet_model(req):
