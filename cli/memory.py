@@ -18,7 +18,7 @@ from typing import Any
 from ..events import clip
 from .backends import add_db_arg
 
-EXIT_NOT_FOUND = 1
+EXIT_NOT_FOUND = 2  # an id that names no memory of the user is bad input (the CLI's rule, as threads)
 EXIT_REFUSED = 2  # the memory file is not a smart-agent memory database
 
 

@@ -70,7 +70,7 @@ def test_memory_cli_list_search_forget_stats(isolated_home, local_model):
     assert "1 for user 'bob', 3 in all" in res.stdout
 
     res = run_cli(["memory", "forget", a.key, "--user", "bob"], env=env)
-    assert res.returncode == 1  # not bob's
+    assert res.returncode == 2 and "No memory" in res.stderr  # not bob's: bad input, one line
     res = run_cli(["memory", "forget", a.key, "--user", "ada"], env=env)
     assert res.returncode == 0 and a.key in res.stdout
     res = run_cli(["memory", "list", "--user", "ada", "--json"], env=env)
