@@ -17,9 +17,10 @@ then gets its answer and exits (its whole wall time is reported too).
 * ``smart-agent`` - ``python -m smart_agent.cli run TASK --no-memory`` (what the console
   script runs): the agent graph with its built-in tools, the SQLite checkpointer, the
   event stream; long-term memory off, as the baseline has none;
-* ``smart-agent+memory`` - the same with the defaults (long-term memory on: the local
-  embedding model and the FAISS store load before the first request, because the recalled
-  memories go into it).
+* ``smart-agent+memory`` - the same with the defaults (long-term memory on), in a fresh data
+  folder: nothing is stored yet, so the recall opens no store before the first request; the
+  run's write after the answer creates it and loads the local embedding model (in the exit and
+  CPU figures).
 
 Runs alternate (create_agent, then each smart-agent mode, ``--runs`` rounds, after one
 untimed round that warms the file cache and writes every module's bytecode: the processes share
