@@ -1,6 +1,6 @@
 """Script entries for the scripted OpenAI-compatible server (``scripted_server.py``) and
 readers of the chat-completions requests it receives: what a script or a rule-based
-responder (``demo.py``) is written with. Stdlib only."""
+responder (``demo.py``) is written with, and the checks of a script's entries. Stdlib only."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 __all__ = [
-    "ScriptEntry", "error", "last_tool_message", "message_text", "text", "tool_call", "tool_call_names",
-    "tool_calls", "tool_messages",
+    "ScriptEntry", "check_entry", "error", "last_tool_message", "message_text", "text", "tool_call",
+    "tool_call_names", "tool_calls", "tool_messages", "validate_script",
 ]
 
 ScriptEntry = dict[str, Any] | Callable[[dict[str, Any]], dict[str, Any]] | str
@@ -119,3 +119,32 @@ def tool_call_names(request: Mapping[str, Any]) -> dict[str, str]:
                 fn = tc.get("function") or {}
                 names[str(tc["id"])] = str(fn.get("name", ""))
     return names
+
+
+# --------------------------------------------------------------------------- #
+# Checks
+# --------------------------------------------------------------------------- #
+def check_entry(e: Any, where: str) -> dict[str, Any]:
+    """A script entry (dict or string shorthand) as a dict, or a one-line error naming ``where``."""
+    if isinstance(e, str):
+        return {"content": e}
+    if not isinstance(e, Mapping):
+        raise TypeError(f"scripted server: {where} must be a dict, got {type(e).__name__}")
+    if not ({"content", "tool_calls", "error"} & set(e)):
+        raise ValueError(f"scripted server: {where} needs 'content', 'tool_calls' or 'error': {e!r}")
+    if "error" in e and not isinstance(e["error"], Mapping):
+        raise ValueError(f"scripted server: {where}: 'error' must be a dict")
+    for k, tc in enumerate(e.get("tool_calls") or []):
+        if not isinstance(tc, Mapping) or not tc.get("name"):
+            raise ValueError(f"scripted server: {where}: tool call {k} needs a 'name': {tc!r}")
+    return dict(e)
+
+
+def validate_script(script: Iterable[ScriptEntry] | None) -> list[ScriptEntry]:
+    """The script as a list, its dict entries checked (callables and strings pass as they are)."""
+    entries = list(script or [])
+    for i, e in enumerate(entries):
+        if callable(e) or isinstance(e, str):
+            continue
+        check_entry(e, f"script entry {i}")
+    return entries
