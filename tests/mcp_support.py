@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 APP = Path(__file__).resolve().parent / "mcp_server_app.py"
 
 
@@ -75,3 +77,11 @@ class HttpMcpServer:
     def kill(self) -> None:
         self.proc.kill()
         self.proc.wait()
+
+
+@pytest.fixture
+def http_mcp(tmp_path):
+    """An MCP server over streamable HTTP on 127.0.0.1 for the test, killed at its end."""
+    server = HttpMcpServer(tmp_path)
+    yield server
+    server.kill()

@@ -11,7 +11,7 @@ import pytest
 from conftest import offered, openai_model, run_with_events
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
-from mcp_support import HttpMcpServer, alive, pids_of, stdio_server, write_config
+from mcp_support import alive, pids_of, stdio_server, write_config
 from planner_support import run_graph as run_planner
 
 from smart_agent.context import Context
@@ -20,13 +20,6 @@ from smart_agent.graphs.planner import build_planner_graph
 from smart_agent.nodes.resolver import InputError
 from smart_agent.run_tools import current_run_tools
 from smart_agent.testing.scripted_server import last_tool_message, text, tool_call, tool_messages
-
-
-@pytest.fixture
-def http_mcp(tmp_path):
-    server = HttpMcpServer(tmp_path)
-    yield server
-    server.kill()
 
 
 def ctx(workspace, **kw):

@@ -8,7 +8,7 @@ import pytest
 from conftest import offered, openai_model, run_with_events
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
-from mcp_support import HttpMcpServer, alive, pid_of, stdio_server
+from mcp_support import alive, pid_of, stdio_server
 from planner_support import run_graph as run_planner
 
 from smart_agent.context import Context
@@ -18,13 +18,6 @@ from smart_agent.testing.scripted_server import last_tool_message, text, tool_ca
 from smart_agent.tools.builtins import default_registry
 from smart_agent.tools.mcp import mcp_tools
 from smart_agent.tools.mcp_config import parse_mcp_servers
-
-
-@pytest.fixture
-def http_mcp(tmp_path):
-    server = HttpMcpServer(tmp_path)
-    yield server
-    server.kill()
 
 
 def ctx(workspace, **kw):
