@@ -140,6 +140,7 @@ def build_agent_graph(
         member = default_agent  # (a str here; the lambda below must not see the Optional)
         human_check = needs_human(lambda state: registries[active_agent(state, agents, member)])
         handoff_node = make_handoff_node(agents, default_agent, registries)
+        preload = [everyone, *registries.values()]
     else:
         registry = resolve_registry(registry, tools)
         budget = ContextBudget(lambda ctx, state: offered_tools(ctx, registry, state), token_counter, output_schema)
@@ -149,10 +150,11 @@ def build_agent_graph(
         human_node = make_human_node(registry)
         human_check = needs_human(registry)
         handoff_node = no_handoff  # wired, never routed to: one agent has no active_agent
+        preload = [registry]
 
     builder = StateGraph(AgentState, context_schema=AgentContext, input_schema=InputState)
     # prefetch_recall first: the recall query is embedded while the rest of the run starts.
-    builder.add_node("resolver", make_resolver(prefetch_recall, budget.on_run_start, *hooks))
+    builder.add_node("resolver", make_resolver(prefetch_recall, budget.on_run_start, *hooks, preload=preload))
     builder.add_node("summarize", make_summarize_node(budget, model))
     builder.add_node("agent", agent_node)
     builder.add_node("human", human_node)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, RemoveMessage, ToolMessage
 from langgraph.runtime import Runtime
@@ -12,6 +13,9 @@ from ..context import AgentContext, validate_context
 from ..state import AgentState
 from ..usage import run_start_usage
 from .routes import pending_tool_calls
+
+if TYPE_CHECKING:
+    from ..tools.registry import ToolRegistry
 
 
 class InputError(ValueError):
@@ -106,11 +110,16 @@ def resolve_input(state: Mapping[str, Any], ctx: AgentContext) -> dict[str, Any]
 RunStartHook = Callable[[Mapping[str, Any], dict, AgentContext], dict]
 
 
-def make_resolver(*hooks: RunStartHook) -> Callable:
+def make_resolver(*hooks: RunStartHook, preload: Sequence[ToolRegistry] = ()) -> Callable:
     """The resolver node; each hook ``(state, update, ctx) -> dict`` adds per-run keys
-    (e.g. the context budget's limits and the predicted request size)."""
+    (e.g. the context budget's limits and the predicted request size). ``preload``: registries
+    whose pending steps (plugin discovery: folder reads, imports) run in a worker thread before
+    anything on the event loop - the routes, the agent node - asks them for their tools."""
 
     async def resolver(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+        waiting = [registry for registry in preload if registry.pending]
+        if waiting:  # the first run of a process only
+            await asyncio.to_thread(lambda: [registry.load() for registry in waiting])
         ctx = AgentContext.of(runtime)
         update = resolve_input(state, ctx)
         for hook in hooks:

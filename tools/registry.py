@@ -96,6 +96,12 @@ class ToolRegistry:
         else:
             step(self)
 
+    def load(self) -> ToolRegistry:
+        """Run the pending steps now: a caller on an event loop does it in a worker thread first
+        (the discovery reads folders and imports modules). Returns the registry."""
+        self._load()
+        return self
+
     def _load(self) -> None:
         while self._pending:
             steps, self._pending = self._pending, []
