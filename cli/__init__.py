@@ -149,7 +149,7 @@ def _add_chat(sub: argparse._SubParsersAction) -> None:
 
 def _add_demo(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="run the agent offline against a bundled scripted model")
-    p.add_argument("--workspace", help="folder for the demo's files (default: $SMART_AGENT_HOME/demo-workspace)")
+    p.add_argument("--workspace", help="folder for the demo's files (default: a new temporary folder)")
     p.add_argument("--thread", help="thread id for the demo session")
     p.set_defaults(handler=run.demo_command)
 

@@ -9,6 +9,7 @@ import asyncio
 import json
 import os
 import sys
+import tempfile
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TextIO
@@ -280,14 +281,14 @@ async def chat_command(args: argparse.Namespace) -> int:
 
 async def demo_command(args: argparse.Namespace) -> int:
     from ..context import Context
-    from ..sessions import data_home
     from ..testing.demo import DEMO_FILE, DEMO_TASK, demo_responder
     from ..testing.scripted_server import ScriptedOpenAIServer
     from ..thread_lock import thread_lock
     from .backends import open_run_backends
     from .review import run_metadata
 
-    workspace = os.path.abspath(args.workspace or data_home() / "demo-workspace")
+    # Not under the data home: the file tools refuse smart-agent's own folders (tools/safe_fs.py).
+    workspace = os.path.abspath(args.workspace or tempfile.mkdtemp(prefix="smart-agent-demo-"))
     os.makedirs(workspace, exist_ok=True)
     with ScriptedOpenAIServer(responder=demo_responder, model="scripted-demo") as server:
         # Only this process talks to the scripted server: the real OpenAI client over HTTP.

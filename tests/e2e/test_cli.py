@@ -2,6 +2,7 @@
 
 import json
 import socket
+from pathlib import Path
 
 from conftest import cli_env, run_cli
 
@@ -106,6 +107,15 @@ def test_demo_runs_offline_and_is_labelled(tmp_path):
     assert "→ calculator" in res.stdout and "→ write_file" in res.stdout
     assert "answer: 37 × 43 = 1591" in res.stdout
     assert (ws / "answer.txt").read_text().strip() == "37*43 = 1591"
+
+
+def test_demo_without_a_workspace_saves_its_answer():
+    # The default workspace is a fresh folder outside smart-agent's data home, which the file tools refuse.
+    res = run_cli(["demo"], env=cli_env())
+    assert res.returncode == 0, res.stderr
+    workspace = next(line.split(": ", 1)[1] for line in res.stdout.splitlines() if line.startswith("workspace: "))
+    assert (Path(workspace) / "answer.txt").read_text().strip() == "37*43 = 1591", res.stdout
+    assert "did not save" not in res.stdout
 
 
 def test_bad_input_is_a_clean_error(scripted_server):
