@@ -3,7 +3,7 @@ summary request (itself within the budget, sent like every other model call)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
@@ -90,11 +90,13 @@ async def model_summary(
     *,
     spec: str | None = None,
     fallbacks: Sequence[Fallback] = (),
+    before_call: Callable[[int], None] | None = None,
 ) -> str:
     """A model-written summary of at most ``max_tokens``; the request fits ``usable``
     tokens like every other request and is sent through :func:`invoke_model` like every
     other model call (a timeout, an unreachable service or a garbage body is a one-line
-    error; lone surrogates are replaced)."""
+    error; lone surrogates are replaced). ``before_call(request_tokens)`` runs just before
+    the request is sent and may refuse it by raising (the run's budget)."""
     words = max(30, int(max_tokens * 0.7))
     system = SystemMessage(content=SUMMARY_SYSTEM_PROMPT)
 
@@ -114,6 +116,9 @@ async def model_summary(
         request = [system, prompt(transcript(compacted, room))]
     if count_request(counter, request) > usable:
         raise ValueError("the history cannot be put in a summary request within the budget")
+
+    if before_call is not None:
+        before_call(count_request(counter, request))
 
     def tagged(m: Runnable) -> Runnable:
         return m.with_config(tags=SUMMARY_TAGS)

@@ -11,7 +11,8 @@ model calls:
    (progressive tool discovery; all tools when it names none). When the reasoning
    says ``done``, no tools are offered: the turn answers.
 
-A turn that must answer anyway (tool limit reached) skips phase 1. The wrapper never
+A turn that must answer anyway (tool limit reached, or the run's budget leaves room for one
+turn only) skips phase 1. The wrapper never
 touches the agent node itself: it changes only the turn's context and a copy of the state.
 """
 
@@ -34,6 +35,7 @@ from ..models import aload_chat_model, model_fallbacks, model_options
 from ..prompts import build_system_prompt
 from ..replies.submit import submit_tool
 from ..state import AgentState, count_of
+from ..tokens import count_request, resolve_counter
 from ..tools.registry import ToolRegistry
 from ..usage import current_meter, metered
 from .agent import call_model, offered_tools
@@ -102,15 +104,21 @@ def make_two_phase_node(
 
     async def two_phase(state: AgentState, runtime: Runtime[AgentContext], ctx: AgentContext) -> dict[str, Any]:
         tools = offered_tools(ctx, registry, state)
-        meter = current_meter()
-        if not tools or (meter is not None and meter.stop(0)):  # the turn must answer: nothing to reason about
+        if not tools:  # the turn must answer: nothing to reason about
             return await agent_node(state, runtime)
-        llm = model or await aload_chat_model(ctx.model, **model_options(ctx))
         names = [t.name for t in tools]
         system = build_system_prompt(ctx, state) + "\n\n" + REASONING_INSTRUCTIONS.format(tools=", ".join(names))
         request: list[BaseMessage] = [SystemMessage(content=system), *state.get("messages", [])]
         if budget is not None:
             request = budget.fit_request(ctx, request, [])
+        # The run's budget (model calls, tokens, cost): the reasoning call is made only when it
+        # would not be the last turn the budget allows, measured as the agent measures its turns;
+        # else the turn is the ordinary one, which then answers without tools.
+        meter = current_meter()
+        counter = budget.counter if budget is not None else resolve_counter()
+        if meter is not None and meter.stop(lambda: count_request(counter, request, [reasoning_tool()])):
+            return await agent_node(state, runtime)
+        llm = model or await aload_chat_model(ctx.model, **model_options(ctx))
         response = await call_model(
             llm, request, [reasoning_tool()], spec=None if model else ctx.model, fallbacks=model_fallbacks(ctx)
         )

@@ -11,7 +11,9 @@ the usable budget (``tokens.usable_tokens``). This node then:
    (or before it, when only earlier runs are compacted): a deterministic digest
    (``history.digest``, no model call) when nothing would be lost, otherwise a
    model-written summary (``history.transcript``) — the digest again if that call
-   fails: history is never replaced by an error text. The summary's header lists
+   fails, or if the run's budget (usage.py) would make the summary its last model call
+   (strategy ``budget_digest``: the remaining call is the agent's answer): history is never
+   replaced by an error text. The summary's header lists
    the archived execution ids it covers;
 4. if a kept message is still too large (one huge message), archives its text and
    leaves a view of it (``history.shrink``), so the request fits and nothing is lost.
@@ -22,6 +24,7 @@ The agent node still guards every request (``ContextBudget.fit_request``).
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -50,6 +53,7 @@ from ..tokens import (
     summary_tokens,
     usable_tokens,
 )
+from ..usage import Meter, current_meter
 from .metering import metered_node
 
 
@@ -59,26 +63,42 @@ class SummarizeNode(Protocol):
     async def __call__(self, state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]: ...
 
 
+class BudgetLeft(Exception):
+    """The summary call would be the last turn the run's budget allows."""
+
+
+def _within_budget(meter: Meter | None, request_tokens: int) -> None:
+    """Refuse a summary call after which the run's budget (usage.py) leaves no ordinary turn of
+    the same size: the budget's last call is the agent's answer, never a summary."""
+    if meter is not None and meter.stop(request_tokens):
+        raise BudgetLeft
+
+
 async def write_summary(
     compacted: Sequence[BaseMessage], task: str, ctx: AgentContext, budget: ContextBudget, s_tokens: int,
     model: BaseChatModel | None,
 ) -> tuple[str, str, str | None]:
     """``(body, strategy, error)``: the digest when it loses nothing, else the model's summary
-    (the digest again when that call fails)."""
+    (the digest again when that call fails, ``budget_digest`` when the run's budget keeps its
+    remaining call(s) for the agent's turns)."""
     lines, lossless = digest(compacted)
     header_chars = 200 + 60 * len(covered_ids(compacted))
     body = fit_lines(lines, max(400, s_tokens * CHARS_PER_TOKEN - header_chars))
     if lossless:
         return body, "digest", None
+    meter = current_meter()
     try:
         llm = model if model is not None else await asyncio.to_thread(load_chat_model, ctx.model, **model_options(ctx))
         spec = None if model else ctx.model
         usable = usable_tokens(ctx.context_token_limit)
         fallbacks = model_fallbacks(ctx)
         summary = await model_summary(
-            llm, task, compacted, usable, budget.counter, s_tokens, spec=spec, fallbacks=fallbacks
+            llm, task, compacted, usable, budget.counter, s_tokens, spec=spec, fallbacks=fallbacks,
+            before_call=functools.partial(_within_budget, meter),
         )
         return summary, "model", None
+    except BudgetLeft:  # the run's budget keeps its last call for the answer: the digest instead
+        return body, "budget_digest", None
     except ReplayMiss:  # --replay: the cassette does not hold this summary request; a digest would hide it
         raise
     except Exception as exc:  # never lose history to a failed (or timed-out) summary call
