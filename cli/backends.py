@@ -7,14 +7,14 @@ from __future__ import annotations
 import argparse
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .. import settings
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..sessions import Backends
 
-__all__ = ["add_db_arg", "add_durability_arg", "open_run_backends", "use_db_arg"]
+__all__ = ["add_db_arg", "add_durability_arg", "check_run_embeddings", "open_run_backends", "use_db_arg"]
 
 
 def add_db_arg(p: argparse.ArgumentParser) -> None:
@@ -50,6 +50,16 @@ def use_db_arg(args: argparse.Namespace) -> None:
         if args.durability is not None:
             settings.use_durability(args.durability)
         settings.durability()
+
+
+def check_run_embeddings(ctx: Any) -> None:
+    """A run on Postgres with memory on embeds with the local model (``open_run_backends`` gives the
+    store that index): another ``embedding_model`` is one line before anything runs, not ignored."""
+    from ..memory.service import check_postgres_embeddings, memory_enabled
+    from ..sessions import is_postgres
+
+    if is_postgres(settings.database_url()) and memory_enabled(ctx):
+        check_postgres_embeddings(getattr(ctx, "embedding_model", None))
 
 
 @asynccontextmanager

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
-from .backends import add_db_arg, add_durability_arg
+from .backends import add_db_arg, add_durability_arg, check_run_embeddings
 from .budget import add_budget_args, budget_values
 from .flags import REVIEW_FIELDS, add_generated_args, generated_values
 from .options import (
@@ -142,4 +142,6 @@ def context_from_args(args: argparse.Namespace, base: dict[str, Any] | None = No
     schema: type[BaseContext] = GRAPH_CONTEXTS.get(getattr(args, "graph", None) or "agent", Context)
     names = {f.name for f in fields(schema)}
     values = {**(base or {}), **context_values(args)}
-    return check_tool_names(schema(**{k: v for k, v in values.items() if k in names}), also=mcp_names(values))
+    ctx = check_tool_names(schema(**{k: v for k, v in values.items() if k in names}), also=mcp_names(values))
+    check_run_embeddings(ctx)  # Postgres memory embeds with the local model: another one is one line
+    return ctx

@@ -92,6 +92,18 @@ def store_for(runtime_store: Any = None, ctx: Any = None) -> Any:
     return open_store(embeddings=spec)
 
 
+def check_postgres_embeddings(spec: str | None) -> None:
+    """With ``SMART_AGENT_DB=postgresql://...`` memory lives in ``AsyncPostgresStore`` with the
+    local model's index (its ``store_vectors`` column is ``vector(384)``, fixed when the tables
+    are first set up), so another embedding model is refused in one line, never silently ignored."""
+    spec = (spec or "local").strip()
+    if spec != "local":
+        raise ValueError(
+            f"embedding model {spec!r} (--embedding-model / SMART_AGENT_EMBEDDING_MODEL): memory on Postgres "
+            "(SMART_AGENT_DB) embeds with the local model only: use 'local' (or run with --no-memory)"
+        )
+
+
 @contextlib.asynccontextmanager
 async def open_memory_store(embedding_model: str | None = None) -> AsyncIterator[Any]:
     """The store the ``smart-agent memory`` commands work on, closed on exit: the one entry point
@@ -106,8 +118,7 @@ async def open_memory_store(embedding_model: str | None = None) -> AsyncIterator
     if is_postgres(settings.database_url()):
         from .backend import local_index
 
-        if spec != "local":  # the store's index embeds every text with the model it was set up with
-            raise ValueError(f"--embedding-model {spec!r}: the Postgres store embeds with the local model only")
+        check_postgres_embeddings(spec)
         async with open_backends(index=local_index()) as backends:
             yield backends.store
         return

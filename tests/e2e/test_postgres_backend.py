@@ -255,6 +255,30 @@ def test_a_bad_pool_size_or_an_unreachable_database_is_one_line(scripted_server,
     assert srv.requests == []  # nothing ran
 
 
+def test_another_embedding_model_on_postgres_is_one_line_not_ignored(scripted_server, workspace, pg_url, tmp_path):
+    """The Postgres store's index embeds with the local model (a vector(384) column set up once):
+    a run asking for another model used to run on the local one without a word."""
+    url = fresh_database(pg_url)
+    srv = scripted_server(responder=lambda req: text("ok"))
+    home = tmp_path / "agent-home"
+    env = cli_env(srv, SMART_AGENT_DB=url, SMART_AGENT_HOME=home, SMART_AGENT_MEMORY="true")
+    said = (
+        "smart-agent: embedding model 'openai:text-embedding-3-small' (--embedding-model / "
+        "SMART_AGENT_EMBEDDING_MODEL): memory on Postgres (SMART_AGENT_DB) embeds with the local model only: "
+        "use 'local' (or run with --no-memory)"
+    )
+    flag = ["--embedding-model", "openai:text-embedding-3-small"]
+    res = run_cli(["run", "hi", "--workspace", str(workspace), *flag], env=env, timeout=240)
+    assert (res.returncode, res.stderr.strip().splitlines()) == (2, [said])
+    from_env = {**env, "SMART_AGENT_EMBEDDING_MODEL": "openai:text-embedding-3-small"}
+    res = run_cli(["memory", "search", "anything", "--json"], env=from_env, timeout=240)
+    assert (res.returncode, res.stderr.strip().splitlines()) == (2, [said])
+    assert srv.requests == []  # nothing ran
+    res = run_cli(["run", "hi", "--workspace", str(workspace), "--no-memory", *flag], env=env, timeout=240)
+    assert res.returncode == 0 and res.stdout.strip().endswith("ok"), res.stderr
+    assert len(srv.requests) == 1 and files_under(home) == []
+
+
 def test_a_users_recall_gets_all_its_candidates_among_many_users_memories(pg_url):
     """pgvector filters an HNSW scan's rows by namespace afterwards: with its default of 40 rows
     per scan, a user holding 10% of the table got a handful of the 50 candidates recall asks for
