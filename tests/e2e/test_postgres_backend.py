@@ -240,6 +240,50 @@ def _histories(url: str, threads: list[str]) -> dict[str, list[tuple[str, str]]]
     return asyncio.run(read())
 
 
+def test_the_pool_size_option_caps_a_process_connections(pg_url, monkeypatch):
+    """SMART_AGENT_DB_POOL_SIZE=2: six queries at once through the backends' pool hold at most two
+    server connections (counted in pg_stat_activity while they run), the checkpointer's and the
+    store's pool being one."""
+    import asyncio
+
+    from smart_agent.cli.backends import open_run_backends
+
+    url = fresh_database(pg_url)
+    monkeypatch.setenv("SMART_AGENT_DB", url)
+    monkeypatch.setenv("SMART_AGENT_DB_POOL_SIZE", "2")
+    database = url.split("?")[0].rsplit("/", 1)[1]
+
+    async def run() -> list[int]:
+        async with open_run_backends() as backends:
+            pool = backends.store.conn
+            assert backends.checkpointer.conn is pool and pool.max_size == 2
+            counts: list[int] = []
+            done = asyncio.Event()
+
+            async def query() -> None:
+                async with pool.connection() as conn:
+                    await conn.execute("SELECT pg_sleep(0.3)")
+
+            async def watch() -> None:
+                async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as mon:
+                    while not done.is_set():
+                        cur = await mon.execute(
+                            "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+                            (database,),
+                        )
+                        counts.append((await cur.fetchone())[0])
+                        await asyncio.sleep(0.02)
+
+            watcher = asyncio.create_task(watch())
+            await asyncio.gather(*(query() for _ in range(6)))
+            done.set()
+            await watcher
+            return counts
+
+    counts = asyncio.run(run())
+    assert max(counts) == 2, counts  # six queries, two connections: the option is the cap
+
+
 def test_a_bad_pool_size_or_an_unreachable_database_is_one_line(scripted_server, workspace, pg_url, tmp_path):
     srv = scripted_server([])
     env = cli_env(srv, SMART_AGENT_DB=fresh_database(pg_url), SMART_AGENT_DB_POOL_SIZE="0")
