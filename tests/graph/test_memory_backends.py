@@ -166,6 +166,37 @@ async def test_pruning_drops_the_least_valuable_beyond_the_cap(table_backend):
     assert (await b.remember(ns, "fact e", importance=0.0)).pruned == []
 
 
+async def test_pruning_never_drops_the_memory_just_written(table_backend):
+    b = table_backend
+    emb = b.emb
+    b.set_cap(2)
+    ns = user_namespace("u")
+    emb.table.update({"kept a": unit(1), "kept b": unit(0, 1), "least": unit(0, 0, 1)})
+    a = await b.remember(ns, "kept a", importance=0.9)
+    b.now[0] = T0 + 60
+    lower = await b.remember(ns, "kept b", importance=0.8)
+    b.now[0] = T0 + 120
+    new = await b.remember(ns, "least", importance=0.0)  # the least valuable of the three, and the newest
+    assert (new.action, new.pruned) == ("created", [lower.key])
+    items, total = await backend.list_memories(b.store, ns)
+    assert total == 2 and [i.key for i in items] == [new.key, a.key]  # newest first
+
+
+async def test_a_write_under_its_key_replaces_the_memory_and_keeps_its_creation_time(table_backend):
+    b = table_backend
+    b.emb.table.update({"tea: green": unit(1), "tea: black": unit(0, 1)})
+    ns = user_namespace("k")
+    first = await b.remember(ns, "tea: green", key="tea", importance=0.4)
+    b.now[0] = T0 + 3600
+    second = await b.remember(ns, "tea: black", key="tea", importance=0.6)
+    assert (first.key, second.key) == ("tea", "tea") and (first.action, second.action) == ("created", "created")
+    items, total = await backend.list_memories(b.store, ns)
+    assert total == 1 and items[0].value["text"] == "tea: black" and items[0].value["importance"] == 0.6
+    assert memory_times(items[0]) == (pytest.approx(T0, abs=1), pytest.approx(T0 + 3600, abs=1))
+    assert [h.key for h in await b.recall(ns, "tea: black")] == ["tea"]
+    assert await b.recall(ns, "tea: green", min_similarity=0.5) == []  # the old text's vector is gone
+
+
 async def test_memory_tools_on_each_store(table_backend):
     b = table_backend
     b.emb.table.update({"Ada likes green tea.": unit(0, 0, 1), "what does Ada drink": unit(0, 0.3, 1)})
