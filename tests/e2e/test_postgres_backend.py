@@ -106,6 +106,47 @@ def test_two_cli_processes_share_thread_memory_and_archive_on_postgres(scripted_
     assert files_under(home) == []
 
 
+def test_memory_export_import_through_the_cli_faiss_to_postgres_and_back(pg_url, tmp_path):
+    """`memory export` / `memory import` as a user moves memories: a FAISS home's file into the
+    Postgres store (--db, embeddings recomputed there: pgvector), out again and into a new FAISS
+    home; text, kind, importance, merges, metadata and both times are the same at every stop."""
+    url = fresh_database(pg_url)
+    source = [
+        {"key": "k1", "text": "The release is on Friday", "kind": "note", "importance": 0.9, "merges": 2,
+         "metadata": {"source": "remember_tool", "tags": ["a"]}, "created_at": "2025-01-02T03:04:05+00:00",
+         "updated_at": "2025-02-03T04:05:06+00:00"},
+        {"key": "k2", "text": "Ada drinks green tea", "kind": "fact", "importance": 0.2, "merges": 0,
+         "metadata": {}, "created_at": "2026-03-01T00:00:00+00:00", "updated_at": "2026-03-02T00:00:00+00:00"},
+    ]
+    (tmp_path / "source.jsonl").write_text("".join(json.dumps(r) + "\n" for r in source))
+    pg_home = tmp_path / "pg-home"
+
+    def memory(*args: str, home: Path, db: str | None = None) -> None:
+        env = cli_env(SMART_AGENT_HOME=home, **({"SMART_AGENT_DB": db} if db else {}))
+        res = run_cli(["memory", *args], env=env, timeout=240)
+        assert res.returncode == 0, res.stderr
+
+    memory("import", str(tmp_path / "source.jsonl"), home=tmp_path / "faiss-1")
+    memory("export", str(tmp_path / "from-faiss.jsonl"), home=tmp_path / "faiss-1")
+    memory("import", str(tmp_path / "from-faiss.jsonl"), home=pg_home, db=url)
+    memory("export", str(tmp_path / "from-postgres.jsonl"), home=pg_home, db=url)
+    memory("import", str(tmp_path / "from-postgres.jsonl"), home=tmp_path / "faiss-2")
+    memory("export", str(tmp_path / "back.jsonl"), home=tmp_path / "faiss-2")
+
+    def read(name: str) -> list[dict]:
+        return [json.loads(line) for line in (tmp_path / name).read_text().splitlines()]
+
+    assert read("from-faiss.jsonl") == read("from-postgres.jsonl") == read("back.jsonl") == source
+    assert files_under(pg_home) == []
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT key, vector_dims(embedding), 1 - (embedding <=> (SELECT embedding FROM store_vectors "
+            "WHERE key = 'k1')) FROM store_vectors WHERE prefix = 'memories.default' ORDER BY key"
+        ).fetchall()
+    assert [(k, d) for k, d, _ in rows] == [("k1", 384), ("k2", 384)]
+    assert rows[0][2] == pytest.approx(1.0, abs=1e-5) and rows[1][2] < 0.5  # each text embedded on import
+
+
 OPEN_BACKENDS = """
 import asyncio, sys
 from smart_agent.memory.backend import local_index
