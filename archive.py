@@ -6,7 +6,9 @@ outside the message list, so it is written once instead of riding in every
 checkpoint:
 
 * in ``runtime.store`` (namespace ``("smart_agent", "archive")``) when the graph
-  has a store (e.g. under ``langgraph dev``);
+  has a store (e.g. under ``langgraph dev``, or a Postgres ``SMART_AGENT_DB``); a store that
+  cannot take it raises :class:`ArchiveUnavailable`, never a file written instead (another
+  process or replica sharing the store could not read it back);
 * otherwise in a content-addressed file store: ``$SMART_AGENT_HOME/archive/ab/<id>.txt``.
 
 Execution ids are content addresses (``ex_`` + 16 hex digits of the SHA-256 of the
@@ -47,6 +49,10 @@ def _path(eid: str, root: Path | None = None) -> Path:
     return (root or archive_dir()) / eid[3:5] / f"{eid}.txt"
 
 
+class ArchiveUnavailable(RuntimeError):
+    """The run's store could not keep an output (one line; nothing was written elsewhere)."""
+
+
 class ToolArchive:
     """Put and get archived outputs (``runtime.store`` when given, else files)."""
 
@@ -59,9 +65,10 @@ class ToolArchive:
         if self.store is not None:
             try:
                 await self.store.aput(STORE_NAMESPACE, eid, {"text": text, **(meta or {})}, index=False)
-                return eid
-            except Exception:  # a store that cannot take it: the file store still can
-                pass
+            except Exception as exc:  # no local file instead: every process sharing the store must find it
+                reason = " ".join(f"{type(exc).__name__}: {exc}".split())
+                raise ArchiveUnavailable(f"the store could not keep the tool output ({reason})") from exc
+            return eid
         await asyncio.to_thread(self._write_file, eid, text)
         return eid
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
-from ..archive import ARCHIVE_KEY, ToolArchive, clip_text, make_view
+from ..archive import ARCHIVE_KEY, ArchiveUnavailable, ToolArchive, clip_text, make_view
 from ..events import emit
 from ..messages import message_text as text_of
 from ..messages import pending_tool_calls
@@ -52,6 +52,16 @@ def shrink_texts(
     return out
 
 
+UNARCHIVED = "cut: the archive is unavailable"
+
+
+def unarchived_copy(message: BaseMessage, text: str, chars: int, exc: ArchiveUnavailable) -> BaseMessage:
+    """``message`` clipped to ``chars`` (not reversible) when the store could not archive its
+    text, with an ``error`` event saying why."""
+    emit("error", node="archive", error=str(exc), tool=getattr(message, "name", None) or message.type)
+    return message.model_copy(update={"content": clip_text(text, chars, UNARCHIVED)})
+
+
 def archived_copy(message: BaseMessage, eid: str, view: str, chars: int) -> BaseMessage:
     """``message`` showing ``view`` instead of its text, marked with the execution id."""
     kwargs = {**message.additional_kwargs, ARCHIVE_KEY: {"execution_id": eid, "chars": chars}}
@@ -72,7 +82,11 @@ async def archive_tool_outputs(
         if isinstance(m, ToolMessage) and m.name != GET_TOOL_RESPONSE and len(text) > threshold:
             call: Mapping[str, Any] = calls.get(m.tool_call_id) or {}
             meta = {"tool": m.name, "args": args_text(call.get("args")), "chars": len(text)}
-            eid = await archive.put(text, meta)
+            try:
+                eid = await archive.put(text, meta)
+            except ArchiveUnavailable as exc:
+                out.append(unarchived_copy(m, text, threshold, exc))
+                continue
             view = make_view(text, eid, m.name or "tool", page)
             m = archived_copy(m, eid, view, len(text))
             archived[eid] = meta
@@ -117,7 +131,12 @@ async def archive_oversized(
             )
         else:
             kind = m.name if isinstance(m, ToolMessage) and m.name else m.type
-            eid = await archive.put(text, {"tool": kind, "chars": len(text)})
+            try:
+                eid = await archive.put(text, {"tool": kind, "chars": len(text)})
+            except ArchiveUnavailable as exc:
+                out[i] = unarchived_copy(m, text, room, exc)
+                done.add(i)
+                continue
             head = max(100, (room - 450) * 2 // 3)
             view = make_view(text, eid, kind, page, head=head, tail=max(50, (room - 450) - head))
             out[i] = archived_copy(m, eid, view, len(text))

@@ -266,6 +266,37 @@ async def test_archived_outputs_use_the_graph_store_when_there_is_one(scripted_s
     assert "get_tool_response" in srv.offered_tools(1) and "get_tool_response" not in srv.offered_tools(0)
 
 
+class ArchiveRefusingStore(InMemoryStore):
+    """A store whose archive writes fail (a shared store that is down)."""
+
+    async def aput(self, namespace, key, value, index=None, **kw):
+        if tuple(namespace) == ("smart_agent", "archive"):
+            raise ConnectionError("store down\nsecond line")
+        return await super().aput(namespace, key, value, index=index, **kw)
+
+
+async def test_a_store_that_cannot_archive_gets_no_local_file_but_a_clipped_output_and_an_error(
+    scripted_server, workspace, isolated_home
+):
+    """With a store (a Postgres SMART_AGENT_DB, a LangGraph server's) another process must be able
+    to read an archived output back: a failed store write used to go to a file under
+    $SMART_AGENT_HOME without a word."""
+    (workspace / "big.txt").write_text("x" * 50_000)
+    srv = scripted_server([tool_call("read_file", {"path": "big.txt"}), text("ok")])
+    graph = build_agent_graph(model=openai_model(srv), store=ArchiveRefusingStore())
+    events: list[dict] = []
+    final = await run(graph, "read big.txt", ctx(workspace, archive_threshold_chars=4000), events=events)
+    assert final["answer"] == "ok" and not final.get("archived")
+    assert not (isolated_home / "archive").exists()
+    errors = [e for e in events if e["event"] == "error"]
+    assert [(e["node"], e["tool"], e["error"]) for e in errors] == [
+        ("archive", "read_file", "the store could not keep the tool output (ConnectionError: store down second line)")
+    ]
+    sent = srv.requests[1]["messages"][-1]["content"]
+    assert len(sent) <= 4000 and "cut: the archive is unavailable" in sent and "execution_id" not in sent
+    assert "get_tool_response" not in srv.offered_tools(1)
+
+
 async def test_one_huge_message_is_archived_not_sent(scripted_server, workspace):
     srv = scripted_server(responder=lambda req: text(f"{len(req['messages'])} messages"))
     graph = build_agent_graph(model=openai_model(srv), checkpointer=InMemorySaver())
