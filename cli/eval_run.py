@@ -129,20 +129,6 @@ def _session(run: EvalRun, case: Case) -> Any:
     return contextlib.nullcontext()
 
 
-def _unreported_calls(messages: Sequence[dict[str, Any]], reported: Sequence[dict[str, Any]]) -> list[dict]:
-    """Tool calls of the thread's messages that answered (a tool message holds their result) but
-    sent no ``tool_call`` event (``ask_user`` sends a ``question``), so that ``tools_called``
-    sees every tool the run called."""
-    seen = {c.get("id") for c in reported}
-    answered = {m.get("tool_call_id"): m for m in messages if m.get("role") == "tool"}
-    return [
-        {"id": c.get("id"), "name": c.get("name"), "args": c.get("args"), "ok": None}
-        for m in messages if m.get("role") == "assistant"
-        for c in m.get("tool_calls") or []
-        if c.get("id") not in seen and c.get("id") in answered
-    ]
-
-
 def _failed_check(checks: Sequence[dict[str, Any]]) -> str | None:
     bad = next((c for c in checks if not c["passed"]), None)
     if bad is None:
@@ -184,7 +170,6 @@ async def run_case(run: EvalRun, case: Case, repeat: int, graphs: dict[str, Any]
             state = await graph.aget_state({"configurable": {"thread_id": thread_id}})
             messages = [message_record(m) for m in (state.values or {}).get("messages", [])]
             result = result_json(final, thread_id, summary)
-            result["tool_calls"] = [*result["tool_calls"], *_unreported_calls(messages, result["tool_calls"])]
             result["workspace"] = str(workspace)
             checks = check_result(case.expect, result, case.as_dict(), base=str(Path(run.suite.path).parent))
             if "judge" in case.expect:

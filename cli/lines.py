@@ -44,8 +44,14 @@ def _args(args: Any, n: int = 60) -> str:
 
 
 # -- tools -------------------------------------------------------------------------------
+#: What became of a call a person decided (a ``tool_call`` event's ``reviewed``): it did not run as a tool.
+REVIEWED = {"answer": "answered by the user", "reject": "rejected: not run", "refuse": "refused: not run"}
+
+
 def _tool_call(ev: dict) -> str:
-    return f"  → {ev.get('name')}({_args(ev.get('args') or {})})"
+    line = f"  → {ev.get('name')}({_args(ev.get('args') or {})})"
+    reviewed = ev.get("reviewed")
+    return f"{line} [{REVIEWED.get(str(reviewed), str(reviewed))}]" if reviewed else line
 
 
 def _tool_result(ev: dict) -> str:

@@ -2,7 +2,8 @@
 its steps and its model usage, for every graph.
 
 * the agent loop (and a team's or a fleet worker's agents): one ``tool_call`` event per call,
-  its ``tool_result`` gives the outcome;
+  its ``tool_result`` gives the outcome (a call a person answered - ``ask_user`` - or rejected
+  is one too: its ``tool_call`` has ``reviewed``, the decision);
 * the planner (also inside the dual graph): a step is a tool call made ``attempts`` times,
   reported by one ``step_result`` event carrying ``tool``;
 * steps: every ``step_result`` - a planner step, a fleet worker, a dual execution.
@@ -57,5 +58,6 @@ class RunSummary:
 
     @property
     def tool_executions(self) -> int:
-        """Tool executions seen: one per agent tool call, every attempt of a planner step."""
+        """Tool calls seen: one per agent tool call (answered or rejected ones too), every attempt
+        of a planner step."""
         return sum(int(t.get("attempts") or 1) for t in self.tool_calls)

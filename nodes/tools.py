@@ -326,6 +326,10 @@ def make_tools_node(
             elif id(call) in reviewed:
                 message = reviewed_message(call, reviewed[id(call)])
                 out_messages.append(message)
+                # A call a person answered or rejected is still one of the run's tool calls (its
+                # summary and --json list it): ``reviewed`` says it did not run as a tool.
+                kind = str(reviewed[id(call)].get("type"))
+                emit("tool_call", id=call.get("id"), name=call.get("name"), args=call.get("args"), reviewed=kind)
                 emit(
                     "tool_result", id=call.get("id"), name=call.get("name"), ok=message.status != "error",
                     error=None if message.status != "error" else str(reviewed[id(call)].get("type")),

@@ -45,6 +45,8 @@ def test_approve_write_file_pauses_then_reject_and_approve(scripted_server, work
     tool_message = srv.requests[-1]["messages"][-1]
     assert tool_message["role"] == "tool" and "not allowed" in tool_message["content"]
     assert "rejected write_file: not allowed" in rejected.stdout  # the approval event's line
+    assert "  → write_file(path=out.txt, content=hello) [rejected: not run]\n" in rejected.stdout
+    assert "(thread t1 · 1 tool call · " in rejected.stderr  # the rejected call is one of the run's calls
 
     second = run_cli(run_args(workspace, "--thread", "t2"), env=env)  # human mode, not a terminal
     assert second.returncode == 3, second.stderr
@@ -87,7 +89,11 @@ def test_ask_user_question_is_answered_with_resume(scripted_server, workspace):
     assert wrong.returncode == 2 and "--answer" in wrong.stderr and len(wrong.stderr.splitlines()) == 1
     answered = run_cli(["resume", "--thread", "q1", "--answer", "teal", "--json"], env=env)
     assert answered.returncode == 0, answered.stderr
-    assert json.loads(answered.stdout)["answer"] == "you said teal"
+    out = json.loads(answered.stdout)
+    assert out["answer"] == "you said teal"
+    assert [(c["name"], c["args"], c["ok"]) for c in out["tool_calls"]] == [
+        ("ask_user", {"question": "Which colour?"}, True)
+    ]  # the question is one of the run's tool calls
     assert srv.requests[-1]["messages"][-1] == {**srv.requests[-1]["messages"][-1], "role": "tool", "content": "teal"}
 
 

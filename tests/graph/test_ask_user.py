@@ -66,6 +66,11 @@ async def test_ask_user_pauses_with_the_question_and_the_answer_is_the_result(sc
     assert final["tool_calls_made"] == 0  # an answer is no tool execution
     assert [e["id"] for e in events if e["event"] == "answer"] == ["q1"]
     assert not any(e["event"] == "question" for e in events)
+    # the answered call is one of the run's tool calls: a tool_call event (marked reviewed) and its result
+    assert [(e["id"], e["name"], e["reviewed"]) for e in events if e["event"] == "tool_call"] == [
+        ("q1", "ask_user", "answer")
+    ]
+    assert [(e["id"], e["ok"]) for e in events if e["event"] == "tool_result"] == [("q1", True)]
 
 
 async def test_approval_first_then_each_question_in_call_order(scripted_server, workspace):

@@ -234,25 +234,6 @@ def test_compare_totals_and_ratios():
     assert cmp["totals"]["seconds"]["ratio"] == 1.0
 
 
-def test_tool_calls_without_an_event_come_from_the_thread():
-    from smart_agent.cli.eval_run import _unreported_calls
-
-    messages = [
-        {"role": "user", "content": "Ask me"},
-        {"role": "assistant", "content": "", "tool_calls": [
-            {"id": "c1", "name": "ask_user", "args": {"question": "Colour?"}},
-            {"id": "c2", "name": "calculator", "args": {"expression": "1+1"}},
-            {"id": "c3", "name": "submit_plan", "args": {}},  # no tool message: not a call that ran
-        ]},
-        {"role": "tool", "content": "teal", "tool_call_id": "c1"},
-        {"role": "tool", "content": "2", "tool_call_id": "c2"},
-    ]
-    reported = [{"id": "c2", "name": "calculator", "args": {"expression": "1+1"}, "ok": True}]
-    assert _unreported_calls(messages, reported) == [
-        {"id": "c1", "name": "ask_user", "args": {"question": "Colour?"}, "ok": None}
-    ]
-
-
 def test_a_run_error_is_in_the_report_once_and_whole_in_the_progress_line(capsys, monkeypatch):
     from smart_agent.cli.eval import _Progress
     from smart_agent.evaluation.report import markdown_report
