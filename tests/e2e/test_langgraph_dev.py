@@ -107,7 +107,8 @@ async def test_server_recalls_memory_across_threads_through_its_own_store(dev_se
 
 
 async def test_server_runs_archive_large_tool_outputs(dev_server, tmp_path):
-    """Archiving a large output writes a file: it must not block the server's loop."""
+    """A large output is archived in the server's own store (every replica can read it back), not
+    in a file under SMART_AGENT_HOME, without blocking the server's loop."""
     from langgraph_sdk import get_client
 
     url, srv = dev_server
@@ -122,3 +123,7 @@ async def test_server_runs_archive_large_tool_outputs(dev_server, tmp_path):
         thread["thread_id"], "agent", input={"task": "read big.txt"}, context={"model": "openai:scripted-model"}
     )
     assert result.get("answer") == "archived", result
+    (eid,) = result["archived"]
+    item = await client.store.get_item(["smart_agent", "archive"], eid)
+    assert item["value"]["text"] == (tmp_path / "big.txt").read_text()
+    assert not (tmp_path / "home" / "archive").exists()
