@@ -1,6 +1,8 @@
 """Long-term memory on any BaseStore with a vector index: one suite over the FAISS store,
 LangGraph's ``InMemoryStore(index=...)`` and ``AsyncPostgresStore`` with pgvector (a real
-PostgreSQL from the ``pg_url`` fixture, a fresh database per test). Ranking, consolidation,
+PostgreSQL from the ``pg_url`` fixture, a fresh database per test), and the memory layer's tests
+also on the FAISS store seen through its ``BaseStore`` API only (the generic asearch/aput path a
+server would take with it). Ranking, consolidation,
 pruning, users, the memory nodes in a real agent run, export/import between backends, and a
 runtime store without an index (memory off, one error event, no FAISS folder)."""
 
@@ -16,6 +18,7 @@ from typing import Any
 import pytest
 from conftest import openai_model, run_graph
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 from memory_fakes import DIM, TableEmbeddings, unit
 
@@ -33,6 +36,21 @@ from smart_agent.tools.memory_tools import remember, search_memory
 DAY = 86_400.0
 T0 = 1_800_000_000.0
 BACKENDS = ["faiss", "inmemory", "postgres"]
+
+
+class PlainBaseStore(BaseStore):
+    """Only the ``BaseStore`` API of a store (no ``remember``/``recall``): the memory layer takes
+    its generic path, as it would with the FAISS store handed to it as any server's store."""
+
+    def __init__(self, store: BaseStore) -> None:
+        self.inner = store
+        self.index_config = store.index_config
+
+    def batch(self, ops):
+        return self.inner.batch(ops)
+
+    async def abatch(self, ops):
+        return await self.inner.abatch(ops)
 
 
 @dataclass
@@ -66,10 +84,12 @@ async def make_backend(tmp_path, request):
         now = [T0]
         policy = MemoryPolicy(clock=lambda: now[0])
         index = {"dims": dims, "embed": embeddings, "fields": ["text"]}
-        if name == "faiss":
+        if name in ("faiss", "faiss-as-basestore"):
             store: Any = FaissMemoryStore(tmp_path / f"faiss-{uuid.uuid4().hex[:6]}", embeddings=embeddings,
                                           clock=lambda: now[0])
             stack.callback(store.close)
+            if name == "faiss-as-basestore":
+                store = PlainBaseStore(store)
         elif name == "inmemory":
             store = InMemoryStore(index=index)
         else:
@@ -96,7 +116,7 @@ async def _postgres_store(pg_url: str, index: dict):
         yield store
 
 
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture(params=[*BACKENDS, "faiss-as-basestore"])
 async def table_backend(request, make_backend):
     """Each backend with table embeddings (exact cosines, no model)."""
     return await make_backend(request.param, TableEmbeddings(), DIM)
