@@ -41,7 +41,7 @@ PG_LOCK_NAMESPACE = 0x5A_17_7E_AD & 0x7FFFFFFF
 
 
 class DatabaseUnavailable(RuntimeError):
-    """The database of ``SMART_AGENT_DB`` cannot be reached (one line)."""
+    """The database of ``SMART_AGENT_DB`` cannot be reached or cannot hold the tables (one line)."""
 
 
 def data_home() -> Path:
@@ -107,6 +107,8 @@ async def _setup_postgres(conn: Any, *parts: Any, wait_s: float = 120.0) -> None
     import asyncio
     import time
 
+    from psycopg import Error as PsycopgError
+
     deadline = time.monotonic() + wait_s
     while True:
         cur = await conn.execute("SELECT pg_try_advisory_lock(%s, 0) AS ok", (PG_LOCK_NAMESPACE,))
@@ -118,7 +120,11 @@ async def _setup_postgres(conn: Any, *parts: Any, wait_s: float = 120.0) -> None
         await asyncio.sleep(0.1)
     try:
         for part in parts:
-            await part.setup()
+            try:
+                await part.setup()
+            except PsycopgError as exc:  # its message spans lines (DETAIL, HINT, CONTEXT): one line
+                reason = " ".join(f"{type(exc).__name__}: {exc}".split())
+                raise DatabaseUnavailable(f"cannot set up the tables in the database of {DB_ENV}: {reason}") from exc
     finally:
         await conn.execute("SELECT pg_advisory_unlock(%s, 0)", (PG_LOCK_NAMESPACE,))
 
@@ -152,7 +158,14 @@ async def _open_postgres(url: str, index: Mapping[str, Any] | None, pool_size: i
         "(SELECT default_version FROM pg_available_extensions WHERE name = 'vector')) AS v"
     )
     row = await cur.fetchone()
-    hnsw_settings = _hnsw_settings(row["v"] if row else None)
+    pgvector = row["v"] if row else None
+    if index and not pgvector:
+        await setup_conn.close()
+        raise DatabaseUnavailable(
+            f"the Postgres server of {DB_ENV} has no pgvector extension, which the memory store's vector index "
+            "needs: install pgvector there (https://github.com/pgvector/pgvector)"
+        )
+    hnsw_settings = _hnsw_settings(pgvector)
 
     async def configure(conn: Any) -> None:
         for statement in hnsw_settings:

@@ -364,6 +364,29 @@ def test_another_embedding_model_on_postgres_is_one_line_not_ignored(scripted_se
     assert len(srv.requests) == 1 and files_under(home) == []
 
 
+def test_a_database_that_cannot_hold_the_tables_is_one_line(scripted_server, workspace, pg_url):
+    """A role that may not create the pgvector extension (not a superuser): psycopg's error spans
+    lines (DETAIL, HINT, CONTEXT), and the CLI printed all of them."""
+    url = fresh_database(pg_url)
+    role = f"r_{uuid.uuid4().hex[:8]}"
+    database = url.split("?")[0].rsplit("/", 1)[1]
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+        conn.execute(f"GRANT ALL ON DATABASE {database} TO {role}")
+        conn.execute(f"GRANT ALL ON SCHEMA public TO {role}")
+    limited = url.replace("postgres:@", f"{role}:@", 1)
+    assert limited != url
+    srv = scripted_server([])
+    res = run_cli(["run", "hi", "--workspace", str(workspace), "--db", limited], env=cli_env(srv), timeout=240)
+    lines = res.stderr.strip().splitlines()
+    assert res.returncode == 1 and len(lines) == 1, res.stderr
+    assert lines[0].startswith(
+        "smart-agent: DatabaseUnavailable: cannot set up the tables in the database of SMART_AGENT_DB: "
+        "InsufficientPrivilege: permission denied to create extension \"vector\""
+    ), lines[0]
+    assert srv.requests == []
+
+
 def test_a_users_recall_gets_all_its_candidates_among_many_users_memories(pg_url):
     """pgvector filters an HNSW scan's rows by namespace afterwards: with its default of 40 rows
     per scan, a user holding 10% of the table got a handful of the 50 candidates recall asks for
