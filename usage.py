@@ -1,7 +1,8 @@
 """What a run used, and its budgets: model calls, tokens and money.
 
 * The usage record ``{model_calls, input_tokens, output_tokens, cost_usd}`` of a run
-  (state key ``usage`` of every graph, the ``--json`` output).
+  (state key ``usage`` of every graph, the ``--json`` output); ``cost_usd`` is ``None`` once a
+  call was made with a model that has no price (unknown, not free).
 * The price of a call from the price table (prices.py: built-in prices plus
   ``SMART_AGENT_PRICES``).
 * :func:`budget_problem`: the start-of-run check (``max_cost_usd`` needs a price).
@@ -59,18 +60,28 @@ def _number(value: Any, kind: type) -> Any:
 
 
 def as_usage(value: Any) -> dict[str, Any]:
-    """A usage record from anything a state may hold (missing, None or bad numbers: 0)."""
+    """A usage record from anything a state may hold (missing or bad numbers: 0). ``cost_usd``
+    ``None`` (present, null) means unknown: a call was made with a model the price table lacks."""
     value = value if isinstance(value, Mapping) else {}
     out = {k: _number(value.get(k), int) for k in USAGE_KEYS[:3]}
-    out["cost_usd"] = _number(value.get("cost_usd"), float)
+    unknown = "cost_usd" in value and value["cost_usd"] is None
+    out["cost_usd"] = None if unknown else _number(value.get("cost_usd"), float)
     return out
 
 
 def add_usage(total: Mapping[str, Any], more: Mapping[str, Any]) -> dict[str, Any]:
+    """The sum of two records; the cost is unknown (None) when either's is."""
     a, b = as_usage(total), as_usage(more)
-    out = {k: a[k] + b[k] for k in USAGE_KEYS}
-    out["cost_usd"] = round(out["cost_usd"], 10)
+    out: dict[str, Any] = {k: a[k] + b[k] for k in USAGE_KEYS[:3]}
+    known = a["cost_usd"] is not None and b["cost_usd"] is not None
+    out["cost_usd"] = round(a["cost_usd"] + b["cost_usd"], 10) if known else None
     return out
+
+
+def cost_of(usage: Mapping[str, Any]) -> float:
+    """The record's cost for a budget decision (an unknown cost counts as 0: a run with
+    ``max_cost_usd`` has a price for every model it may call, checked at its start)."""
+    return float(as_usage(usage)["cost_usd"] or 0.0)
 
 
 @dataclass(frozen=True)
@@ -125,7 +136,7 @@ def budget_spent(usage: Mapping[str, Any], limits: Limits) -> str | None:
         return "model_calls"
     if limits.tokens and u["input_tokens"] + u["output_tokens"] >= limits.tokens:
         return "tokens"
-    if limits.cost_usd and u["cost_usd"] >= limits.cost_usd:
+    if limits.cost_usd and cost_of(u) >= limits.cost_usd:
         return "cost"
     return None
 
@@ -149,7 +160,7 @@ def budget_stop(
     if limits.tokens and u["input_tokens"] + u["output_tokens"] + 2 * (turn_in + turn_out) > limits.tokens:
         return "tokens"
     turn_cost = call_cost(price, turn_in, turn_out)
-    if limits.cost_usd and price is not None and u["cost_usd"] + 2 * turn_cost > limits.cost_usd:
+    if limits.cost_usd and price is not None and cost_of(u) + 2 * turn_cost > limits.cost_usd:
         return "cost"
     return None
 
@@ -196,7 +207,8 @@ class Meter:
         self._add({"model_calls": 1})
 
     def end_call(self, input_tokens: int, output_tokens: int, spec: str | None = None) -> None:
-        cost = call_cost(_safe_price(spec or self.spec), input_tokens, output_tokens)
+        price = _safe_price(spec or self.spec)
+        cost = call_cost(price, input_tokens, output_tokens) if price is not None else None  # None: unknown
         self._add({"input_tokens": input_tokens, "output_tokens": output_tokens, "cost_usd": cost})
         limits = self.root.limits
         if limits.any():

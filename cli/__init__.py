@@ -208,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"smart-agent: model not available: {' '.join(str(exc).split())}", file=sys.stderr)
         return EXIT_USAGE
     except StructuredOutputError as exc:
-        print(f"smart-agent: structured output failed: {exc}", file=sys.stderr)
+        print(f"smart-agent: structured output failed: {exc}{_on_thread(exc, ' (thread {})')}", file=sys.stderr)
         return EXIT_FAILURE
     except (InputError, ValueError) as exc:  # bad input: one line (a message may quote text with newlines)
         print("smart-agent: " + " ".join(str(exc).split()), file=sys.stderr)
@@ -218,6 +218,16 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a clean message; the traceback on demand
         if settings.debug():
             raise
-        print(f"smart-agent: {type(exc).__name__}: {exc} (set SMART_AGENT_DEBUG=1 for the traceback)", file=sys.stderr)
+        where = _on_thread(exc, "thread {}; ")
+        print(f"smart-agent: {type(exc).__name__}: {exc} ({where}set SMART_AGENT_DEBUG=1 for the traceback)",
+              file=sys.stderr)
         return EXIT_FAILURE
+
+
+def _on_thread(exc: BaseException, form: str) -> str:
+    """``form`` filled with the thread of a run that raised (cli/outcome.note_thread), else ''."""
+    from .outcome import thread_of
+
+    thread = thread_of(exc)
+    return form.format(thread) if thread else ""
 

@@ -55,11 +55,12 @@ def budget_values(args: argparse.Namespace, values: dict) -> None:
 
 def usage_report(final: dict, counted: dict) -> dict:
     """The ``usage`` of ``--json``: the run's own count (state ``usage``: model_calls,
-    input_tokens, output_tokens, cost_usd, plus total_tokens), else what the events
+    input_tokens, output_tokens, cost_usd - null when a model without a price was called -, plus
+    total_tokens), else what the events
     counted (``counted``, e.g. a run that failed before its state was read)."""
     from ..usage import as_usage
 
     if not isinstance(final.get("usage"), dict):
-        return {"cost_usd": 0.0, **counted}
+        return {"cost_usd": None, **counted}  # the events carry no cost: unknown
     usage = as_usage(final["usage"])
     return {**usage, "total_tokens": usage["input_tokens"] + usage["output_tokens"]}

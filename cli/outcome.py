@@ -18,6 +18,7 @@ interrupted    130   stopped by Ctrl-C; the thread keeps every finished step
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from collections.abc import Mapping
@@ -117,8 +118,22 @@ def print_json(obj: dict[str, Any]) -> None:
     print(json.dumps(obj, ensure_ascii=False, default=str), flush=True)
 
 
+def note_thread(exc: BaseException, thread_id: str) -> None:
+    """Mark a run's exception with its thread, so main()'s one line names it (to resume or inspect)."""
+    with contextlib.suppress(AttributeError, TypeError):
+        exc.smart_agent_thread = thread_id  # type: ignore[attr-defined]
+
+
+def thread_of(exc: BaseException) -> str | None:
+    """The thread :func:`note_thread` gave the exception, or None."""
+    thread = getattr(exc, "smart_agent_thread", None)
+    return thread if isinstance(thread, str) else None
+
+
 def report_error(args: argparse.Namespace, thread_id: str, summary: RunSummary, exc: BaseException) -> None:
-    """A run that raised: with ``--json`` stdout still holds exactly one JSON object (main() reports on stderr)."""
+    """A run that raised: with ``--json`` stdout still holds exactly one JSON object (main() reports on
+    stderr, naming the thread)."""
+    note_thread(exc, thread_id)
     if args.json:
         failed = {**result_json({}, thread_id, summary), "status": FAILED}
         print_json({**failed, "error": {"type": type(exc).__name__, "message": str(exc)}})
@@ -137,12 +152,16 @@ def report_ctrl_c(args: argparse.Namespace, thread_id: str, summary: RunSummary)
     )
 
 
-def summary_line(thread_id: str, summary: RunSummary) -> str:
-    """``(thread ID · N steps · M tool calls · T tokens)``: steps only for graphs that have them."""
+def summary_line(thread_id: str, summary: RunSummary, final: Mapping[str, Any] | None = None) -> str:
+    """``(thread ID · N steps · M tool calls · T tokens · $C)``: steps only for graphs that have them;
+    tokens and cost are the run's (``--json``'s ``usage``: a resumed run's include those before its
+    pause); "cost unknown" when a model without a price (prices.py) was called."""
     steps = f" · {_count(len(summary.steps), 'step')}" if summary.steps else ""
+    usage = usage_report(dict(final or {}), summary.usage)
+    cost = usage["cost_usd"]
     return (
         f"(thread {thread_id}{steps} · {_count(summary.tool_executions, 'tool call')} · "
-        f"{_count(summary.usage['total_tokens'], 'token')})"
+        f"{_count(usage['total_tokens'], 'token')} · {'cost unknown' if cost is None else f'${cost:.4f}'})"
     )
 
 
@@ -150,12 +169,13 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
-def failure_line(final: Mapping[str, Any], status: str) -> str:
-    """The one stderr line of a failed or halted run."""
+def failure_line(final: Mapping[str, Any], status: str, thread_id: str) -> str:
+    """The one stderr line of a failed or halted run; it names the thread (to resume or inspect it)."""
+    where = f"(thread {thread_id}; details: --json)"
     if status == HALTED:
-        return f"smart-agent: the run halted: {halt_error(final) or final.get('error') or 'stopped'} (details: --json)"
+        return f"smart-agent: the run halted: {halt_error(final) or final.get('error') or 'stopped'} {where}"
     first = next((line for line in str(final.get("error") or "").splitlines() if line.strip()), "no valid plan")
-    return f"smart-agent: {first.strip().rstrip(':')} (details: --json)"
+    return f"smart-agent: {first.strip().rstrip(':')} {where}"
 
 
 def report_outcome(
@@ -174,7 +194,7 @@ def report_outcome(
     elif status != FAILED and not answer_shown:  # (a failed run's text is its error: the line below)
         print(final.get("answer", ""))
     if status in (FAILED, HALTED):
-        print(failure_line(final, status), file=sys.stderr)
+        print(failure_line(final, status, thread_id), file=sys.stderr)
     elif not args.json and not args.quiet:
-        print("\n" + summary_line(thread_id, summary), file=sys.stderr)
+        print("\n" + summary_line(thread_id, summary, final), file=sys.stderr)
     return EXIT_CODES[status]

@@ -25,6 +25,7 @@ from .outcome import (
     HALTED,
     INTERRUPTED,
     failure_line,
+    note_thread,
     print_json,
     report_ctrl_c,
     report_error,
@@ -263,6 +264,9 @@ async def chat_command(args: argparse.Namespace) -> int:
                 display.close()
                 report_ctrl_c(args, thread_id, summary)
                 raise
+            except Exception as exc:  # main() reports it in one line naming the thread
+                note_thread(exc, thread_id)
+                raise
             finally:
                 display.close()  # the status line erased, the streamed answer's line ended
             status = run_status(final)
@@ -275,7 +279,7 @@ async def chat_command(args: argparse.Namespace) -> int:
                 print(f"agent> {final.get('answer', '')}" if interactive else final.get("answer", ""), flush=True)
             if status in (FAILED, HALTED):  # the next turns still run; the exit code says one failed
                 failed += 1
-                print(failure_line(final, status), file=sys.stderr, flush=True)
+                print(failure_line(final, status, thread_id), file=sys.stderr, flush=True)
     return EXIT_USAGE if refused else EXIT_FAILURE if failed else 0
 
 

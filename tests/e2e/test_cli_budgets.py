@@ -72,3 +72,17 @@ def test_max_cost_without_a_price_or_with_a_bad_value_is_one_line_exit_2(scripte
         res = run(srv, workspace, flag, value)
         assert res.returncode == 2 and flag in res.stderr and len(res.stderr.strip().splitlines()) == 1
     assert srv.requests == []  # nothing reached the model
+
+
+def test_the_cost_of_a_model_without_a_price_is_unknown_not_zero(scripted_server, workspace, tmp_path):
+    srv = scripted_server(responder=loops_forever)
+    unpriced = run(srv, workspace, "--max-model-calls", "2")
+    assert unpriced.returncode == 0, unpriced.stderr
+    assert json.loads(unpriced.stdout)["usage"]["cost_usd"] is None  # null, not a made-up 0.0
+    args = ["run", "loop", "--workspace", str(workspace), "--tools", "calculator", "--max-model-calls", "2"]
+    text_run = run_cli(args, env=cli_env(srv))
+    assert text_run.stderr.strip().splitlines()[-1].endswith(" · 220 tokens · cost unknown)")
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps(PRICE))
+    priced = run_cli(args, env=cli_env(srv, SMART_AGENT_PRICES=str(prices)))
+    assert priced.stderr.strip().splitlines()[-1].endswith(" · 220 tokens · $0.0400)")  # 2 calls at $0.02

@@ -35,3 +35,18 @@ def test_rejected_credentials_do_not_fall_back(scripted_server, workspace):
 def test_a_fallback_model_must_be_provider_model(workspace):
     res = run_cli(["run", "hi", "--fallback-model", "B"], env=cli_env())
     assert res.returncode == 2 and "fallback_models" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_a_run_that_fails_names_its_thread_without_json(scripted_server, workspace):
+    srv = scripted_server(responder=by_model({"status": 500, "message": "model A is down"}))
+    args = ["run", "hi", "--model", "openai:A", "--model-retries", "0", "--workspace", str(workspace)]
+    named = run_cli([*args, "--thread", "f1"], env=cli_env(srv))
+    assert named.returncode == 1 and named.stderr.strip().splitlines() == [
+        "smart-agent: OpenAIAPIError: Error code: 500 - model A is down (thread f1; set SMART_AGENT_DEBUG=1 for the"
+        " traceback)"
+    ]
+    made_up = run_cli(args, env=cli_env(srv))  # a thread id made up for the run: the line is how to find it
+    assert made_up.returncode == 1 and "(thread " in made_up.stderr
+    thread = made_up.stderr.split("(thread ", 1)[1].split(";", 1)[0]
+    shown = run_cli(["threads", "show", thread], env=cli_env(srv))
+    assert shown.returncode == 0 and "hi" in shown.stdout, shown.stderr

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -70,6 +71,7 @@ def test_planner_halt_after_a_failed_replan_exits_1_without_json_too(scripted_se
     assert res.returncode == 1, res.stderr
     assert res.stdout.rstrip().splitlines()[-1] == "could not read it"  # the answer, after the events
     assert "smart-agent: the run halted: step 'a' failed" in res.stderr
+    assert re.search(r"\(thread [0-9a-f-]{36}; details: --json\)$", res.stderr.rstrip())  # how to resume or inspect it
 
 
 def test_planner_that_never_gets_a_valid_plan_exits_1_with_status_failed(scripted_server):

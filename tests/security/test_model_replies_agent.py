@@ -145,12 +145,12 @@ async def test_an_empty_reply_at_the_tool_limit_is_asked_again_before_the_fallba
 def test_cli_planner_that_never_plans_validly_exits_1_with_one_line(scripted_server, workspace):
     srv = scripted_server(responder=lambda _req: tool_call("submit_plan", "[1, 2, 3]"))  # never an object
     args = ["run", "plan it", "--graph", "planner", "--max-plan-attempts", "2", "--workspace", str(workspace)]
-    res = run_cli(args, env=cli_env(srv))
+    res = run_cli([*args, "--thread", "p1"], env=cli_env(srv))
     assert res.returncode == 1, res.stdout + res.stderr
     errors = [line for line in res.stderr.splitlines() if line.startswith("smart-agent:")]
     assert errors == [
         "smart-agent: Planning failed: the model did not produce a valid plan in 2 attempts, so nothing was"
-        " executed. Problems with the last plan (details: --json)"
+        " executed. Problems with the last plan (thread p1; details: --json)"
     ]
     assert "Traceback" not in res.stderr
     as_json = run_cli([*args, "--json"], env=cli_env(srv))

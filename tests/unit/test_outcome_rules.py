@@ -53,11 +53,16 @@ def test_summary_counts_agent_calls_planner_step_attempts_and_steps():
     assert s.tool_calls[1]["attempts"] == 3 and s.tool_calls[1]["args"] == {"path": "x"}
     assert s.tool_executions == 4  # one call, three attempts of a step; the skipped step never ran
     assert [(st["step"], st["status"]) for st in s.steps] == [("a", "failed"), ("b", "skipped"), ("w1", "ok")]
-    assert summary_line("t1", s) == "(thread t1 · 3 steps · 4 tool calls · 12 tokens)"
+    assert summary_line("t1", s) == "(thread t1 · 3 steps · 4 tool calls · 12 tokens · cost unknown)"  # no state
+    # the run's own usage (its state) when there is one: priced, or a model without a price
+    priced = {"usage": {"model_calls": 2, "input_tokens": 30, "output_tokens": 5, "cost_usd": 0.00125}}
+    assert summary_line("t1", s, priced) == "(thread t1 · 3 steps · 4 tool calls · 35 tokens · $0.0013)"
+    unpriced = {"usage": {**priced["usage"], "cost_usd": None}}
+    assert summary_line("t1", s, unpriced) == "(thread t1 · 3 steps · 4 tool calls · 35 tokens · cost unknown)"
     one = RunSummary()
     for ev in events[:2] + [{"event": "step_result", "step": "w1", "ok": True}, {"event": "usage", "total_tokens": 1}]:
         one.add(ev)
-    assert summary_line("t1", one) == "(thread t1 · 1 step · 1 tool call · 1 token)"  # not '1 steps'
+    assert summary_line("t1", one) == "(thread t1 · 1 step · 1 tool call · 1 token · cost unknown)"  # not '1 steps'
 
 
 def test_result_json_of_a_halted_planner_run():

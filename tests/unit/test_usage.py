@@ -41,6 +41,24 @@ def test_the_record_reads_anything_a_state_may_hold_and_adds_up():
     bad = {"model_calls": "3", "input_tokens": -5, "output_tokens": None, "cost_usd": float("nan")}
     assert as_usage(bad) == used(3)
     assert add_usage(used(1, 10, 2, 0.5), used(2, 5, 1, 0.25)) == used(3, 15, 3, 0.75)
+    # an unknown cost (null: a model without a price was called) stays unknown, never 0.0
+    assert as_usage(used(1, cost=None)) == used(1, cost=None) and as_usage({"model_calls": 1}) == used(1)
+    assert add_usage(used(1, 10, 2, 0.5), used(1, 5, 1, None)) == used(2, 15, 3, None)
+    assert add_usage(used(1, cost=None), {"model_calls": 1}) == used(2, cost=None)
+
+
+def test_a_call_of_a_model_without_a_price_makes_the_cost_unknown():
+    meter = Meter(spec="openai:unpriced")
+    meter.begin_call()
+    meter.end_call(100, 10)
+    assert meter.usage == used(1, 100, 10, None)
+    priced = Meter(spec="openai:gpt-4o-mini")
+    priced.begin_call()
+    priced.end_call(1_000_000, 0)
+    priced.begin_call()
+    priced.end_call(10, 1, spec="openai:unpriced")  # a fallback model without a price
+    assert priced.usage["model_calls"] == 2 and priced.usage["cost_usd"] is None
+    assert budget_spent(used(5, cost=None), Limits(cost_usd=1.0)) is None  # (--max-cost needs every price)
 
 
 def test_limits_of_any_context_shape():
@@ -166,4 +184,5 @@ def test_budget_event_lines_and_json_usage():
     assert format_event({"event": "budget", "action": "ok", "consumed": used(1), "limit": {}}) is None
     assert usage_report({"usage": used(2, 30, 5, 0.1)}, {}) == {**used(2, 30, 5, 0.1), "total_tokens": 35}
     counted = {"model_calls": 1, "input_tokens": 3, "output_tokens": 1, "total_tokens": 4}
-    assert usage_report({}, counted) == {**counted, "cost_usd": 0.0}
+    assert usage_report({}, counted) == {**counted, "cost_usd": None}  # the events carry no cost
+    assert usage_report({"usage": used(1, 3, 1, None)}, {})["cost_usd"] is None
