@@ -146,6 +146,10 @@ TOO_MANY_IN_TURN = (
     "skipped: too many tool calls in one turn ({count} calls; at most {cap} run per turn). "
     "This call and the {dropped} after it were not run; call what you still need in a later turn."
 )
+REPEATED = (
+    "Not run: the same {tool} call (same arguments) {count} times in a row; the result would be the same. "
+    "Use the results you have, or answer."
+)
 OVERSIZED = (
     "Refused: the arguments are {chars} characters of JSON, more than the {limit} allowed "
     "(max_tool_arg_chars). The call was not run; pass smaller arguments."
@@ -210,6 +214,23 @@ def track_repeats(state: Mapping[str, Any], calls: list[dict[str, Any]]) -> dict
     return update
 
 
+def loop_excess(state: Mapping[str, Any], calls: list[dict[str, Any]]) -> dict[int, int]:
+    """Calls of this turn (by ``id()``) that repeat one call more than ``loop_limit`` + 1 times
+    in a row, counting on from the previous turns' streak, each with its place in the streak:
+    they are not run, so a run executes one identical call at most ``loop_limit`` + 1 times
+    even when a single turn repeats it (0: loop detection off)."""
+    limit = count_of(state, "loop_limit")
+    if limit <= 0:
+        return {}
+    last, streak = state.get("loop_call") or "", count_of(state, "loop_streak")
+    excess: dict[int, int] = {}
+    for call in calls:
+        last, streak = repeat_streak(last, streak, [call])
+        if streak > limit + 1:
+            excess[id(call)] = streak
+    return excess
+
+
 def split_free_retrievals(calls: list[dict], used: int, quota: int) -> tuple[list[dict], list[dict]]:
     """get_tool_response calls within the run's free quota, and every other call.
 
@@ -251,7 +272,8 @@ def make_tools_node(
         retrievals = count_of(state, "retrievals_made")
         reviews: Mapping[str, Mapping[str, Any]] = state.get("reviews") or {}
         reviewed = {id(c): reviews[c.get("id") or ""] for c in calls[:cap] if (c.get("id") or "") in reviews}
-        unreviewed = [c for c in calls[:cap] if id(c) not in reviewed]
+        looped = loop_excess(state, calls[:cap])
+        unreviewed = [c for c in calls[:cap] if id(c) not in reviewed and id(c) not in looped]
         free, counted = split_free_retrievals(unreviewed, retrievals, free_retrievals(limit))
         to_run, skipped = plan_calls(counted, made, limit)
         sizes = {id(c): arg_chars(c) for c in [*free, *to_run]}
@@ -335,6 +357,9 @@ def make_tools_node(
                     error=None if message.status != "error" else str(reviewed[id(call)].get("type")),
                     duration_s=0.0, preview=preview(str(message.content)),
                 )  # fmt: skip
+            elif id(call) in looped:
+                note = REPEATED.format(tool=call.get("name"), count=looped[id(call)])
+                skip(call, note, "skipped_loop", f"skipped: the same call {looped[id(call)]} times in a row")
             elif any(call is c for c in too_many):
                 note = TOO_MANY_IN_TURN.format(count=len(calls) + dropped, cap=cap, dropped=dropped)
                 skip(call, note, "skipped_turn_limit", f"skipped: {dropped + 1} calls over the per-turn limit")

@@ -69,3 +69,17 @@ async def test_loop_limit_zero_turns_detection_off(scripted_server, workspace):
     final = await run_graph(graph, "loop", ctx(workspace, loop_limit=0, max_tool_calls=6), events=events)
     assert final["tool_calls_made"] == 6 and final["answer"] == "It is 4."  # only the tool budget stopped it
     assert not any(e["event"] == "loop_detected" for e in events)
+
+
+async def test_one_turn_repeating_a_call_runs_it_at_most_loop_limit_plus_one_times(scripted_server, workspace):
+    same = {"name": "calculator", "arguments": {"expression": "2+2"}}
+    srv = scripted_server(responder=lambda req: tool_calls([same] * 8) if req.get("tools") else text("It is 4."))
+    graph = build_agent_graph(model=openai_model(srv))
+    events = []
+    final = await run_graph(graph, "loop", ctx(workspace, loop_limit=3, max_tool_calls=50), events=events)
+    results = [e for e in events if e["event"] == "tool_result"]
+    assert [e["ok"] for e in results] == [True] * 4 + [False] * 4 and final["tool_calls_made"] == 4
+    assert {e["error"] for e in results[4:]} == {"skipped_loop"}
+    tool_messages = [m for m in srv.requests[-1]["messages"] if m["role"] == "tool"]
+    assert len(tool_messages) == 8 and "Not run: the same calculator call" in tool_messages[-1]["content"]
+    assert len(srv.requests) == 2 and "tools" not in srv.requests[-1] and final["answer"] == "It is 4."

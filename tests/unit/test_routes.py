@@ -16,7 +16,7 @@ from smart_agent.nodes.routes import (
     route_at_end,
     tool_limit_reached,
 )
-from smart_agent.nodes.tools import plan_calls
+from smart_agent.nodes.tools import loop_excess, plan_calls
 
 
 def ai_with_calls(n=1):
@@ -95,6 +95,17 @@ def test_repeat_streak_counts_identical_calls_in_a_row_across_and_within_turns()
     assert repeat_streak(last, streak, [calc("1"), calc("2"), calc("1")])[1] == 1
     assert repeat_streak(last, streak, [calc("2"), calc("1")]) == (call_signature(calc("1")), 1)
     assert repeat_streak(last, streak, []) == (last, 3)
+
+
+def test_loop_excess_is_what_would_repeat_a_call_past_loop_limit_plus_one():
+    calls = [calc("1") for _ in range(6)]
+    assert set(loop_excess({"loop_limit": 3}, calls).values()) == {5, 6}
+    assert list(loop_excess({"loop_limit": 3}, calls)) == [id(calls[4]), id(calls[5])]
+    carried = {"loop_limit": 3, "loop_call": call_signature(calc("1")), "loop_streak": 3}  # earlier turns
+    assert list(loop_excess(carried, calls[:3]).values()) == [5, 6]
+    mixed = [calc("1"), calc("2"), calc("1"), calc("1")]
+    assert loop_excess({"loop_limit": 1}, mixed) == {}  # another call starts over: at most 2 in a row
+    assert loop_excess({"loop_limit": 0}, calls) == {}  # off
 
 
 def test_loop_stage_notice_at_the_limit_finalize_after_it_off_at_zero():
