@@ -24,7 +24,7 @@ passes ``structuredOutput`` (valid: end; invalid: back to the agent).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
@@ -40,7 +40,6 @@ from ..nodes.memory import memory_recall, memory_write, prefetch_recall
 from ..nodes.reasoning import make_two_phase_node
 from ..nodes.resolver import make_resolver
 from ..nodes.routes import (
-    inline,
     measured,
     remembered,
     reviewed,
@@ -50,6 +49,7 @@ from ..nodes.routes import (
     route_after_structured_output,
     route_after_tools,
     route_before_agent,
+    self_routed,
 )
 from ..nodes.structured import make_structured_output_node
 from ..nodes.summarize import make_summarize_node
@@ -59,6 +59,7 @@ from ..state import AgentState, InputState
 from ..tools.assembly import resolve_registry
 from ..tools.registry import ToolRegistry
 from .run_scope import mcp_servers_of, served_graph, served_mcp_config, with_mcp_servers
+from .self_routing import with_node_routes
 from .team_file import served_agents_file, team_from_file
 
 if TYPE_CHECKING:
@@ -153,49 +154,46 @@ def build_agent_graph(
         preload = [registry]
 
     builder = StateGraph(AgentState, context_schema=AgentContext, input_schema=InputState)
-    # prefetch_recall first: the recall query is embedded while the rest of the run starts.
-    builder.add_node("resolver", make_resolver(prefetch_recall, budget.on_run_start, *hooks, preload=preload))
-    builder.add_node("summarize", make_summarize_node(budget, model))
-    builder.add_node("agent", agent_node)
-    builder.add_node("human", human_node)
-    builder.add_node("tools", tools_node)
-    builder.add_node("structuredOutput", make_structured_output_node(budget))
-    builder.add_node("toolLimitFinalize", tool_limit_finalize)
-    builder.add_node("memory_recall", memory_recall)
-    builder.add_node("memory_write", memory_write)
+    # The nodes route themselves (graphs/self_routing.py): each route below decides on the state
+    # after its node's update, and ``destinations`` draws the edges. The budget routes measure
+    # the next request where they decide (state + the run's context).
+    before_agent = measured(route_before_agent, budget)
+    routes = {
+        # With memory off the run skips memory_recall and memory_write (fewer checkpointed steps).
+        "resolver": measured(route_after_resolver, budget),
+        "memory_recall": before_agent,
+        # Calls that wait for a person (approval, ask_user) pass the human node on their way to tools.
+        "agent": remembered(reviewed(route_after_agent, human_check)),
+        "tools": measured(route_after_tools, budget),
+        "handoff": measured(route_after_handoff, budget),
+        "toolLimitFinalize": before_agent,
+        "structuredOutput": remembered(measured(route_after_structured_output, budget)),
+    }
+    # name -> (node, where it may go: None for a node with a plain edge below), in drawing order.
+    nodes: dict[str, tuple[Callable[..., Any], tuple[str, ...] | None]] = {
+        # prefetch_recall first: the recall query is embedded while the rest of the run starts.
+        "resolver": (make_resolver(prefetch_recall, budget.on_run_start, *hooks, preload=preload),
+                     ("memory_recall", "summarize", "agent")),
+        "summarize": (make_summarize_node(budget, model), None),
+        "agent": (agent_node, ("human", "tools", "structuredOutput", "memory_write", END)),
+        "human": (human_node, None),
+        "tools": (tools_node, ("handoff", "toolLimitFinalize", "summarize", "agent")),
+        "structuredOutput": (make_structured_output_node(budget), ("summarize", "agent", "memory_write", END)),
+        "toolLimitFinalize": (tool_limit_finalize, ("summarize", "agent")),
+        "memory_recall": (memory_recall, ("summarize", "agent")),
+        "memory_write": (memory_write, None),
+        "handoff": (handoff_node, ("toolLimitFinalize", "summarize", "agent")),
+    }
+    for name, (node, destinations) in nodes.items():
+        if destinations is None:
+            builder.add_node(name, node)
+        else:
+            builder.add_node(name, self_routed(node, routes[name]), destinations=destinations)
     builder.add_edge(START, "resolver")
-    # With memory off the run skips memory_recall and memory_write (fewer checkpointed steps).
-    builder.add_conditional_edges(
-        "resolver", inline(measured(route_after_resolver, budget)), ["memory_recall", "summarize", "agent"]
-    )
-    # The budget routes measure the next request where they decide (state + the run's context).
-    builder.add_conditional_edges(
-        "memory_recall", inline(measured(route_before_agent, budget)), ["summarize", "agent"]
-    )
     builder.add_edge("summarize", "agent")
-    # Calls that wait for a person (approval, ask_user) pass the human node on their way to tools.
-    builder.add_conditional_edges(
-        "agent",
-        inline(remembered(reviewed(route_after_agent, human_check))),
-        ["human", "tools", "structuredOutput", "memory_write", END],
-    )
     builder.add_edge("human", "tools")
-    builder.add_conditional_edges(
-        "structuredOutput",
-        inline(remembered(measured(route_after_structured_output, budget))),
-        ["summarize", "agent", "memory_write", END],
-    )
     builder.add_edge("memory_write", END)
-    builder.add_node("handoff", handoff_node)
-    builder.add_conditional_edges(
-        "handoff", inline(measured(route_after_handoff, budget)), ["toolLimitFinalize", "summarize", "agent"]
-    )
-    after_tools = ["handoff", "toolLimitFinalize", "summarize", "agent"]
-    builder.add_conditional_edges("tools", inline(measured(route_after_tools, budget)), after_tools)
-    builder.add_conditional_edges(
-        "toolLimitFinalize", inline(measured(route_before_agent, budget)), ["summarize", "agent"]
-    )
-    compiled = builder.compile(checkpointer=checkpointer, store=store, name=name)
+    compiled = with_node_routes(builder.compile(checkpointer=checkpointer, store=store, name=name), routes)
     return with_mcp_servers(compiled, servers).with_config(recursion_limit=DEFAULT_RECURSION_LIMIT)
 
 

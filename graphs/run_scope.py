@@ -22,18 +22,18 @@ import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-from langgraph.graph.state import CompiledStateGraph
-
 from .. import settings
 from ..run_tools import using_run_tools
 from ..tools.mcp import run_mcp_tools
 from ..tools.mcp_config import McpServer, load_mcp_config
+from .self_routing import SelfRoutedGraph
 
 __all__ = ["McpRunGraph", "mcp_servers_of", "served_mcp_config", "with_mcp_servers"]
 
 
-class McpRunGraph(CompiledStateGraph):
-    """A compiled state graph whose async runs hold its MCP servers' sessions open."""
+class McpRunGraph(SelfRoutedGraph):
+    """A compiled state graph whose async runs hold its MCP servers' sessions open (its nodes
+    may route themselves: ``graphs/self_routing.py``)."""
 
     def __init__(self, *, mcp_servers: Sequence[McpServer] = (), **kwargs: Any) -> None:
         super().__init__(**kwargs)

@@ -9,9 +9,10 @@ of it up to date. :func:`measured` binds a route to the meter for the graph.
 
 from __future__ import annotations
 
+import inspect
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Final, Literal, TypeVar
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, Final, Literal, Protocol, TypeVar, cast
 
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
@@ -19,13 +20,13 @@ from langgraph._internal._constants import (  # where langgraph.runtime finds it
     CONF,
     CONFIG_KEY_RUNTIME,
 )
-from langgraph._internal._runnable import RunnableCallable  # (what create_agent wraps its edges in)
+from langgraph.types import Command
 
 from ..context import AgentContext
-from ..history.budget import BudgetSettings, RequestMeter
+from ..history.budget import BudgetSettings, RequestMeter, apply_update
 from ..history.markers import is_feedback
 from ..messages import pending_tool_calls
-from ..state import count_of
+from ..state import AgentState, count_of
 from ..tokens import usable_tokens
 from ..tools.agents import (
     HANDOFF_PREFIX,  # transfer_to_<agent> hands the thread over (as_handoff)
@@ -249,8 +250,34 @@ def remembered(edge: Edge) -> Callable[[dict[str, Any], RunnableConfig], str]:
     return end
 
 
-def inline(edge: Callable[[dict[str, Any], RunnableConfig], Route]) -> RunnableCallable:
-    """``edge`` as a graph's conditional edge that runs on the event loop: LangGraph runs a
-    plain function in a worker thread of the default executor under ``ainvoke``/``astream``,
-    two thread hand-offs per agent turn for decisions that take microseconds."""
-    return RunnableCallable(edge, name=edge.__name__, trace=False)
+class RoutedNode(Protocol):
+    """A node that takes the run's config and returns where to go (:func:`self_routed`)."""
+
+    def __call__(self, state: AgentState, config: RunnableConfig) -> Awaitable[Command]: ...
+
+
+def self_routed(
+    node: Callable[..., Awaitable[dict[str, Any] | None]], edge: Callable[[dict[str, Any], RunnableConfig], str]
+) -> RoutedNode:
+    """``node`` that routes itself: ``edge`` (a route as a graph edge) decides on the state
+    after the node's own update, and the node returns ``Command(update, goto)``. The graph
+    wires it with ``add_node(..., destinations=...)``, which draws the same edges.
+
+    Why: LangGraph evaluates a conditional edge on a fresh copy of every channel of the graph
+    (``local_read``), and the agent loop's state has some thirty keys; on the loop's two
+    edges per turn that copy cost more than the turn's own routing. The decision is the same
+    function on the same state (the update applied through the state's reducers)."""
+
+    takes_runtime = len(inspect.signature(node).parameters) > 1  # node(state) or node(state, runtime)
+
+    async def routed(state: AgentState, config: RunnableConfig) -> Command:
+        if takes_runtime:  # (the runtime LangGraph would pass the node, as _run_context finds it)
+            update = await node(state, (config.get(CONF) or {})[CONFIG_KEY_RUNTIME])
+        else:
+            update = await node(state)
+        update = update or {}
+        return Command(update=update, goto=edge(cast(dict[str, Any], apply_update(state, update)), config))
+
+    routed.__name__ = getattr(node, "__name__", "node")
+    routed.__doc__ = node.__doc__
+    return routed

@@ -1,0 +1,63 @@
+"""The agent loop's nodes route themselves (graphs/self_routing.py): no conditional edges, the
+same drawing, and a state written with update_state still goes where an edge would send it."""
+
+from conftest import openai_model
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from smart_agent.context import Context
+from smart_agent.graphs.agent import build_agent_graph
+from smart_agent.testing.scripted_server import text
+
+
+def ctx(workspace, **kw):
+    kw.setdefault("memory", False)
+    return Context(workspace=str(workspace), **kw)
+
+
+CALL = AIMessage("", tool_calls=[{"name": "calculator", "args": {"expression": "6*7"}, "id": "c1"}])
+
+
+def test_no_conditional_edges_on_the_loop():
+    """LangGraph evaluates a conditional edge on a copy of every channel; the loop has none."""
+    graph = build_agent_graph()
+    assert graph.builder.branches == {}
+    assert {"agent", "tools", "resolver", "memory_recall", "handoff", "toolLimitFinalize"} <= set(graph.node_routes)
+
+
+async def test_update_state_as_agent_goes_to_tools_then_on(scripted_server, workspace):
+    srv = scripted_server([lambda req: text(f"It is {req['messages'][-1]['content']}.")])
+    graph = build_agent_graph(model=openai_model(srv), checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "edit"}}
+    await graph.aupdate_state(config, {"messages": [HumanMessage("6*7?"), CALL]}, as_node="agent")
+    assert (await graph.aget_state(config)).next == ("tools",)
+    final = await graph.ainvoke(None, config=config, context=ctx(workspace))
+    assert final["answer"] == "It is 42."  # the calculator ran on the written call, then the model answered
+    assert len(srv.requests) == 1
+
+
+async def test_update_state_without_as_node_routes_as_the_last_node(scripted_server, workspace):
+    srv = scripted_server([text("first"), lambda req: text(f"got {req['messages'][-1]['content']}")])
+    graph = build_agent_graph(model=openai_model(srv), checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "last"}}
+    await graph.ainvoke({"task": "hi"}, config=config, context=ctx(workspace))
+    # The run ended at the agent node: an edited state is applied as the agent's, and its
+    # route sends a written tool call to the tools node.
+    await graph.aupdate_state(config, {"messages": [CALL]})
+    assert (await graph.aget_state(config)).next == ("tools",)
+    final = await graph.ainvoke(None, config=config, context=ctx(workspace))
+    assert final["answer"] == "got 42"
+
+
+def test_sync_update_state_routes_too(workspace, monkeypatch):
+    graph = build_agent_graph(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "sync"}}
+    # No run context: the environment's memory setting decides, as it did for the edge.
+    monkeypatch.setenv("SMART_AGENT_MEMORY", "1")
+    graph.update_state(config, {"messages": [HumanMessage("q"), AIMessage("done")]}, as_node="agent")
+    assert graph.get_state(config).next == ("memory_write",)  # a final answer ends the run
+    monkeypatch.setenv("SMART_AGENT_MEMORY", "0")
+    graph.update_state(config, {"messages": [AIMessage("done again")]}, as_node="agent")
+    assert graph.get_state(config).next == ()
+    graph.update_state(config, {"messages": [CALL]}, as_node="agent")
+    assert graph.get_state(config).next == ("tools",)
