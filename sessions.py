@@ -95,6 +95,23 @@ async def connect_postgres(url: str) -> Any:
         raise DatabaseUnavailable(f"cannot connect to the Postgres database of {DB_ENV}: {reason}") from None
 
 
+NO_PGVECTOR = (
+    f"the Postgres server of {DB_ENV} has no pgvector extension, which the memory store's vector index needs: "
+    "install pgvector there (https://github.com/pgvector/pgvector), or turn memory off (--no-memory, "
+    "SMART_AGENT_MEMORY=false)"
+)
+
+
+async def pgvector_version(conn: Any) -> str | None:
+    """The pgvector version the database has, or the server could install; None without it."""
+    cur = await conn.execute(
+        "SELECT coalesce((SELECT extversion FROM pg_extension WHERE extname = 'vector'), "
+        "(SELECT default_version FROM pg_available_extensions WHERE name = 'vector')) AS v"
+    )
+    row = await cur.fetchone()
+    return row["v"] if row else None
+
+
 async def _setup_postgres(conn: Any, *parts: Any, wait_s: float = 120.0) -> None:
     """Create or migrate the tables of ``parts`` (saver, store), one process at a time: two
     processes running the migrations at once can both try to create the same table and one
@@ -153,18 +170,10 @@ async def _open_postgres(url: str, index: Mapping[str, Any] | None, pool_size: i
         ) from exc
 
     setup_conn = await connect_postgres(url)  # fails fast, in one line, when the server is not there
-    cur = await setup_conn.execute(
-        "SELECT coalesce((SELECT extversion FROM pg_extension WHERE extname = 'vector'), "
-        "(SELECT default_version FROM pg_available_extensions WHERE name = 'vector')) AS v"
-    )
-    row = await cur.fetchone()
-    pgvector = row["v"] if row else None
+    pgvector = await pgvector_version(setup_conn)
     if index and not pgvector:
         await setup_conn.close()
-        raise DatabaseUnavailable(
-            f"the Postgres server of {DB_ENV} has no pgvector extension, which the memory store's vector index "
-            "needs: install pgvector there (https://github.com/pgvector/pgvector)"
-        )
+        raise DatabaseUnavailable(NO_PGVECTOR)
     hnsw_settings = _hnsw_settings(pgvector)
 
     async def configure(conn: Any) -> None:

@@ -63,10 +63,13 @@ def check_run_embeddings(ctx: Any) -> None:
 
 
 @asynccontextmanager
-async def open_run_backends() -> AsyncIterator[Backends]:
-    """``sessions.open_backends`` for a run: on Postgres the store gets the memory's vector index."""
+async def open_run_backends(ctx: Any = None) -> AsyncIterator[Backends]:
+    """``sessions.open_backends`` for a run: on Postgres the store gets the memory's vector index
+    when the run's memory is on (``ctx``'s ``memory`` field, else ``$SMART_AGENT_MEMORY``), so a
+    run with memory off works on a server without pgvector."""
     from ..memory.backend import local_index
+    from ..memory.service import memory_enabled
     from ..sessions import open_backends
 
-    async with open_backends(index=local_index()) as backends:
+    async with open_backends(index=local_index() if memory_enabled(ctx) else None) as backends:
         yield backends

@@ -9,7 +9,8 @@ Checks, each printed as ``ok`` or ``problem`` with the fix:
 * long-term memory: the embedding model loads offline and embeds a sentence, the memory
   store opens (skipped when memory is off);
 * the sessions database (``--db`` / ``$SMART_AGENT_DB``): the SQLite file opens, or the
-  Postgres server answers.
+  Postgres server answers (and, with memory on, has pgvector; memory there needs the local
+  embedding model).
 
 Exit code 0 when every check is ok, 1 otherwise. The long set-up text a model error
 used to repeat (``models.SETUP_HELP``) is printed here, after a model problem.
@@ -151,6 +152,16 @@ def check_memory() -> list[Check]:
     if not env_default("memory", True):
         return [Check("memory", True, "off (SMART_AGENT_MEMORY)")]
     spec = env_default("embedding_model", "local")
+    from ..sessions import is_postgres
+
+    if is_postgres(settings.database_url()):
+        from ..memory.service import check_postgres_embeddings
+
+        try:
+            check_postgres_embeddings(spec)
+        except ValueError as exc:
+            return [Check("embedding model", False, str(exc),
+                          "unset SMART_AGENT_EMBEDDING_MODEL (or set it to local), or set SMART_AGENT_MEMORY=false")]
     settings.hub_offline()
     try:
         from ..memory.embeddings import load_embeddings
@@ -161,7 +172,7 @@ def check_memory() -> list[Check]:
                       "use SMART_AGENT_EMBEDDING_MODEL=local (bundled, offline), or reinstall: "
                       'pip install -e ".[dev]"')]
     checks = [Check("embedding model", True, f"{spec} loads offline ({dims} dimensions)")]
-    if settings.database_url() and str(settings.database_url()).startswith(("postgresql://", "postgres://")):
+    if is_postgres(settings.database_url()):
         return checks  # the memory is on the database (its check below)
     try:
         from ..memory.store import FaissMemoryStore
@@ -174,20 +185,25 @@ def check_memory() -> list[Check]:
 
 
 def check_database() -> Check:
-    from ..sessions import connect_postgres, is_postgres, sessions_path
+    from ..context import env_default
+    from ..sessions import connect_postgres, is_postgres, pgvector_version, sessions_path
 
     url = settings.database_url()
     if is_postgres(url):
-        async def ping() -> None:
+        async def ping() -> str | None:
             conn = await connect_postgres(url)
             async with conn:
-                await conn.execute("SELECT 1")
+                return await pgvector_version(conn)
 
         try:
-            asyncio.run(asyncio.wait_for(ping(), DEFAULT_TIMEOUT_S))
+            pgvector = asyncio.run(asyncio.wait_for(ping(), DEFAULT_TIMEOUT_S))
         except Exception as exc:
             return Check("database", False, f"Postgres: {' '.join(str(exc).split()) or type(exc).__name__}",
                          "start the server or correct --db / SMART_AGENT_DB (postgresql://user:pw@host/db)")
+        if not pgvector and env_default("memory", True):
+            return Check("database", False, "Postgres answers, but has no pgvector extension, which the memory "
+                         "store's vector index needs", "install pgvector on the server "
+                         "(https://github.com/pgvector/pgvector), or set SMART_AGENT_MEMORY=false")
         return Check("database", True, "Postgres answers")
     import sqlite3
 

@@ -144,7 +144,7 @@ async def run_and_report(
         async with (
             thread_lock(thread_id),  # one run at a time on a thread
             cassette_session(args),  # --record / --replay: the model traffic (cli/cassette.py)
-            open_run_backends() as backends,
+            open_run_backends(ctx) as backends,
             open_mcp_registry(metadata, on_event) as registry,  # MCP sessions: open for this run only
         ):
             graph = _build(
@@ -221,7 +221,7 @@ async def chat_command(args: argparse.Namespace) -> int:
     on_start = _printer(sys.stderr, args.quiet or args.json, RunSummary())  # (an MCP server that does not start)
     async with (
         cassette_session(args),  # --record / --replay: the model traffic (cli/cassette.py)
-        open_run_backends() as backends,
+        open_run_backends(ctx) as backends,
         open_mcp_registry(metadata, on_start) as registry,
     ):
         graph = _build(

@@ -91,6 +91,13 @@ def test_doctor_database_on_postgres(scripted_server, pg_url, tmp_path):
     res = run_cli(["doctor", "--json", "--db", pg_url], env=cli_env(srv))
     assert res.returncode == 0, res.stdout + res.stderr
     assert _checks(res.stdout)["database"] == {"name": "database", "ok": True, "detail": "Postgres answers", "fix": ""}
+    # Memory on Postgres embeds with the local model: another one is a problem before anything loads.
+    env = cli_env(srv, SMART_AGENT_MEMORY="true", SMART_AGENT_EMBEDDING_MODEL="openai:text-embedding-3-small")
+    res = run_cli(["doctor", "--json", "--db", pg_url], env=env)
+    embedding = _checks(res.stdout)["embedding model"]
+    assert res.returncode == 1 and not embedding["ok"], res.stdout
+    assert "memory on Postgres (SMART_AGENT_DB) embeds with the local model only" in embedding["detail"]
+    assert _checks(res.stdout)["database"]["ok"]  # pgserver has pgvector
     down = f"postgresql://postgres:@/postgres?host={tmp_path}"  # no server has its socket there
     res = run_cli(["doctor", "--json", "--db", down], env=cli_env(srv))
     assert res.returncode == 1

@@ -364,6 +364,35 @@ def test_another_embedding_model_on_postgres_is_one_line_not_ignored(scripted_se
     assert len(srv.requests) == 1 and files_under(home) == []
 
 
+def test_a_run_with_memory_off_needs_no_pgvector_and_a_later_one_with_memory_adds_it(
+    scripted_server, workspace, pg_url
+):
+    """--no-memory opens the store without a vector index (a server without pgvector serves such
+    runs); the first run with memory on then adds the vector table to the same database."""
+    url = fresh_database(pg_url)
+    srv = scripted_server(responder=lambda req: text("ok"))
+    env = cli_env(srv, SMART_AGENT_DB=url, SMART_AGENT_MEMORY="true")
+
+    def vector_tables() -> list[tuple[str | None, ...]]:
+        with psycopg.connect(url) as conn:
+            return conn.execute(
+                "SELECT to_regclass('store')::text, to_regclass('store_vectors')::text, "
+                "(SELECT extname FROM pg_extension WHERE extname = 'vector')"
+            ).fetchall()
+
+    res = run_cli(["run", "Remember that I like tea", "--thread", "m", "--workspace", str(workspace), "--no-memory"],
+                  env=env, timeout=240)
+    assert res.returncode == 0, res.stderr
+    assert vector_tables() == [("store", None, None)]
+    res = run_cli(["run", "Remember that I like tea", "--thread", "m", "--workspace", str(workspace)], env=env,
+                  timeout=240)
+    assert res.returncode == 0, res.stderr
+    assert vector_tables() == [("store", "store_vectors", "vector")]
+    with psycopg.connect(url) as conn:
+        (count,) = conn.execute("SELECT count(*) FROM store_vectors WHERE prefix = 'memories.default'").fetchone()
+    assert count == 1
+
+
 def test_a_database_that_cannot_hold_the_tables_is_one_line(scripted_server, workspace, pg_url):
     """A role that may not create the pgvector extension (not a superuser): psycopg's error spans
     lines (DETAIL, HINT, CONTEXT), and the CLI printed all of them."""
