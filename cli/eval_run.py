@@ -177,7 +177,7 @@ async def run_case(run: EvalRun, case: Case, repeat: int, graphs: dict[str, Any]
     except Exception as exc:  # the case fails with the error; the others go on
         error = " ".join(f"{type(exc).__name__}: {exc}".split())
         result = {"answer": "", "status": "failed", "error": error, "tool_calls": summary.tool_calls,
-                  "usage": {**summary.usage, "cost_usd": 0.0}, "workspace": str(workspace)}
+                  "usage": {**summary.usage, "cost_usd": None}, "workspace": str(workspace)}
         checks = [{"check": "error", "passed": False, "detail": error}]
     seconds = ran if ran is not None else time.perf_counter() - started
     usage = result.get("usage") or {}
@@ -197,7 +197,7 @@ async def run_case(run: EvalRun, case: Case, repeat: int, graphs: dict[str, Any]
         "tool_calls": tool_call_count(result),
         "model_calls": int(usage.get("model_calls") or 0),
         "tokens": int(usage.get("total_tokens") or 0),
-        "cost_usd": float(usage.get("cost_usd") or 0.0),
+        "cost_usd": None if usage.get("cost_usd") is None else float(usage["cost_usd"]),  # None: unknown
         "seconds": round(seconds, 3),
         "thread_id": thread_id,
         "workspace": str(workspace),

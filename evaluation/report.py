@@ -20,6 +20,18 @@ def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
+def _cost(values: Sequence[Any], combine: Any = sum) -> float | None:
+    """The runs' cost (``combine``: sum or mean); None - unknown - when a run's is (a model
+    without a price was called), never a made-up 0."""
+    if any(v is None for v in values):
+        return None
+    return round(float(combine([float(v or 0) for v in values])), 6)
+
+
+def _cell(key: str, value: Any, fmt: str) -> str:
+    return "?" if value is None and key == "cost_usd" else fmt.format(value)
+
+
 def summarize(runs: Sequence[Mapping[str, Any]], case_ids: Sequence[str], repeat: int) -> dict[str, Any]:
     """``{"summary": ..., "cases": [...]}`` from every run (``case``, ``passed``, ``tool_calls``,
     ``model_calls``, ``tokens``, ``cost_usd``, ``seconds``, ``checks`` ...). A case passes when
@@ -39,7 +51,9 @@ def summarize(runs: Sequence[Mapping[str, Any]], case_ids: Sequence[str], repeat
             "failed_check": failed.get("failed_check") if failed else None,
         }
         for key, _, _ in COLUMNS:
-            row[key] = _mean([float(r.get(key) or 0) for r in mine])
+            row[key] = _mean([float(r.get(key) or 0) for r in mine]) if key != "cost_usd" else _cost(
+                [r.get(key) for r in mine], _mean
+            )
         row["results"] = list(mine)
         cases.append(row)
     n = len(cases) or 1
@@ -58,7 +72,7 @@ def summarize(runs: Sequence[Mapping[str, Any]], case_ids: Sequence[str], repeat
         "tool_calls": sum(int(r.get("tool_calls") or 0) for r in runs),
         "model_calls": sum(int(r.get("model_calls") or 0) for r in runs),
         "tokens": sum(int(r.get("tokens") or 0) for r in runs),
-        "cost_usd": round(sum(float(r.get("cost_usd") or 0) for r in runs), 6),
+        "cost_usd": _cost([r.get("cost_usd") for r in runs]),
         "seconds": round(sum(float(r.get("seconds") or 0) for r in runs), 3),
     }
     return {"summary": summary, "cases": cases}
@@ -78,7 +92,7 @@ def _rows(results: Mapping[str, Any]) -> list[list[str]]:
         check = c.get("failed_check") or ""
         rows.append([
             c["id"], _result(c), check if len(check) <= 60 else check[:57] + "...",
-            *[fmt.format(c[key]) for key, _, fmt in COLUMNS],
+            *[_cell(key, c[key], fmt) for key, _, fmt in COLUMNS],
         ])
     return rows
 
@@ -95,7 +109,8 @@ def _summary_line(s: Mapping[str, Any]) -> str:
     if s["repeat"] > 1:
         line += f", pass@1 {s['pass_at_1']:.0%}, pass@{s['repeat']} {s['pass_at_k']:.0%}"
         line += f", flaky: {', '.join(s['flaky'])}" if s["flaky"] else ", no flaky case"
-    return line + f"; {s['tokens']} tokens, ${s['cost_usd']:.4f}, {s['seconds']:.1f} s of runs"
+    cost = "cost unknown" if s["cost_usd"] is None else f"${s['cost_usd']:.4f}"
+    return line + f"; {s['tokens']} tokens, {cost}, {s['seconds']:.1f} s of runs"
 
 
 def table(results: Mapping[str, Any]) -> str:
@@ -132,8 +147,8 @@ def markdown_report(results: Mapping[str, Any]) -> str:
     return "\n".join(md).rstrip() + "\n"
 
 
-def _ratio(a: float, b: float) -> float | None:
-    return round(b / a, 4) if a else None
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return round(b / a, 4) if a and b is not None else None
 
 
 def compare(a: Mapping[str, Any], b: Mapping[str, Any], labels: tuple[str, str]) -> dict[str, Any]:
@@ -152,13 +167,15 @@ def compare(a: Mapping[str, Any], b: Mapping[str, Any], labels: tuple[str, str])
             row[f"a_{key}"], row[f"b_{key}"] = ca[key], cb[key]
         cases.append(row)
     sa, sb = a["summary"], b["summary"]
-    totals = {k: {"a": sa[k], "b": sb[k], "ratio": _ratio(float(sa[k]), float(sb[k]))} for k in TOTALS}
+    totals = {k: {"a": sa[k], "b": sb[k], "ratio": _ratio(sa[k], sb[k])} for k in TOTALS}
     return {"a": labels[0], "b": labels[1], "cases": cases, "totals": totals}
 
 
 def _fmt(key: str, value: Any) -> str:
     if key == "pass_rate":
         return f"{value:.0%}"
+    if value is None:
+        return "?"
     return f"{value:.4f}" if key == "cost_usd" else f"{value:.2f}" if key == "seconds" else f"{value:.0f}"
 
 

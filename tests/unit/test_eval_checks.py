@@ -234,6 +234,18 @@ def test_compare_totals_and_ratios():
     assert cmp["totals"]["seconds"]["ratio"] == 1.0
 
 
+def test_an_unknown_cost_stays_unknown_in_the_report():
+    from smart_agent.evaluation.report import table
+
+    priced = summarize([run("x", True), run("y", True)], ["x", "y"], 1)
+    assert priced["summary"]["cost_usd"] == 0.002 and "$0.0020" in table(priced)
+    unpriced = summarize([run("x", True), {**run("y", True), "cost_usd": None}], ["x", "y"], 1)
+    assert unpriced["summary"]["cost_usd"] is None  # a model without a price: not a made-up 0
+    assert [c["cost_usd"] for c in unpriced["cases"]] == [0.001, None]
+    assert "cost unknown" in table(unpriced) and "?" in table(unpriced).splitlines()[3]
+    assert compare(priced, unpriced, ("a", "b"))["totals"]["cost_usd"] == {"a": 0.002, "b": None, "ratio": None}
+
+
 def test_a_run_error_is_in_the_report_once_and_whole_in_the_progress_line(capsys, monkeypatch):
     from smart_agent.cli.eval import _Progress
     from smart_agent.evaluation.report import markdown_report
