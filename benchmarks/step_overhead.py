@@ -60,11 +60,19 @@ def make_tool(kind: str = "sync") -> Any:
 
 
 def script(turns: int) -> list[Any]:
-    """T turns that each call ``lookup`` (different arguments: no loop detection), then an answer."""
+    """T turns that each call ``lookup`` (different arguments: no loop detection), then an answer.
+    Each reply reports its token usage, as the providers' replies do (OpenAI, Anthropic, Ollama):
+    without it smart-agent estimates the tokens of every request for the run's usage."""
     from langchain_core.messages import AIMessage
 
-    calls = [AIMessage("", tool_calls=[{"name": "lookup", "args": {"n": i}, "id": f"c{i}"}]) for i in range(turns)]
-    return [*calls, f"Looked up {turns} items."]
+    def usage(i: int) -> Any:
+        return {"input_tokens": 100 + 80 * i, "output_tokens": 20, "total_tokens": 120 + 80 * i}
+
+    calls = [
+        AIMessage("", tool_calls=[{"name": "lookup", "args": {"n": i}, "id": f"c{i}"}], usage_metadata=usage(i))
+        for i in range(turns)
+    ]
+    return [*calls, AIMessage(f"Looked up {turns} items.", usage_metadata=usage(turns))]
 
 
 def runner(mode: str, turns: int, tool: Any) -> Callable[[], Any]:
