@@ -406,7 +406,8 @@ def test_a_database_that_cannot_hold_the_tables_is_one_line(scripted_server, wor
     limited = url.replace("postgres:@", f"{role}:@", 1)
     assert limited != url
     srv = scripted_server([])
-    res = run_cli(["run", "hi", "--workspace", str(workspace), "--db", limited], env=cli_env(srv), timeout=240)
+    env = cli_env(srv, SMART_AGENT_MEMORY="true")  # memory's vector index needs the extension
+    res = run_cli(["run", "hi", "--workspace", str(workspace), "--db", limited], env=env, timeout=240)
     lines = res.stderr.strip().splitlines()
     assert res.returncode == 1 and len(lines) == 1, res.stderr
     assert lines[0].startswith(
