@@ -12,10 +12,11 @@ it, and the hooks that keep requests within ``usable_tokens(context_token_limit)
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
-from langchain_core.messages import BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import BaseTool
 from langgraph.graph.message import add_messages
 
@@ -68,10 +69,28 @@ def apply_update(state: Mapping[str, Any], update: Mapping[str, Any]) -> dict[st
     """The state after ``update`` (messages through ``add_messages``)."""
     after = {**state, **{k: v for k, v in update.items() if k not in ("messages", "archived")}}
     if "messages" in update:
-        after["messages"] = add_messages(list(state.get("messages") or []), list(update["messages"]))
+        after["messages"] = appended(list(state.get("messages") or []), list(update["messages"]))
     if "archived" in update:
         after["archived"] = {**(state.get("archived") or {}), **(update["archived"] or {})}
     return after
+
+
+def appended(left: list[Any], right: list[Any]) -> list[Any]:
+    """``add_messages(left, right)``. A node's new messages (an AI reply, tool results) usually
+    only append: then they are added as they are, ids given as ``add_messages`` gives them,
+    instead of every message of the thread being converted again on every turn."""
+    if all(type(m) in _PLAIN for m in right):
+        for m in right:
+            if m.id is None:
+                m.id = str(uuid.uuid4())
+        ids = {m.id for m in right}
+        if len(ids) == len(right) and ids.isdisjoint(m.id for m in left if isinstance(m, BaseMessage)):
+            return [*left, *right]
+    return cast(list[Any], add_messages(left, right))
+
+
+# Message classes that add_messages takes as they are (not chunks, not RemoveMessage).
+_PLAIN = frozenset({AIMessage, HumanMessage, ToolMessage, SystemMessage})
 
 
 class ContextBudget:

@@ -1,0 +1,51 @@
+"""history.budget.appended: add_messages' result, with its fast path for new messages that only append."""
+
+import pytest
+from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, RemoveMessage, ToolMessage
+from langgraph.graph.message import add_messages
+
+from smart_agent.history.budget import appended
+
+
+def thread():
+    return [HumanMessage("q", id="h1"), AIMessage("", id="a1", tool_calls=[{"name": "t", "args": {}, "id": "c1"}])]
+
+
+def same(left, right):
+    expected = add_messages(list(left), list(right))
+    got = appended(list(left), list(right))
+    # (a dict is converted to a new message with a new id by each call: its id is not compared)
+    given = {m.id for m in [*left, *right] if not isinstance(m, dict)}
+
+    def view(ms):
+        return [(type(m), m.id if m.id in given else "new", m.content) for m in ms]
+
+    assert view(got) == view(expected)
+    return got
+
+
+def test_new_messages_append_and_get_ids():
+    results = [ToolMessage("r", tool_call_id="c1"), AIMessage("done")]
+    got = appended(thread(), results)
+    assert [m.content for m in got] == ["q", "", "r", "done"]
+    assert all(m.id for m in got) and len({m.id for m in got}) == 4
+
+
+@pytest.mark.parametrize(
+    "right",
+    [
+        [AIMessage("replaced", id="a1")],  # an id of the thread: replaced in place
+        [AIMessage("x", id="n1"), AIMessage("y", id="n1")],  # one id twice: the later wins
+        [RemoveMessage(id="h1")],
+        [AIMessageChunk(content="chunk", id="n2")],
+        [{"role": "user", "content": "a dict"}],
+        [HumanMessage("new", id="n3")],
+    ],
+)
+def test_same_as_add_messages(right):
+    same(thread(), right)
+
+
+def test_a_replacement_is_not_appended():
+    got = appended(thread(), [AIMessage("shorter", id="a1")])
+    assert [m.content for m in got] == ["q", "shorter"]
