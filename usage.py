@@ -62,11 +62,25 @@ def _number(value: Any, kind: type) -> Any:
 def as_usage(value: Any) -> dict[str, Any]:
     """A usage record from anything a state may hold (missing or bad numbers: 0). ``cost_usd``
     ``None`` (present, null) means unknown: a call was made with a model the price table lacks."""
+    if type(value) is dict and len(value) == 4 and _is_record(value):
+        return dict(value)  # (already one: a meter's, a node's; every turn reads a few)
     value = value if isinstance(value, Mapping) else {}
     out = {k: _number(value.get(k), int) for k in USAGE_KEYS[:3]}
     unknown = "cost_usd" in value and value["cost_usd"] is None
     out["cost_usd"] = None if unknown else _number(value.get("cost_usd"), float)
     return out
+
+
+def _is_record(value: dict[str, Any]) -> bool:
+    """Whether ``value`` is what :func:`as_usage` would return for it (counts: ints >= 0;
+    cost: a finite float >= 0, or None)."""
+    calls, tokens_in, tokens_out = value.get("model_calls"), value.get("input_tokens"), value.get("output_tokens")
+    cost = value.get("cost_usd", 0)
+    return (
+        type(calls) is int and type(tokens_in) is int and type(tokens_out) is int
+        and calls >= 0 and tokens_in >= 0 and tokens_out >= 0
+        and (cost is None or (type(cost) is float and 0.0 <= cost < math.inf))
+    )
 
 
 def add_usage(total: Mapping[str, Any], more: Mapping[str, Any]) -> dict[str, Any]:
