@@ -3,10 +3,8 @@ reasoning call and the summary call are made only when the budget leaves room fo
 after them (else the turn answers / the digest replaces the summary), and both count in the
 run's usage. Through the real langchain-openai client against the scripted server."""
 
-import random
-
 from conftest import offered, openai_model, run_graph
-from langchain_core.tools import tool
+from scripted_support import big_echo_registry
 
 from smart_agent.context import Context
 from smart_agent.graphs.agent import build_agent_graph
@@ -63,18 +61,6 @@ async def test_two_phase_reasoning_calls_count_and_respect_the_call_budget(scrip
 
 
 # --------------------------------------------------------------------------- summaries
-def fetch_registry(size=1400):
-    @tool
-    def fetch(key: str) -> str:
-        """Fetch a record by key."""
-        rnd = random.Random(key)
-        return f"record {key}: " + " ".join(rnd.choice(["alpha", "beta", "gamma", "delta"]) for _ in range(size // 6))
-
-    reg = ToolRegistry()
-    reg.register(fetch)
-    return reg
-
-
 def is_summary_request(req) -> bool:
     first = (req.get("messages") or [{}])[0]
     return first.get("role") == "system" and str(first.get("content", "")).startswith(SUMMARY_SYSTEM_PROMPT[:40])
@@ -101,7 +87,7 @@ def summary_ctx(**kw):
 async def test_a_summary_call_is_never_the_budgets_last_call(scripted_server):
     # without a budget: find the request that is the first summary
     srv = scripted_server(responder=fetcher)
-    graph = build_agent_graph(model=openai_model(srv), registry=fetch_registry())
+    graph = build_agent_graph(model=openai_model(srv), registry=big_echo_registry())
     await run_graph(graph, "Fetch the records.", summary_ctx(max_model_calls=12))
     first = next(i for i, r in enumerate(srv.requests) if is_summary_request(r))
     assert first >= 1
@@ -120,7 +106,7 @@ async def test_a_summary_call_is_never_the_budgets_last_call(scripted_server):
 
 async def test_summary_calls_count_in_the_runs_usage(scripted_server):
     srv = scripted_server(responder=fetcher)
-    graph = build_agent_graph(model=openai_model(srv), registry=fetch_registry())
+    graph = build_agent_graph(model=openai_model(srv), registry=big_echo_registry())
     final = await run_graph(graph, "Fetch the records.", summary_ctx(max_model_calls=12))
     summaries = sum(1 for r in srv.requests if is_summary_request(r))
     assert summaries >= 1 and final["usage"]["model_calls"] == len(srv.requests) == 12

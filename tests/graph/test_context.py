@@ -11,10 +11,10 @@ import string
 import pytest
 from conftest import cli_env, openai_model, run_cli, run_graph
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 from pydantic import BaseModel, field_validator
+from scripted_support import big_echo_registry
 
 from smart_agent.context import Context
 from smart_agent.graphs.agent import build_agent_graph
@@ -168,18 +168,6 @@ def test_six_large_files_stay_within_budget_cli(scripted_server, workspace):
 
 
 # --------------------------------------------------------------------------- pairing + summaries
-def big_echo_registry(size=1400):
-    @tool
-    def fetch(key: str) -> str:
-        """Fetch a record by key."""
-        rnd = random.Random(key)
-        return f"record {key}: " + " ".join(rnd.choice(["alpha", "beta", "gamma", "delta"]) for _ in range(size // 6))
-
-    reg = ToolRegistry()
-    reg.register(fetch)
-    return reg
-
-
 def parallel_model(turns=8, summary=None):
     state = {"turn": 0}
 
