@@ -57,8 +57,9 @@ import smart_agent.graphs.agent as m
 before = "graph" in vars(m)
 from smart_agent.graphs.agent import graph
 from smart_agent.graphs.served import agent
-print(before, type(graph).__name__, graph is m.graph is agent, "graph" in vars(m))
+from langgraph.graph.state import CompiledStateGraph
+print(before, isinstance(graph, CompiledStateGraph), graph is m.graph is agent, "graph" in vars(m))
 """
     res = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr[-3000:]
-    assert res.stdout.split() == ["False", "CompiledStateGraph", "True", "True"]
+    assert res.stdout.split() == ["False", "True", "True", "True"]
