@@ -44,12 +44,11 @@ class SelfRoutedGraph(CompiledStateGraph):
                 update = StateUpdate(*update)
                 node = update.as_node or (last if len(step) == 1 else None)
                 route = self.node_routes.get(node or "")
-                if route is not None and isinstance(update.values, Mapping):
+                if isinstance(update.values, Mapping):
                     values = apply_update(values, update.values)
-                    goto = route(values, {})  # no run context: as a conditional edge under update_state
-                    update = StateUpdate(Command(update=update.values, goto=goto), node, update.task_id)  # type: ignore[arg-type]
-                elif isinstance(update.values, Mapping):
-                    values = apply_update(values, update.values)
+                    if route is not None:
+                        goto = route(values, {})  # no run context: as a conditional edge under update_state
+                        update = StateUpdate(Command(update=update.values, goto=goto), node, update.task_id)  # type: ignore[arg-type]
                 updates.append(update)
             out.append(updates)
         return out
