@@ -35,7 +35,14 @@ import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
-from langchain_core.messages import BaseMessage, SystemMessage, convert_to_openai_messages
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    convert_to_openai_messages,
+)
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
@@ -125,10 +132,39 @@ def _json_parts(items: list[Any]) -> tuple[int, int]:
     return sum(len(json.dumps(item, default=str)) for item in items), len(items)
 
 
+_ROLES = {AIMessage: "assistant", HumanMessage: "user", ToolMessage: "tool", SystemMessage: "system"}
+
+
+def _message_parts(message: BaseMessage) -> tuple[int, int]:
+    """``_json_parts(convert_to_openai_messages([message]))``. A message of the four plain kinds
+    with text content (nearly every message of a thread) is built here as that function builds
+    it, without its content-block machinery; anything else goes through it."""
+    role = _ROLES.get(type(message))
+    extra = message.additional_kwargs
+    if role is None or not isinstance(message.content, str) or (extra and role == "system"):
+        return _json_parts(convert_to_openai_messages([message]))
+    item: dict[str, Any] = {"role": role}
+    if message.name:
+        item["name"] = message.name
+    if isinstance(message, AIMessage) and message.tool_calls:
+        item["tool_calls"] = [
+            {
+                "type": "function",
+                "id": c["id"],
+                "function": {"name": c["name"], "arguments": json.dumps(c["args"], ensure_ascii=False)},
+            }
+            for c in message.tool_calls
+        ]
+    if extra.get("refusal"):
+        item["refusal"] = extra["refusal"]
+    if isinstance(message, ToolMessage):
+        item["tool_call_id"] = message.tool_call_id
+    item["content"] = message.content
+    return len(json.dumps(item, default=str)), 1
+
+
 # Per message: its chat-completions form as JSON elements (one message may become several).
-_message_json: IdentityCache[BaseMessage, tuple[int, int]] = IdentityCache(
-    lambda m: _json_parts(convert_to_openai_messages([m])), 16384
-)
+_message_json: IdentityCache[BaseMessage, tuple[int, int]] = IdentityCache(_message_parts, 16384)
 _schema_json: IdentityCache[dict, tuple[int, int]] = IdentityCache(lambda s: _json_parts([s]), 2048)
 _EMPTY_BODY = len(json.dumps({"messages": []}))
 _TOOLS_KEY = len(json.dumps({"messages": [], "tools": []})) - _EMPTY_BODY
@@ -193,7 +229,6 @@ def _add_message(total: tuple[int, int], message: BaseMessage) -> tuple[int, int
 _message_runs: PrefixFold[tuple[int, int]] = PrefixFold(_add_message, (0, 0))
 
 
-
 @functools.lru_cache(maxsize=256)
 def _system_json(text: str) -> int:
     return _json_parts(convert_to_openai_messages([SystemMessage(content=text)]))[0]
@@ -204,12 +239,24 @@ def request_json_chars(messages: Sequence[BaseMessage], tools: Sequence[BaseTool
     computed once per object: a turn measures only the messages that are new since the last one.
     (The first message, a system prompt built for each request, is measured apart.)"""
     head = messages[0] if messages else None
-    if type(head) is SystemMessage and isinstance(head.content, str) and not head.name:
-        chars, count = _system_json(head.content), 1  # rebuilt for every request, the same text
-    else:
-        chars, count = _sum_parts(_cached(_message_json, messages[:1]))
-    if len(messages) > 1:
-        more, n = _message_runs.fold(messages[1:])
+    if type(head) is SystemMessage and isinstance(head.content, str) and not head.name and not head.additional_kwargs:
+        return system_request_chars(head.content, messages[1:], tools)
+    chars, count = _sum_parts(_cached(_message_json, messages[:1]))
+    return _request_chars(chars, count, messages[1:], tools)
+
+
+def system_request_chars(
+    system: str, messages: Sequence[BaseMessage], tools: Sequence[BaseTool | dict] | None = None
+) -> int:
+    """``request_json_chars([SystemMessage(system), *messages], tools)``, without building the
+    system message (rebuilt for every request, the same text: measured once per text)."""
+    return _request_chars(_system_json(system), 1, messages, tools)
+
+
+def _request_chars(chars: int, count: int, rest: Sequence[BaseMessage], tools: Sequence[BaseTool | dict] | None) -> int:
+    """The request's JSON length: ``chars`` and ``count`` elements of its head, then ``rest``."""
+    if rest:
+        more, n = _message_runs.fold(rest)
         chars, count = chars + more, count + n
     schemas, tools_n = _sum_parts(_cached(_schema_json, tool_schemas(tools)))
     size = _EMPTY_BODY + chars + 2 * max(0, count - 1)  # ", " between a list's elements

@@ -12,6 +12,7 @@ it, and the hooks that keep requests within ``usable_tokens(context_token_limit)
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, cast
@@ -24,12 +25,16 @@ from ..events import emit
 from ..prompts import build_system_prompt
 from ..structured_output import schema_of
 from ..tokens import (
+    CHARS_PER_TOKEN,
+    ENVELOPE_TOKENS,
     TokenCounter,
+    approx_counter,
     archive_threshold,
     count_messages,
     count_request,
     page_chars,
     resolve_counter,
+    system_request_chars,
     usable_tokens,
 )
 from .groups import drop_old_units, drop_orphan_results
@@ -113,18 +118,28 @@ class ContextBudget:
         turn and the agent node's guard measure the same request (the same system prompt,
         message and tool objects), so the second asks the counter again for nothing."""
         head = request[0] if request else None
-        system = head.content if isinstance(head, SystemMessage) and isinstance(head.content, str) else None
-        if system is None:
-            return count_request(self.counter, request, tools)
-        key = (system, tuple(map(id, request[1:])), tuple(map(id, tools)))
+        if isinstance(head, SystemMessage) and isinstance(head.content, str):
+            return self._count(head.content, request[1:], tools, head)
+        return count_request(self.counter, request, tools)
+
+    def _count(
+        self, system: str, messages: Sequence[BaseMessage], tools: Sequence[BaseTool], head: BaseMessage | None = None
+    ) -> int:
+        """Tokens of the request ``system`` prompt (as ``head``, the message, when the caller has
+        one) + ``messages`` + ``tools``, remembered by the identity of its parts."""
+        key = (system, tuple(map(id, messages)), tuple(map(id, tools)))
         hit = self._sizes.get(key)
         if hit is not None:
             return hit[0]
-        tokens = count_request(self.counter, request, tools)
+        if self.counter is approx_counter and (head is None or type(head) is SystemMessage and not head.name):
+            chars = system_request_chars(system, messages, tools)  # (no system message to build)
+            tokens = math.ceil(chars / CHARS_PER_TOKEN) + ENVELOPE_TOKENS
+        else:
+            tokens = count_request(self.counter, [head or SystemMessage(content=system), *messages], tools)
         if len(self._sizes) >= SIZES_KEPT:
             self._sizes.pop(next(iter(self._sizes)), None)
         # The objects are kept with their ids, so no other object can take an id of the key.
-        self._sizes[key] = (tokens, [*request[1:], *tools])
+        self._sizes[key] = (tokens, [*messages, *tools])
         return tokens
 
     # -- the request ------------------------------------------------------
@@ -141,7 +156,7 @@ class ContextBudget:
     def request_tokens(self, ctx: BudgetSettings, state: Mapping[str, Any]) -> int:
         """Tokens of the next request: system prompt + messages + tool schemas."""
         system, tools = self.assemble(ctx, state)
-        return self.count([SystemMessage(content=system), *(state.get("messages") or [])], tools)
+        return self._count(system, state.get("messages") or [], tools)
 
     # -- hooks of the loop's nodes -----------------------------------------
     def on_run_start(self, state: Mapping[str, Any], update: Mapping[str, Any], ctx: BudgetSettings) -> dict[str, Any]:

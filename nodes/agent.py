@@ -44,11 +44,11 @@ def offered_tools(ctx: AgentContext, registry: ToolRegistry, state: Mapping[str,
     hidden = {"memory"} if not getattr(ctx, "memory", False) else set()
     if not getattr(ctx, "ask_user", False):
         hidden.add(ASK_TAG)
-    tools = []
-    for t in registry.tools(ctx.tools):
-        tags = registry.meta(t.name).tags
-        if not (t.name in CONTEXT_TOOL_NAMES and CONTEXT_TAG in tags) and not hidden.intersection(tags):
-            tools.append(t)
+    tools = [
+        t
+        for t, meta in registry.entries(ctx.tools)
+        if not (t.name in CONTEXT_TOOL_NAMES and CONTEXT_TAG in meta.tags) and not hidden.intersection(meta.tags)
+    ]
     return tools + [t for t in context_tools_for(ctx, registry, state) if t not in tools]
 
 

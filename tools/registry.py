@@ -169,14 +169,13 @@ class ToolRegistry:
 
     def tools(self, names: Iterable[str] | None = None) -> list[BaseTool]:
         """The tools with these names (all when ``names`` is None or empty), in registry order."""
-        tools = self._view()[0]
-        if not names:
-            return list(tools.values())
-        wanted = list(dict.fromkeys(names))
-        missing = [n for n in wanted if n not in tools]
-        if missing:
-            raise KeyError(f"Unknown tool(s): {', '.join(missing)}. Known tools: {', '.join(tools)}")
-        return [tools[n] for n in wanted]
+        return _select(self._view()[0], names)
+
+    def entries(self, names: Iterable[str] | None = None) -> list[tuple[BaseTool, ToolMeta]]:
+        """:meth:`tools` with each tool's :meth:`meta`, read from one view of the registry (an
+        agent turn filters its offer by metadata: one lookup instead of one per tool)."""
+        tools, meta = self._view()
+        return [(t, meta[t.name]) for t in _select(tools, names)]
 
     def copy(self) -> ToolRegistry:
         """An independent registry with the same tools (pending steps still pending, same run patterns)."""
@@ -239,6 +238,17 @@ class ToolRegistry:
 def _json_schema(schema: Any) -> dict[str, Any]:
     """A tool's argument schema as JSON Schema (a pydantic model class or a dict)."""
     return dict(schema) if isinstance(schema, dict) else schema.model_json_schema()
+
+
+def _select(tools: dict[str, BaseTool], names: Iterable[str] | None) -> list[BaseTool]:
+    """The tools with these names (all when ``names`` is None or empty), in registry order."""
+    if not names:
+        return list(tools.values())
+    wanted = list(dict.fromkeys(names))
+    missing = [n for n in wanted if n not in tools]
+    if missing:
+        raise KeyError(f"Unknown tool(s): {', '.join(missing)}. Known tools: {', '.join(tools)}")
+    return [tools[n] for n in wanted]
 
 
 def _set(registry: ToolRegistry, tool: BaseTool, meta: ToolMeta | None) -> None:

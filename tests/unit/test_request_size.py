@@ -37,6 +37,13 @@ def conversation_pieces() -> list:
         ToolMessage("item 1: " + "x" * 300, tool_call_id="c1", name="lookup"),
         AIMessage([{"type": "text", "text": "Done."}]),
         HumanMessage([{"type": "text", "text": "and this"}, {"type": "image_url", "image_url": {"url": "data:x"}}]),
+        # Built without convert_to_openai_messages when plain (tokens._message_parts): names,
+        # a refusal, several calls with non-ASCII arguments, a system message with another role.
+        HumanMessage("from bob", name="bob"),
+        AIMessage("Let me look. ☃", name="helper", tool_calls=[call, {**call, "id": "c3", "args": {"q": "ß\n\"x\""}}]),
+        ToolMessage("", tool_call_id="c3", name="lookup"),
+        AIMessage("", additional_kwargs={"refusal": "I can't help with that ☃"}),
+        SystemMessage("developer rules", additional_kwargs={"__openai_role__": "developer"}),
         AIMessage("", invalid_tool_calls=[{"name": "lookup", "args": "{bad", "id": "c2", "error": "json"}]),
         ToolMessage("error", tool_call_id="c2", name="lookup", status="error"),
     ]
