@@ -104,6 +104,25 @@ class AgentState(InputState, total=False):
     usage: dict[str, Any]
 
 
+class AgentOutputState(OutputState, total=False):
+    """What an agent loop run returns (``invoke``, ``runs.wait``; the whole state stays in the
+    thread's checkpoints, ``get_state``): the answer and what a caller reads about the run.
+    The loop's own bookkeeping (limits copied from the context, loop detection, reviews...)
+    stays inside: LangGraph reads every output key after every step of the run."""
+
+    # The validated final answer when the run has an output schema.
+    structured_response: Any
+    todos: list[dict]
+    tool_calls_made: int
+    turns: int
+    compactions: int
+    archived: Annotated[dict[str, dict], merge_archived]
+    active_agent: str
+    handoffs: int
+    memory_context: str
+    recalled_memories: list[dict]
+
+
 def merge_step_results(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:
     """Planner step results keyed by step id: later writes win; a ``None`` value deletes the id."""
     merged = dict(left or {})

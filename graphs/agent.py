@@ -55,7 +55,7 @@ from ..nodes.structured import make_structured_output_node
 from ..nodes.summarize import make_summarize_node
 from ..nodes.team import no_handoff
 from ..nodes.tools import make_tools_node
-from ..state import AgentState, InputState
+from ..state import AgentOutputState, AgentState, InputState
 from ..tools.assembly import resolve_registry
 from ..tools.registry import ToolRegistry
 from .run_scope import mcp_servers_of, served_graph, served_mcp_config, with_mcp_servers
@@ -153,7 +153,9 @@ def build_agent_graph(
         handoff_node = no_handoff  # wired, never routed to: one agent has no active_agent
         preload = [registry]
 
-    builder = StateGraph(AgentState, context_schema=AgentContext, input_schema=InputState)
+    builder = StateGraph(
+        AgentState, context_schema=AgentContext, input_schema=InputState, output_schema=AgentOutputState
+    )
     # The nodes route themselves (graphs/self_routing.py): each route below decides on the state
     # after its node's update, and ``destinations`` draws the edges. The budget routes measure
     # the next request where they decide (state + the run's context).
