@@ -17,6 +17,10 @@ from typing import Any, NoReturn
 from langchain_core.language_models import BaseChatModel
 
 from . import settings
+from .context import context_field
+from .events import emit
+from .replies import guard_openai_tool_args, sanitize_reply
+from .usage import record_end, record_start
 
 #: How to set up a model: printed by `smart-agent doctor` (cli/doctor.py) after a model problem.
 SETUP_HELP = (
@@ -55,8 +59,6 @@ _TIMEOUT_PROVIDERS = {
 def model_options(ctx: Any) -> dict[str, Any]:
     """The run's request limits for :func:`load_chat_model`: ``timeout`` (seconds) and
     ``max_retries`` from the context fields ``model_timeout_s`` / ``model_max_retries``."""
-    from .context import context_field
-
     return {
         "timeout": float(context_field(ctx, "model_timeout_s", 120.0)),
         "max_retries": int(context_field(ctx, "model_max_retries", 2)),
@@ -87,10 +89,11 @@ class Fallback:
 def model_fallbacks(ctx: Any) -> list[Fallback]:
     """The run's fallback models (context field ``fallback_models``), in order, each with
     the run's request limits (:func:`model_options`)."""
-    from .context import context_field
-
+    specs = context_field(ctx, "fallback_models", []) or []
+    if not specs:  # (every turn asks: most runs have none)
+        return []
     options = model_options(ctx)
-    return [Fallback(spec, options) for spec in context_field(ctx, "fallback_models", []) or []]
+    return [Fallback(spec, options) for spec in specs]
 
 
 def rebind_all(fallbacks: Sequence[Fallback], fn: Callable[[Any], Any]) -> list[Fallback]:
@@ -279,10 +282,6 @@ async def invoke_model(
     ``runnable``), with a ``model_fallback`` event; configuration errors never do.
 
     Each request is counted on the run's meter (usage.py), when one is current."""
-    from .events import emit
-    from .replies import guard_openai_tool_args, sanitize_reply
-    from .usage import record_end, record_start
-
     guard_openai_tool_args()  # non-object tool arguments become invalid tool calls
     pending = list(fallbacks)
     while True:

@@ -206,24 +206,34 @@ class Meter:
     def effective_limits(self) -> Limits:
         root = self.root
         calls = root.limits.model_calls
-        if calls:
-            calls = max(1, calls - root.reserved_calls)
-        return Limits(calls, root.limits.tokens, root.limits.cost_usd)
+        if not calls or not root.reserved_calls:  # (the usual case: the root's own, no new object)
+            return root.limits
+        return Limits(max(1, calls - root.reserved_calls), root.limits.tokens, root.limits.cost_usd)
 
-    def _add(self, delta: Mapping[str, Any]) -> None:
+    def _add(self, calls: int = 0, input_tokens: int = 0, output_tokens: int = 0, cost: float | None = 0.0) -> None:
+        """Add to this meter and its parents: :func:`add_usage` of their records (each one a
+        clean record: built by :func:`as_usage`, then only here) and these clean counts."""
         meter: Meter | None = self
         while meter is not None:
-            meter.usage = add_usage(meter.usage, delta)
+            u = meter.usage
+            known = cost is not None and u["cost_usd"] is not None
+            meter.usage = {  # a new record: a caller may hold the old one (fleet.py)
+                "model_calls": u["model_calls"] + calls,
+                "input_tokens": u["input_tokens"] + input_tokens,
+                "output_tokens": u["output_tokens"] + output_tokens,
+                "cost_usd": round(u["cost_usd"] + cost, 10) if known else None,
+            }
             meter = meter.parent
 
     def begin_call(self) -> None:
         """A request is about to be sent (counted now, so parallel callers see it)."""
-        self._add({"model_calls": 1})
+        self._add(calls=1)
 
     def end_call(self, input_tokens: int, output_tokens: int, spec: str | None = None) -> None:
         price = _safe_price(spec or self.spec)
-        cost = call_cost(price, input_tokens, output_tokens) if price is not None else None  # None: unknown
-        self._add({"input_tokens": input_tokens, "output_tokens": output_tokens, "cost_usd": cost})
+        # None: unknown (no price for the model)
+        cost = _number(call_cost(price, input_tokens, output_tokens), float) if price is not None else None
+        self._add(0, _number(input_tokens, int), _number(output_tokens, int), cost)
         limits = self.root.limits
         if limits.any():
             from .events import emit
@@ -243,7 +253,8 @@ class Meter:
 
     def spent(self) -> str | None:
         """:func:`budget_spent`: no model call is left for this caller."""
-        return budget_spent(self.total(), self.effective_limits())
+        limits = self.effective_limits()
+        return budget_spent(self.root.usage, limits) if limits.any() else None
 
     def finalize_event(self, reason: str, **extra: Any) -> None:
         from .events import emit

@@ -52,6 +52,39 @@ def offered_tools(ctx: AgentContext, registry: ToolRegistry, state: Mapping[str,
     return tools + [t for t in context_tools_for(ctx, registry, state) if t not in tools]
 
 
+class ToolBinding:
+    """``llm.bind_tools(tools)`` made once per (model object, tool objects) and reused: binding
+    converts every tool to a schema and inspects its signature, and an agent node offers the
+    same registry objects every turn. Keyed on the objects' ids; each entry keeps the model
+    and the tools themselves, so no other object can take one of those ids while it exists.
+    Nothing it depends on changes in place: a registry's tools are never edited (tokens.py
+    converts them once too), and the binding holds the model itself, so a later change to
+    it is seen by the call. It holds no run, thread or context: those come with each call.
+    One per agent node (it lives with the graph); the oldest entries go beyond ``size``."""
+
+    def __init__(self, size: int = 8) -> None:
+        self.size = size
+        self._entries: dict[tuple[int, ...], tuple[Any, tuple[Any, ...], Any]] = {}
+
+    def __call__(self, llm: Any, tools: Sequence[BaseTool | dict[str, Any]]) -> Any:
+        if not tools:
+            return llm
+        key = (id(llm), *map(id, tools))
+        hit = self._entries.get(key)
+        if hit is not None:
+            return hit[2]
+        bound = llm.bind_tools(tools)
+        while len(self._entries) >= self.size:
+            self._entries.pop(next(iter(self._entries)), None)
+        self._entries[key] = (llm, tuple(tools), bound)
+        return bound
+
+
+def bind_tools(llm: Any, tools: Sequence[BaseTool | dict[str, Any]]) -> Any:
+    """``llm`` with ``tools`` bound (none: ``llm`` itself), bound anew."""
+    return llm.bind_tools(tools) if tools else llm
+
+
 async def call_model(
     model: BaseChatModel,
     messages: list[BaseMessage],
@@ -59,13 +92,14 @@ async def call_model(
     *,
     spec: str | None = None,
     fallbacks: Sequence[Fallback] = (),
-    **bind_kwargs: Any,
+    binding: Callable[[Any, Sequence[BaseTool | dict[str, Any]]], Any] = bind_tools,
 ) -> AIMessage:
     """Invoke the model (then ``fallbacks``, each with the same tools bound, after a provider
-    error); configuration and reachability failures become ModelConfigError."""
+    error); configuration and reachability failures become ModelConfigError. ``binding``
+    binds the tools to a model (a node's :class:`ToolBinding` reuses its bindings)."""
 
     def bind(llm: Any) -> Any:
-        return llm.bind_tools(tools, **bind_kwargs) if tools else llm
+        return binding(llm, tools)
 
     return as_ai_message(await invoke_model(bind(model), messages, spec=spec, fallbacks=rebind_all(fallbacks, bind)))
 
@@ -87,6 +121,7 @@ def finish_reason(response: AIMessage) -> str:
 async def ask_again_if_empty(
     llm: BaseChatModel, request: list[BaseMessage], tools: list[BaseTool], response: AIMessage, *,
     spec: str | None, fail: bool = True, fallbacks: Sequence[Fallback] = (),
+    binding: Callable[[Any, Sequence[BaseTool | dict[str, Any]]], Any] = bind_tools,
 ) -> AIMessage:
     """An empty reply (content filter, or nothing at all) is asked again once with a
     short note; a second empty reply fails the run with a one-line ModelReplyError
@@ -96,7 +131,9 @@ async def ask_again_if_empty(
     reason = finish_reason(response)
     emit("error", node="agent", error="empty reply from the model; asking again", finish_reason=reason)
     note = EMPTY_REPLY_NOTE.format(why=f"; finish_reason {reason!r}" if reason and reason != "stop" else "")
-    again = await call_model(llm, [*request, HumanMessage(content=note)], tools, spec=spec, fallbacks=fallbacks)
+    again = await call_model(
+        llm, [*request, HumanMessage(content=note)], tools, spec=spec, fallbacks=fallbacks, binding=binding
+    )
     if is_empty_reply(again) and fail:
         reason = finish_reason(again) or reason
         why = f" (finish_reason {reason!r})" if reason else ""
@@ -108,6 +145,7 @@ def make_agent_node(
     registry: ToolRegistry, model: BaseChatModel | None = None, budget: ContextBudget | None = None
 ) -> Callable:
     """``budget`` (history/budget.py ContextBudget) guards the size of every request."""
+    binding = ToolBinding()
 
     async def agent(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         ctx = AgentContext.of(runtime)
@@ -142,12 +180,12 @@ def make_agent_node(
             request = [SystemMessage(content=f"{message_text(request[0])}\n\n{BUDGET_NOTICE}"), *request[1:]]
         spec = None if model else ctx.model
         fallbacks = model_fallbacks(ctx)
-        response = await call_model(llm, request, tools, spec=spec, fallbacks=fallbacks)
+        response = await call_model(llm, request, tools, spec=spec, fallbacks=fallbacks, binding=binding)
         if not state.get("output_schema") and not stop:  # (with one, structuredOutput sends an empty answer back)
             # At the tool limit a second empty reply gets the fixed answer below.
             must_answer = bool(state.get("finalize") or tool_limit_reached(state))
             response = await ask_again_if_empty(
-                llm, request, tools, response, spec=spec, fail=not must_answer, fallbacks=fallbacks
+                llm, request, tools, response, spec=spec, fail=not must_answer, fallbacks=fallbacks, binding=binding
             )
         turns = count_of(state, "turns") + 1
         emit("usage", turn=turns, **usage_of(response))

@@ -42,19 +42,31 @@ def _clean(value: Any) -> Any:
     return value
 
 
+def _has_surrogate(value: Any) -> bool:
+    """Whether ``_clean(value)`` would change anything."""
+    if isinstance(value, str):
+        return _SURROGATE.search(value) is not None
+    if isinstance(value, dict):
+        return any(_has_surrogate(k) or _has_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_surrogate(v) for v in value)
+    return False
+
+
 def sanitize_reply(message: Any) -> Any:
     """``message`` with lone surrogates replaced in its content and tool calls."""
     from langchain_core.messages import AIMessage
 
     if not isinstance(message, AIMessage):
         return message
+    names = ("content", "tool_calls", "invalid_tool_calls")
+    if not any(_has_surrogate(getattr(message, k)) for k in names):  # (nearly every reply: nothing to copy)
+        return message
     fields = {
         "content": _clean(message.content),
         "tool_calls": _clean(list(message.tool_calls or [])),
         "invalid_tool_calls": _clean(list(message.invalid_tool_calls or [])),
     }
-    if all(fields[k] == getattr(message, k) for k in fields):
-        return message
     return message.model_copy(update=fields)
 
 
@@ -62,6 +74,8 @@ def guard_openai_tool_args() -> None:
     """Make langchain-openai's reply parser turn non-object arguments into an invalid
     tool call (with ``NOT_AN_OBJECT`` as its error). Idempotent; no-op without the package."""
     global _guarded
+    if _guarded:  # (every model call asks)
+        return
     with _guard_lock:
         if _guarded:
             return
