@@ -120,7 +120,10 @@ class ToolRegistry:
 
     def _view(self) -> tuple[dict[str, BaseTool], dict[str, ToolMeta]]:
         """Its tools and their metadata, with the matching run tools of the current run."""
-        self._load()
+        if self._pending:
+            self._load()
+        if not self._run_patterns:  # (every lookup of a turn comes here: the common case first)
+            return self._tools, self._meta
         extra = run_tools_matching(self._run_patterns)
         if not extra:
             return self._tools, self._meta
