@@ -33,6 +33,7 @@ import math
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
+from json.encoder import encode_basestring_ascii
 from typing import Any, Generic, Protocol, TypeVar
 
 from langchain_core.messages import (
@@ -133,34 +134,49 @@ def _json_parts(items: list[Any]) -> tuple[int, int]:
 
 
 _ROLES = {AIMessage: "assistant", HumanMessage: "user", ToolMessage: "tool", SystemMessage: "system"}
+_args_json = json.JSONEncoder(ensure_ascii=False).encode  # = json.dumps(args, ensure_ascii=False)
+
+
+def _value_len(value: Any) -> int:
+    """``len(json.dumps(value, default=str))``; a string (nearly every value) straight from the
+    C function ``json.dumps`` writes it with, without building an encoder for it."""
+    return len(encode_basestring_ascii(value)) if type(value) is str else len(json.dumps(value, default=str))
+
+
+def _object_len(fields: list[tuple[str, int]]) -> int:
+    """Length of ``json.dumps`` of an object of ASCII ``(key, value length)`` fields."""
+    return 2 + sum(len(key) + 4 + n for key, n in fields) + 2 * (len(fields) - 1)  # "key": v, ...
+
+
+def _list_len(lengths: list[int]) -> int:
+    return 2 + sum(lengths) + 2 * (len(lengths) - 1) if lengths else 2
+
+
+def _call_len(call: Any) -> int:
+    """One tool call as convert_to_openai_messages writes it, serialized."""
+    function = _object_len([("name", _value_len(call["name"])), ("arguments", _value_len(_args_json(call["args"])))])
+    return _object_len([("type", 10), ("id", _value_len(call["id"])), ("function", function)])  # "function"
 
 
 def _message_parts(message: BaseMessage) -> tuple[int, int]:
     """``_json_parts(convert_to_openai_messages([message]))``. A message of the four plain kinds
-    with text content (nearly every message of a thread) is built here as that function builds
-    it, without its content-block machinery; anything else goes through it."""
+    with text content (nearly every message of a thread) is measured here field by field, as
+    that function builds it and ``json.dumps`` writes it; anything else goes through them."""
     role = _ROLES.get(type(message))
     extra = message.additional_kwargs
     if role is None or not isinstance(message.content, str) or (extra and role == "system"):
         return _json_parts(convert_to_openai_messages([message]))
-    item: dict[str, Any] = {"role": role}
+    fields = [("role", len(role) + 2)]
     if message.name:
-        item["name"] = message.name
+        fields.append(("name", _value_len(message.name)))
     if isinstance(message, AIMessage) and message.tool_calls:
-        item["tool_calls"] = [
-            {
-                "type": "function",
-                "id": c["id"],
-                "function": {"name": c["name"], "arguments": json.dumps(c["args"], ensure_ascii=False)},
-            }
-            for c in message.tool_calls
-        ]
+        fields.append(("tool_calls", _list_len([_call_len(c) for c in message.tool_calls])))
     if extra.get("refusal"):
-        item["refusal"] = extra["refusal"]
+        fields.append(("refusal", _value_len(extra["refusal"])))
     if isinstance(message, ToolMessage):
-        item["tool_call_id"] = message.tool_call_id
-    item["content"] = message.content
-    return len(json.dumps(item, default=str)), 1
+        fields.append(("tool_call_id", _value_len(message.tool_call_id)))
+    fields.append(("content", _value_len(message.content)))
+    return _object_len(fields), 1
 
 
 # Per message: its chat-completions form as JSON elements (one message may become several).
