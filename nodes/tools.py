@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
@@ -45,7 +45,7 @@ from ..tools.registry import ToolRegistry
 from ..tools.retry import BACKOFF_BASE_S, backoff_delay, jittered
 from .human import review_context, reviewed_message
 from .metering import metered_node
-from .routes import loop_stage, pending_tool_calls, repeat_streak
+from .routes import call_signature, loop_stage, pending_tool_calls, streak_after
 
 
 def plan_calls(calls: list[dict], made: int, limit: int) -> tuple[list[dict], list[dict]]:
@@ -156,20 +156,27 @@ OVERSIZED = (
 )
 
 
+# arg_chars' encoder, built once (json.dumps with these options builds the same one per call).
+_ARGS_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
+
+
 def arg_chars(call: Mapping[str, Any]) -> int:
     """Size of a call's arguments as JSON text (a malformed call's raw string)."""
     args = call.get("args")
     if isinstance(args, str):
         return len(args)
     try:
-        return len(json.dumps(args, ensure_ascii=False, default=str))
+        return len(_ARGS_JSON.encode(args))
     except (ValueError, RecursionError):
         return len(str(args))
 
 
-def bounded_turn(message: AIMessage, cap: int, max_chars: int) -> tuple[AIMessage | None, list[dict[str, Any]], int]:
-    """``(replacement or None, calls kept, calls dropped)`` for one turn's AI message:
-    at most ``cap`` calls plus one answered "too many", oversized arguments shrunk."""
+def bounded_turn(
+    message: AIMessage, cap: int, max_chars: int
+) -> tuple[AIMessage | None, list[dict[str, Any]], int, dict[int, int]]:
+    """``(replacement or None, calls kept, calls dropped, sizes)`` for one turn's AI message:
+    at most ``cap`` calls plus one answered "too many", oversized arguments shrunk.
+    ``sizes``: :func:`arg_chars` of each kept call, by ``id()``."""
     valid: list[dict[str, Any]] = [dict(c) for c in message.tool_calls or []]
     invalid: list[dict[str, Any]] = [dict(c) for c in message.invalid_tool_calls or []]
     total = len(valid) + len(invalid)
@@ -179,30 +186,36 @@ def bounded_turn(message: AIMessage, cap: int, max_chars: int) -> tuple[AIMessag
     changed = len(kept_valid) + len(kept_invalid) < total
     shrunk_valid: list[dict[str, Any]] = []
     shrunk_invalid: list[dict[str, Any]] = []
+    sizes: dict[int, int] = {}
     for c in kept_valid:
-        n = arg_chars(c)
+        n = sizes[id(c)] = arg_chars(c)
         shrunk_valid.append({**c, "args": {"_truncated": f"{n} chars"}} if n > max_chars else c)
         changed |= n > max_chars
     for c in kept_invalid:  # (too long to be parsed at all is shrunk whatever the limit)
-        n = arg_chars(c)
+        n = sizes[id(c)] = arg_chars(c)
         big = n > min(max_chars, MAX_JSON_CHARS)
         shrunk_invalid.append({**c, "args": json.dumps({"_truncated": f"{n} chars"})} if big else c)
         changed |= big
     calls = [*kept_valid, *kept_invalid]
     if not changed:
-        return None, calls, 0
+        return None, calls, 0, sizes
     replacement = message.model_copy(update={"tool_calls": shrunk_valid, "invalid_tool_calls": shrunk_invalid})
-    return replacement, calls, total - len(calls)
+    return replacement, calls, total - len(calls), sizes
 
 
-def track_repeats(state: Mapping[str, Any], calls: list[dict[str, Any]]) -> dict[str, Any]:
+def track_repeats(
+    state: Mapping[str, Any], calls: list[dict[str, Any]], signatures: Sequence[str] | None = None
+) -> dict[str, Any]:
     """Loop detection's state after this turn's ``calls``: the streak of identical calls
     (``repeat_streak``); reaching ``loop_limit`` puts a notice in the next turn's system
     prompt and emits ``loop_detected``; a different call clears that notice. Going past the
-    limit is ``route_after_tools``'s to finalize."""
+    limit is ``route_after_tools``'s to finalize. ``signatures``: the calls' ``call_signature``
+    when the caller has them."""
     limit = count_of(state, "loop_limit")
     before = count_of(state, "loop_streak")
-    last, streak = repeat_streak(state.get("loop_call") or "", before, calls)
+    if signatures is None:
+        signatures = [call_signature(c) for c in calls]
+    last, streak = streak_after(state.get("loop_call") or "", before, signatures)
     update: dict[str, Any] = {"loop_call": last, "loop_streak": streak}
     stage = loop_stage(streak, limit)
     if stage == "notice":
@@ -214,18 +227,23 @@ def track_repeats(state: Mapping[str, Any], calls: list[dict[str, Any]]) -> dict
     return update
 
 
-def loop_excess(state: Mapping[str, Any], calls: list[dict[str, Any]]) -> dict[int, int]:
+def loop_excess(
+    state: Mapping[str, Any], calls: list[dict[str, Any]], signatures: Sequence[str] | None = None
+) -> dict[int, int]:
     """Calls of this turn (by ``id()``) that repeat one call more than ``loop_limit`` + 1 times
     in a row, counting on from the previous turns' streak, each with its place in the streak:
     they are not run, so a run executes one identical call at most ``loop_limit`` + 1 times
-    even when a single turn repeats it (0: loop detection off)."""
+    even when a single turn repeats it (0: loop detection off). ``signatures``: the calls'
+    ``call_signature`` (at least as many) when the caller has them."""
     limit = count_of(state, "loop_limit")
     if limit <= 0:
         return {}
     last, streak = state.get("loop_call") or "", count_of(state, "loop_streak")
+    if signatures is None:
+        signatures = [call_signature(c) for c in calls]
     excess: dict[int, int] = {}
-    for call in calls:
-        last, streak = repeat_streak(last, streak, [call])
+    for call, signature in zip(calls, signatures, strict=False):
+        last, streak = streak_after(last, streak, (signature,))
         if streak > limit + 1:
             excess[id(call)] = streak
     return excess
@@ -263,21 +281,21 @@ def make_tools_node(
         last = messages[-1] if messages else None
         calls = pending_tool_calls(last) if isinstance(last, AIMessage) else []
         cap, max_chars = ctx.max_tool_calls_per_turn, ctx.max_tool_arg_chars
-        replacement, calls, dropped = (
-            bounded_turn(last, cap, max_chars) if isinstance(last, AIMessage) and calls else (None, [], 0)
+        replacement, calls, dropped, sizes = (
+            bounded_turn(last, cap, max_chars) if isinstance(last, AIMessage) and calls else (None, [], 0, {})
         )
+        signatures = [call_signature(c) for c in calls]  # loop detection's, once per call
         too_many = calls[cap:]  # the one kept to answer for the dropped ones
         made = count_of(state, "tool_calls_made")
         limit = int(state.get("max_tool_calls", ctx.max_tool_calls))
         retrievals = count_of(state, "retrievals_made")
         reviews: Mapping[str, Mapping[str, Any]] = state.get("reviews") or {}
         reviewed = {id(c): reviews[c.get("id") or ""] for c in calls[:cap] if (c.get("id") or "") in reviews}
-        looped = loop_excess(state, calls[:cap])
+        looped = loop_excess(state, calls[:cap], signatures)
         unreviewed = [c for c in calls[:cap] if id(c) not in reviewed and id(c) not in looped]
         free, counted = split_free_retrievals(unreviewed, retrievals, free_retrievals(limit))
         to_run, skipped = plan_calls(counted, made, limit)
-        sizes = {id(c): arg_chars(c) for c in [*free, *to_run]}
-        oversized = {k: n for k, n in sizes.items() if n > max_chars}
+        oversized = {id(c): sizes[id(c)] for c in [*free, *to_run] if sizes[id(c)] > max_chars}
         allowed = (set(ctx.tools) | CONTEXT_TOOL_NAMES) if ctx.tools else None
         if not review_context(state, ctx).ask_user:  # not offered, so not run either (it would wait for an answer)
             allowed = (allowed if allowed is not None else set(registry.names())) - ask_tools(registry)
@@ -376,7 +394,7 @@ def make_tools_node(
             update["retrievals_made"] = retrievals + len(free)
         if reviews:
             update["reviews"] = {}
-        update.update(track_repeats(state, calls))
+        update.update(track_repeats(state, calls, signatures))
         if budget is not None:
             update = await budget.after_tools(ctx, state, update, runtime.store)
         return update
