@@ -339,7 +339,11 @@ def make_tools_node(
         stateful = [c for c in runnable if _updates_state(registry, c)]
         parallel = [c for c in runnable if not _updates_state(registry, c)]
         outcomes: dict[int, ToolOutcome] = {}
-        for call, outcome in zip(parallel, await asyncio.gather(*(one(c, state) for c in parallel)), strict=True):
+        if len(parallel) == 1:  # (one call needs no task of its own, which gather would start)
+            results = [await one(parallel[0], state)]
+        else:
+            results = await asyncio.gather(*(one(c, state) for c in parallel))
+        for call, outcome in zip(parallel, results, strict=True):
             outcomes[position[id(call)]] = outcome
         state_updates: dict[str, Any] = {}
         for i in sorted(outcomes):
