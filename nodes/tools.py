@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
@@ -33,7 +34,7 @@ from ..history.budget import ContextBudget
 from ..prompts import LOOP_NOTICE, SKIPPED_RESULT
 from ..replies import MAX_JSON_CHARS
 from ..state import AgentState, count_of
-from ..tools.ask import ask_tools
+from ..tools.ask import ASK_TAG, ask_tools
 from ..tools.context_tools import (
     CONTEXT_TOOL_NAMES,
     GET_TOOL_RESPONSE,
@@ -46,6 +47,29 @@ from ..tools.retry import BACKOFF_BASE_S, backoff_delay, jittered
 from .human import review_context, reviewed_message
 from .metering import metered_node
 from .routes import call_signature, loop_stage, pending_tool_calls, streak_after
+
+
+@dataclass(frozen=True)
+class Offered:
+    """The tools a turn may run: the run's ``tools`` (every tool when it names none; the context
+    tools always), less the ask_user tools while the run does not offer ``ask_user``. Asked per
+    call (``name in offered``, for a tool of the registry), so a turn does not list every tool."""
+
+    registry: ToolRegistry
+    tools: frozenset[str] | None  # the run's ``tools`` and the context tools; None: every tool
+    ask_user: bool
+
+    def __contains__(self, name: object) -> bool:
+        if self.tools is not None and name not in self.tools:
+            return False
+        return self.ask_user or ASK_TAG not in self.registry.meta(str(name)).tags
+
+    def names(self) -> list[str]:
+        """The offered tools' names, for the "unknown tool" answer."""
+        if self.tools is None and self.ask_user:
+            return self.registry.names()
+        allowed = set(self.tools) if self.tools is not None else set(self.registry.names())
+        return sorted(allowed if self.ask_user else allowed - ask_tools(self.registry))
 
 
 def plan_calls(calls: list[dict], made: int, limit: int) -> tuple[list[dict], list[dict]]:
@@ -63,7 +87,7 @@ async def execute_call(
     store: Any,
     config: RunnableConfig | None,
     stream_writer: Any,
-    allowed: set[str] | None,
+    allowed: Offered,
 ) -> ToolOutcome:
     name = call.get("name") or ""
     call_id = call.get("id") or ""
@@ -77,8 +101,8 @@ async def execute_call(
             f"Invalid tool call to {name!r}: {detail}. Arguments received: {received}",
             error="invalid_json",
         )
-    if name not in registry or (allowed is not None and name not in allowed):
-        names = sorted(allowed) if allowed is not None else registry.names()
+    if name not in registry or name not in allowed:
+        names = allowed.names()
         return ToolOutcome(
             name,
             call_id,
@@ -123,11 +147,15 @@ async def execute_with_retries(
     exponential backoff and jitter. ``retried[0]`` counts the turn's extra attempts; one
     starts only while it is below ``spare`` (what the run's tool budget leaves)."""
     name = call.get("name") or ""
-    retries = call_retries(registry, name, ctx)
+    retries: int | None = None  # looked up at the first retryable failure
     attempt = 1
     while True:
         outcome = await execute_call(call, registry, ctx, **kwargs)
-        if outcome.ok or outcome.error in NOT_RETRIED or not outcome.retryable or attempt > retries:
+        if outcome.ok or outcome.error in NOT_RETRIED or not outcome.retryable:
+            return outcome
+        if retries is None:
+            retries = call_retries(registry, name, ctx)
+        if attempt > retries:
             return outcome
         if retried[0] >= spare:
             outcome.content += f" (not retried: tool budget exhausted, max_tool_calls={ctx.max_tool_calls})"
@@ -296,9 +324,9 @@ def make_tools_node(
         free, counted = split_free_retrievals(unreviewed, retrievals, free_retrievals(limit))
         to_run, skipped = plan_calls(counted, made, limit)
         oversized = {id(c): sizes[id(c)] for c in [*free, *to_run] if sizes[id(c)] > max_chars}
-        allowed = (set(ctx.tools) | CONTEXT_TOOL_NAMES) if ctx.tools else None
-        if not review_context(state, ctx).ask_user:  # not offered, so not run either (it would wait for an answer)
-            allowed = (allowed if allowed is not None else set(registry.names())) - ask_tools(registry)
+        # (ask_user not offered is not run either: it would wait for an answer)
+        named = frozenset(ctx.tools) | CONTEXT_TOOL_NAMES if ctx.tools else None
+        allowed = Offered(registry, named, review_context(state, ctx).ask_user)
         sem = asyncio.Semaphore(max(1, ctx.max_parallel_tools))
         retried = [0]  # extra attempts of this turn, shared by its calls: each one spends the budget
         try:
@@ -336,8 +364,9 @@ def make_tools_node(
         # at a time after the others, each seeing the updates before it.
         position = {id(c): i for i, c in enumerate(calls)}
         runnable = sorted([*free, *to_run], key=lambda c: position[id(c)])
-        stateful = [c for c in runnable if _updates_state(registry, c)]
-        parallel = [c for c in runnable if not _updates_state(registry, c)]
+        updating = [_updates_state(registry, c) for c in runnable]
+        stateful = [c for c, u in zip(runnable, updating, strict=True) if u]
+        parallel = [c for c, u in zip(runnable, updating, strict=True) if not u]
         outcomes: dict[int, ToolOutcome] = {}
         if len(parallel) == 1:  # (one call needs no task of its own, which gather would start)
             results = [await one(parallel[0], state)]
