@@ -327,7 +327,6 @@ def make_tools_node(
         # (ask_user not offered is not run either: it would wait for an answer)
         named = frozenset(ctx.tools) | CONTEXT_TOOL_NAMES if ctx.tools else None
         allowed = Offered(registry, named, review_context(state, ctx).ask_user)
-        sem = asyncio.Semaphore(max(1, ctx.max_parallel_tools))
         retried = [0]  # extra attempts of this turn, shared by its calls: each one spends the budget
         try:
             config = get_config()
@@ -335,30 +334,29 @@ def make_tools_node(
             config = None
 
         async def one(call: dict, call_state: Mapping[str, Any]) -> ToolOutcome:
-            async with sem:
-                if id(call) in oversized:  # refused before it runs; the event shows no arguments
-                    emit(
-                        "tool_call",
-                        id=call.get("id"),
-                        name=call.get("name"),
-                        args={"_truncated": f"{oversized[id(call)]} chars"},
-                    )
-                    outcome = ToolOutcome(
-                        call.get("name") or "", call.get("id") or "", False,
-                        OVERSIZED.format(chars=oversized[id(call)], limit=max_chars), error="args_too_large",
-                    )
-                else:
-                    emit("tool_call", id=call.get("id"), name=call.get("name"), args=call.get("args"))
-                    outcome = await execute_with_retries(
-                        call, registry, ctx, retried, limit - made - len(to_run), backoff_base_s,
-                        state=call_state, store=runtime.store, config=config,
-                        stream_writer=runtime.stream_writer, allowed=allowed,
-                    )
+            if id(call) in oversized:  # refused before it runs; the event shows no arguments
                 emit(
-                    "tool_result", id=outcome.call_id, name=outcome.name, ok=outcome.ok,
-                    error=outcome.error, duration_s=round(outcome.duration_s, 4), preview=preview(outcome.content),
+                    "tool_call",
+                    id=call.get("id"),
+                    name=call.get("name"),
+                    args={"_truncated": f"{oversized[id(call)]} chars"},
                 )
-                return outcome
+                outcome = ToolOutcome(
+                    call.get("name") or "", call.get("id") or "", False,
+                    OVERSIZED.format(chars=oversized[id(call)], limit=max_chars), error="args_too_large",
+                )
+            else:
+                emit("tool_call", id=call.get("id"), name=call.get("name"), args=call.get("args"))
+                outcome = await execute_with_retries(
+                    call, registry, ctx, retried, limit - made - len(to_run), backoff_base_s,
+                    state=call_state, store=runtime.store, config=config,
+                    stream_writer=runtime.stream_writer, allowed=allowed,
+                )
+            emit(
+                "tool_result", id=outcome.call_id, name=outcome.name, ok=outcome.ok,
+                error=outcome.error, duration_s=round(outcome.duration_s, 4), preview=preview(outcome.content),
+            )
+            return outcome
 
         # Results keep the calls' order. Tools that update the state (a Command) run one
         # at a time after the others, each seeing the updates before it.
@@ -368,10 +366,16 @@ def make_tools_node(
         stateful = [c for c, u in zip(runnable, updating, strict=True) if u]
         parallel = [c for c, u in zip(runnable, updating, strict=True) if not u]
         outcomes: dict[int, ToolOutcome] = {}
-        if len(parallel) == 1:  # (one call needs no task of its own, which gather would start)
+        if len(parallel) == 1:  # (a call alone needs no task of its own, which gather starts, nor the semaphore)
             results = [await one(parallel[0], state)]
         else:
-            results = await asyncio.gather(*(one(c, state) for c in parallel))
+            sem = asyncio.Semaphore(max(1, ctx.max_parallel_tools))  # at most max_parallel_tools at once
+
+            async def limited(call: dict) -> ToolOutcome:
+                async with sem:
+                    return await one(call, state)
+
+            results = await asyncio.gather(*(limited(c) for c in parallel))
         for call, outcome in zip(parallel, results, strict=True):
             outcomes[position[id(call)]] = outcome
         state_updates: dict[str, Any] = {}
