@@ -15,8 +15,9 @@ unconditionally.
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import time
+from collections.abc import Callable
 from typing import Any
 
 from .run_tools import pending_run_errors
@@ -74,17 +75,27 @@ def make_event(event: str, **payload: Any) -> dict[str, Any]:
     return {"event": event, "ts": round(time.time(), 3), **payload}
 
 
+@functools.cache
+def _stream_writer_getter() -> Callable[[], Any]:
+    """LangGraph's ``get_stream_writer``, imported by the first event rather than with this
+    module (importing ``events`` stays light), and not again by every event (an import
+    statement costs more than the rest of ``emit``)."""
+    from langgraph.config import get_stream_writer
+
+    return get_stream_writer
+
+
 def emit(event: str, **payload: Any) -> dict[str, Any]:
     """Send an event on the custom stream of the running graph (no-op outside one)."""
     ev = make_event(event, **payload)
     try:
-        from langgraph.config import get_stream_writer
-
-        writer = get_stream_writer()
+        writer = _stream_writer_getter()()
     except Exception:  # not inside a runnable context
         return ev
-    with contextlib.suppress(Exception):
+    try:
         for pending in pending_run_errors():  # MCP servers of the run that did not start (run_tools.py)
             writer(make_event("error", **pending))
         writer(ev)
+    except Exception:  # (a writer that fails loses the event, never the run)
+        pass
     return ev

@@ -41,6 +41,7 @@ from ..approval import (
     review_request,
 )
 from ..context import AgentContext
+from ..context_types import APPROVE_NONE, approve_tokens
 from ..events import emit, preview
 from ..messages import pending_tool_calls
 from ..state import AgentState
@@ -94,7 +95,9 @@ def human_calls(
     ``ask_user`` counts only while the run offers it (``ctx.ask_user``). Calls past
     ``max_tool_calls_per_turn`` never run (the tools node answers them), so nobody is asked."""
     calls = pending_tool_calls(message)[: max(1, int(ctx.max_tool_calls_per_turn))]
-    review = [c for c in calls if approval_needed(registry, ctx, c)]
+    # (an ``approve`` setting with no entries, the default "none", holds no call: no lookups)
+    held = bool(approve_tokens(ctx.approve or APPROVE_NONE))
+    review = [c for c in calls if approval_needed(registry, ctx, c)] if held else []
     questions = [c for c in calls if ctx.ask_user and is_question_call(registry, c)]
     return review, questions
 

@@ -55,19 +55,29 @@ def tool_limit_reached(state: Mapping[str, Any]) -> bool:
     return limit is not None and count_of(state, "tool_calls_made") >= int(limit)
 
 
+# call_signature's encoders, built once: ``json.dumps(value, **options)`` builds a
+# ``JSONEncoder(**options)`` on every call and encodes with it; the same encoder, reused,
+# gives the same text (encode keeps no state between calls).
+_ARGS_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
+_PAIR_JSON = json.JSONEncoder(ensure_ascii=False)
+
+
 def call_signature(call: Mapping[str, Any]) -> str:
     """A tool call as text: its name and its arguments as canonical JSON (sorted keys), so
     two calls are "the same" exactly when their signatures are equal."""
-    args = json.dumps(call.get("args"), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
-    return json.dumps([call.get("name") or "", args], ensure_ascii=False)
+    return _PAIR_JSON.encode([call.get("name") or "", _ARGS_JSON.encode(call.get("args"))])
 
 
 def repeat_streak(last: str, streak: int, calls: Iterable[Mapping[str, Any]]) -> tuple[str, int]:
     """``(signature, streak)`` after ``calls`` (in order, one turn's calls counting one by
     one): how many times in a row the same call has now been made, carried over from the
     previous ``last`` signature and its ``streak``."""
-    for call in calls:
-        signature = call_signature(call)
+    return streak_after(last, streak, map(call_signature, calls))
+
+
+def streak_after(last: str, streak: int, signatures: Iterable[str]) -> tuple[str, int]:
+    """:func:`repeat_streak` over the calls' signatures (:func:`call_signature`)."""
+    for signature in signatures:
         streak = streak + 1 if signature == last else 1
         last = signature
     return last, streak

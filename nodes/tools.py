@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
@@ -33,7 +34,7 @@ from ..history.budget import ContextBudget
 from ..prompts import LOOP_NOTICE, SKIPPED_RESULT
 from ..replies import MAX_JSON_CHARS
 from ..state import AgentState, count_of
-from ..tools.ask import ask_tools
+from ..tools.ask import ASK_TAG, ask_tools
 from ..tools.context_tools import (
     CONTEXT_TOOL_NAMES,
     GET_TOOL_RESPONSE,
@@ -45,7 +46,30 @@ from ..tools.registry import ToolRegistry
 from ..tools.retry import BACKOFF_BASE_S, backoff_delay, jittered
 from .human import review_context, reviewed_message
 from .metering import metered_node
-from .routes import loop_stage, pending_tool_calls, repeat_streak
+from .routes import call_signature, loop_stage, pending_tool_calls, streak_after
+
+
+@dataclass(frozen=True)
+class Offered:
+    """The tools a turn may run: the run's ``tools`` (every tool when it names none; the context
+    tools always), less the ask_user tools while the run does not offer ``ask_user``. Asked per
+    call (``name in offered``, for a tool of the registry), so a turn does not list every tool."""
+
+    registry: ToolRegistry
+    tools: frozenset[str] | None  # the run's ``tools`` and the context tools; None: every tool
+    ask_user: bool
+
+    def __contains__(self, name: object) -> bool:
+        if self.tools is not None and name not in self.tools:
+            return False
+        return self.ask_user or ASK_TAG not in self.registry.meta(str(name)).tags
+
+    def names(self) -> list[str]:
+        """The offered tools' names, for the "unknown tool" answer."""
+        if self.tools is None and self.ask_user:
+            return self.registry.names()
+        allowed = set(self.tools) if self.tools is not None else set(self.registry.names())
+        return sorted(allowed if self.ask_user else allowed - ask_tools(self.registry))
 
 
 def plan_calls(calls: list[dict], made: int, limit: int) -> tuple[list[dict], list[dict]]:
@@ -63,7 +87,7 @@ async def execute_call(
     store: Any,
     config: RunnableConfig | None,
     stream_writer: Any,
-    allowed: set[str] | None,
+    allowed: Offered,
 ) -> ToolOutcome:
     name = call.get("name") or ""
     call_id = call.get("id") or ""
@@ -77,8 +101,8 @@ async def execute_call(
             f"Invalid tool call to {name!r}: {detail}. Arguments received: {received}",
             error="invalid_json",
         )
-    if name not in registry or (allowed is not None and name not in allowed):
-        names = sorted(allowed) if allowed is not None else registry.names()
+    if name not in registry or name not in allowed:
+        names = allowed.names()
         return ToolOutcome(
             name,
             call_id,
@@ -123,11 +147,15 @@ async def execute_with_retries(
     exponential backoff and jitter. ``retried[0]`` counts the turn's extra attempts; one
     starts only while it is below ``spare`` (what the run's tool budget leaves)."""
     name = call.get("name") or ""
-    retries = call_retries(registry, name, ctx)
+    retries: int | None = None  # looked up at the first retryable failure
     attempt = 1
     while True:
         outcome = await execute_call(call, registry, ctx, **kwargs)
-        if outcome.ok or outcome.error in NOT_RETRIED or not outcome.retryable or attempt > retries:
+        if outcome.ok or outcome.error in NOT_RETRIED or not outcome.retryable:
+            return outcome
+        if retries is None:
+            retries = call_retries(registry, name, ctx)
+        if attempt > retries:
             return outcome
         if retried[0] >= spare:
             outcome.content += f" (not retried: tool budget exhausted, max_tool_calls={ctx.max_tool_calls})"
@@ -156,20 +184,27 @@ OVERSIZED = (
 )
 
 
+# arg_chars' encoder, built once (json.dumps with these options builds the same one per call).
+_ARGS_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
+
+
 def arg_chars(call: Mapping[str, Any]) -> int:
     """Size of a call's arguments as JSON text (a malformed call's raw string)."""
     args = call.get("args")
     if isinstance(args, str):
         return len(args)
     try:
-        return len(json.dumps(args, ensure_ascii=False, default=str))
+        return len(_ARGS_JSON.encode(args))
     except (ValueError, RecursionError):
         return len(str(args))
 
 
-def bounded_turn(message: AIMessage, cap: int, max_chars: int) -> tuple[AIMessage | None, list[dict[str, Any]], int]:
-    """``(replacement or None, calls kept, calls dropped)`` for one turn's AI message:
-    at most ``cap`` calls plus one answered "too many", oversized arguments shrunk."""
+def bounded_turn(
+    message: AIMessage, cap: int, max_chars: int
+) -> tuple[AIMessage | None, list[dict[str, Any]], int, dict[int, int]]:
+    """``(replacement or None, calls kept, calls dropped, sizes)`` for one turn's AI message:
+    at most ``cap`` calls plus one answered "too many", oversized arguments shrunk.
+    ``sizes``: :func:`arg_chars` of each kept call, by ``id()``."""
     valid: list[dict[str, Any]] = [dict(c) for c in message.tool_calls or []]
     invalid: list[dict[str, Any]] = [dict(c) for c in message.invalid_tool_calls or []]
     total = len(valid) + len(invalid)
@@ -179,30 +214,36 @@ def bounded_turn(message: AIMessage, cap: int, max_chars: int) -> tuple[AIMessag
     changed = len(kept_valid) + len(kept_invalid) < total
     shrunk_valid: list[dict[str, Any]] = []
     shrunk_invalid: list[dict[str, Any]] = []
+    sizes: dict[int, int] = {}
     for c in kept_valid:
-        n = arg_chars(c)
+        n = sizes[id(c)] = arg_chars(c)
         shrunk_valid.append({**c, "args": {"_truncated": f"{n} chars"}} if n > max_chars else c)
         changed |= n > max_chars
     for c in kept_invalid:  # (too long to be parsed at all is shrunk whatever the limit)
-        n = arg_chars(c)
+        n = sizes[id(c)] = arg_chars(c)
         big = n > min(max_chars, MAX_JSON_CHARS)
         shrunk_invalid.append({**c, "args": json.dumps({"_truncated": f"{n} chars"})} if big else c)
         changed |= big
     calls = [*kept_valid, *kept_invalid]
     if not changed:
-        return None, calls, 0
+        return None, calls, 0, sizes
     replacement = message.model_copy(update={"tool_calls": shrunk_valid, "invalid_tool_calls": shrunk_invalid})
-    return replacement, calls, total - len(calls)
+    return replacement, calls, total - len(calls), sizes
 
 
-def track_repeats(state: Mapping[str, Any], calls: list[dict[str, Any]]) -> dict[str, Any]:
+def track_repeats(
+    state: Mapping[str, Any], calls: list[dict[str, Any]], signatures: Sequence[str] | None = None
+) -> dict[str, Any]:
     """Loop detection's state after this turn's ``calls``: the streak of identical calls
     (``repeat_streak``); reaching ``loop_limit`` puts a notice in the next turn's system
     prompt and emits ``loop_detected``; a different call clears that notice. Going past the
-    limit is ``route_after_tools``'s to finalize."""
+    limit is ``route_after_tools``'s to finalize. ``signatures``: the calls' ``call_signature``
+    when the caller has them."""
     limit = count_of(state, "loop_limit")
     before = count_of(state, "loop_streak")
-    last, streak = repeat_streak(state.get("loop_call") or "", before, calls)
+    if signatures is None:
+        signatures = [call_signature(c) for c in calls]
+    last, streak = streak_after(state.get("loop_call") or "", before, signatures)
     update: dict[str, Any] = {"loop_call": last, "loop_streak": streak}
     stage = loop_stage(streak, limit)
     if stage == "notice":
@@ -214,18 +255,23 @@ def track_repeats(state: Mapping[str, Any], calls: list[dict[str, Any]]) -> dict
     return update
 
 
-def loop_excess(state: Mapping[str, Any], calls: list[dict[str, Any]]) -> dict[int, int]:
+def loop_excess(
+    state: Mapping[str, Any], calls: list[dict[str, Any]], signatures: Sequence[str] | None = None
+) -> dict[int, int]:
     """Calls of this turn (by ``id()``) that repeat one call more than ``loop_limit`` + 1 times
     in a row, counting on from the previous turns' streak, each with its place in the streak:
     they are not run, so a run executes one identical call at most ``loop_limit`` + 1 times
-    even when a single turn repeats it (0: loop detection off)."""
+    even when a single turn repeats it (0: loop detection off). ``signatures``: the calls'
+    ``call_signature`` (at least as many) when the caller has them."""
     limit = count_of(state, "loop_limit")
     if limit <= 0:
         return {}
     last, streak = state.get("loop_call") or "", count_of(state, "loop_streak")
+    if signatures is None:
+        signatures = [call_signature(c) for c in calls]
     excess: dict[int, int] = {}
-    for call in calls:
-        last, streak = repeat_streak(last, streak, [call])
+    for call, signature in zip(calls, signatures, strict=False):
+        last, streak = streak_after(last, streak, (signature,))
         if streak > limit + 1:
             excess[id(call)] = streak
     return excess
@@ -263,25 +309,24 @@ def make_tools_node(
         last = messages[-1] if messages else None
         calls = pending_tool_calls(last) if isinstance(last, AIMessage) else []
         cap, max_chars = ctx.max_tool_calls_per_turn, ctx.max_tool_arg_chars
-        replacement, calls, dropped = (
-            bounded_turn(last, cap, max_chars) if isinstance(last, AIMessage) and calls else (None, [], 0)
+        replacement, calls, dropped, sizes = (
+            bounded_turn(last, cap, max_chars) if isinstance(last, AIMessage) and calls else (None, [], 0, {})
         )
+        signatures = [call_signature(c) for c in calls]  # loop detection's, once per call
         too_many = calls[cap:]  # the one kept to answer for the dropped ones
         made = count_of(state, "tool_calls_made")
         limit = int(state.get("max_tool_calls", ctx.max_tool_calls))
         retrievals = count_of(state, "retrievals_made")
         reviews: Mapping[str, Mapping[str, Any]] = state.get("reviews") or {}
         reviewed = {id(c): reviews[c.get("id") or ""] for c in calls[:cap] if (c.get("id") or "") in reviews}
-        looped = loop_excess(state, calls[:cap])
+        looped = loop_excess(state, calls[:cap], signatures)
         unreviewed = [c for c in calls[:cap] if id(c) not in reviewed and id(c) not in looped]
         free, counted = split_free_retrievals(unreviewed, retrievals, free_retrievals(limit))
         to_run, skipped = plan_calls(counted, made, limit)
-        sizes = {id(c): arg_chars(c) for c in [*free, *to_run]}
-        oversized = {k: n for k, n in sizes.items() if n > max_chars}
-        allowed = (set(ctx.tools) | CONTEXT_TOOL_NAMES) if ctx.tools else None
-        if not review_context(state, ctx).ask_user:  # not offered, so not run either (it would wait for an answer)
-            allowed = (allowed if allowed is not None else set(registry.names())) - ask_tools(registry)
-        sem = asyncio.Semaphore(max(1, ctx.max_parallel_tools))
+        oversized = {id(c): sizes[id(c)] for c in [*free, *to_run] if sizes[id(c)] > max_chars}
+        # (ask_user not offered is not run either: it would wait for an answer)
+        named = frozenset(ctx.tools) | CONTEXT_TOOL_NAMES if ctx.tools else None
+        allowed = Offered(registry, named, review_context(state, ctx).ask_user)
         retried = [0]  # extra attempts of this turn, shared by its calls: each one spends the budget
         try:
             config = get_config()
@@ -289,39 +334,49 @@ def make_tools_node(
             config = None
 
         async def one(call: dict, call_state: Mapping[str, Any]) -> ToolOutcome:
-            async with sem:
-                if id(call) in oversized:  # refused before it runs; the event shows no arguments
-                    emit(
-                        "tool_call",
-                        id=call.get("id"),
-                        name=call.get("name"),
-                        args={"_truncated": f"{oversized[id(call)]} chars"},
-                    )
-                    outcome = ToolOutcome(
-                        call.get("name") or "", call.get("id") or "", False,
-                        OVERSIZED.format(chars=oversized[id(call)], limit=max_chars), error="args_too_large",
-                    )
-                else:
-                    emit("tool_call", id=call.get("id"), name=call.get("name"), args=call.get("args"))
-                    outcome = await execute_with_retries(
-                        call, registry, ctx, retried, limit - made - len(to_run), backoff_base_s,
-                        state=call_state, store=runtime.store, config=config,
-                        stream_writer=runtime.stream_writer, allowed=allowed,
-                    )
+            if id(call) in oversized:  # refused before it runs; the event shows no arguments
                 emit(
-                    "tool_result", id=outcome.call_id, name=outcome.name, ok=outcome.ok,
-                    error=outcome.error, duration_s=round(outcome.duration_s, 4), preview=preview(outcome.content),
+                    "tool_call",
+                    id=call.get("id"),
+                    name=call.get("name"),
+                    args={"_truncated": f"{oversized[id(call)]} chars"},
                 )
-                return outcome
+                outcome = ToolOutcome(
+                    call.get("name") or "", call.get("id") or "", False,
+                    OVERSIZED.format(chars=oversized[id(call)], limit=max_chars), error="args_too_large",
+                )
+            else:
+                emit("tool_call", id=call.get("id"), name=call.get("name"), args=call.get("args"))
+                outcome = await execute_with_retries(
+                    call, registry, ctx, retried, limit - made - len(to_run), backoff_base_s,
+                    state=call_state, store=runtime.store, config=config,
+                    stream_writer=runtime.stream_writer, allowed=allowed,
+                )
+            emit(
+                "tool_result", id=outcome.call_id, name=outcome.name, ok=outcome.ok,
+                error=outcome.error, duration_s=round(outcome.duration_s, 4), preview=preview(outcome.content),
+            )
+            return outcome
 
         # Results keep the calls' order. Tools that update the state (a Command) run one
         # at a time after the others, each seeing the updates before it.
         position = {id(c): i for i, c in enumerate(calls)}
         runnable = sorted([*free, *to_run], key=lambda c: position[id(c)])
-        stateful = [c for c in runnable if _updates_state(registry, c)]
-        parallel = [c for c in runnable if not _updates_state(registry, c)]
+        updating = [_updates_state(registry, c) for c in runnable]
+        stateful = [c for c, u in zip(runnable, updating, strict=True) if u]
+        parallel = [c for c, u in zip(runnable, updating, strict=True) if not u]
         outcomes: dict[int, ToolOutcome] = {}
-        for call, outcome in zip(parallel, await asyncio.gather(*(one(c, state) for c in parallel)), strict=True):
+        if len(parallel) == 1:  # (a call alone needs no task of its own, which gather starts, nor the semaphore)
+            results = [await one(parallel[0], state)]
+        else:
+            sem = asyncio.Semaphore(max(1, ctx.max_parallel_tools))  # at most max_parallel_tools at once
+
+            async def limited(call: dict) -> ToolOutcome:
+                async with sem:
+                    return await one(call, state)
+
+            results = await asyncio.gather(*(limited(c) for c in parallel))
+        for call, outcome in zip(parallel, results, strict=True):
             outcomes[position[id(call)]] = outcome
         state_updates: dict[str, Any] = {}
         for i in sorted(outcomes):
@@ -376,7 +431,7 @@ def make_tools_node(
             update["retrievals_made"] = retrievals + len(free)
         if reviews:
             update["reviews"] = {}
-        update.update(track_repeats(state, calls))
+        update.update(track_repeats(state, calls, signatures))
         if budget is not None:
             update = await budget.after_tools(ctx, state, update, runtime.store)
         return update

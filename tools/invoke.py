@@ -162,12 +162,10 @@ async def run_tool(
             tool_call_id=call_id,
             store=store,
         )
-    invocation = ainvoke_tool(tool, call_args, config)  # a sync tool: in a daemon thread
     try:
-        if timeout_s:
-            result = await asyncio.wait_for(invocation, timeout=timeout_s)
-        else:
-            result = await invocation
+        # (asyncio.timeout cancels the call in this task; wait_for would start a task for it)
+        async with asyncio.timeout(timeout_s or None):
+            result = await ainvoke_tool(tool, call_args, config)  # a sync tool: in a daemon thread
     except TimeoutError:
         return ToolOutcome(
             tool.name,
