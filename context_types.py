@@ -11,6 +11,7 @@ strict booleans, no nan) and command-line numbers through the same bounds.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -149,12 +150,22 @@ def _range_problem(name: str, value: float, kind: str, bounds: Bounds) -> str | 
     return f"{name} must be {kind} from {low} to {high} (got {shown(value)})"
 
 
+@functools.lru_cache(maxsize=512)
+def _shape(hint: Any) -> tuple[Any, bool, Any, tuple[Any, ...]]:
+    """``(type, optional, origin, args)`` of an annotation (the same few for every run's context)."""
+    hint, optional = _optional(hint)
+    return hint, optional, get_origin(hint), get_args(hint)
+
+
 def value_problem(name: str, hint: Any, value: Any, bounds: Bounds) -> str | None:
     """Why ``value`` does not fit field ``name`` annotated ``hint`` (None when it fits)."""
-    hint, optional = _optional(hint)
+    try:
+        hint, optional, origin, args = _shape(hint)
+    except TypeError:  # an unhashable annotation
+        hint, optional = _optional(hint)
+        origin, args = get_origin(hint), get_args(hint)
     if value is None and optional:
         return None
-    origin, args = get_origin(hint), get_args(hint)
     if origin is Literal:
         ok = any(type(value) is type(a) and value == a for a in args)
         return None if ok else f"{name} must be one of {', '.join(map(repr, args))} (got {shown(value)})"
