@@ -27,6 +27,7 @@ from ..prompts import build_system_prompt
 from ..state import AgentState, count_of
 from ..tokens import count_request, resolve_counter
 from ..tools.ask import ASK_TAG
+from ..tools.context_tools import CONTEXT_TAG, CONTEXT_TOOL_NAMES, context_tools_for
 from ..tools.registry import ToolRegistry
 from ..usage import BUDGET_NOTICE, BUDGET_SPENT_ANSWER, Meter, metered
 from .routes import pending_tool_calls, tool_limit_reached
@@ -36,8 +37,6 @@ def offered_tools(ctx: AgentContext, registry: ToolRegistry, state: Mapping[str,
     """The tools this turn may call: none once the run must finalize."""
     if state.get("finalize") or tool_limit_reached(state):
         return []
-    from ..tools.context_tools import CONTEXT_TAG, CONTEXT_TOOL_NAMES, context_tools_for
-
     # Context tools (get_tool_response, manage_todo_list) are offered only when they apply,
     # memory tools only while the run's memory is on, ask_user only while the run's ask_user is.
     # (Twice per turn - the route measures the request, the agent sends it: one lookup per tool.)
