@@ -13,6 +13,7 @@ it, and the hooks that keep requests within ``usable_tokens(context_token_limit)
 from __future__ import annotations
 
 import math
+import operator
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, cast
@@ -89,9 +90,20 @@ def appended(left: list[Any], right: list[Any]) -> list[Any]:
             if m.id is None:
                 m.id = str(uuid.uuid4())
         ids = {m.id for m in right}
-        if len(ids) == len(right) and ids.isdisjoint(m.id for m in left if isinstance(m, BaseMessage)):
+        if len(ids) == len(right) and _disjoint(ids, left):
             return [*left, *right]
     return cast(list[Any], add_messages(left, right))
+
+
+_message_id = operator.attrgetter("id")
+
+
+def _disjoint(ids: set[Any], messages: list[Any]) -> bool:
+    """No message of ``messages`` has one of ``ids`` (looked up in a C loop: every turn)."""
+    try:
+        return ids.isdisjoint(map(_message_id, messages))
+    except AttributeError:  # a message in dict form (a state written from outside a run)
+        return ids.isdisjoint(m.id for m in messages if isinstance(m, BaseMessage))
 
 
 # Message classes that add_messages takes as they are (not chunks, not RemoveMessage).

@@ -49,3 +49,12 @@ def test_same_as_add_messages(right):
 def test_a_replacement_is_not_appended():
     got = appended(thread(), [AIMessage("shorter", id="a1")])
     assert [m.content for m in got] == ["q", "shorter"]
+
+
+def test_a_thread_holding_a_message_in_dict_form_is_still_checked_for_reused_ids():
+    # (a state written from outside a run may hold one)
+    left = [{"role": "user", "content": "q", "id": "x"}, AIMessage("old", id="a1")]
+    got = appended(list(left), [AIMessage("new", id="a1")])  # a reused id replaces, as add_messages does
+    assert [m.content for m in got] == ["q", "new"]
+    got = appended(list(left), [AIMessage("more", id="a2")])
+    assert [m.content for m in got[1:]] == ["old", "more"]
