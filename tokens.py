@@ -220,18 +220,24 @@ class PrefixFold(Generic[S]):
         best: tuple[tuple[int, ...], list[Any], S] | None = None
         for run in reversed(self._runs):  # the latest run that starts ``items`` (usually the last one)
             k = len(run[0])
-            if k <= n and ids[:k] == run[0]:
+            if k <= n and (ids if k == n else ids[:k]) == run[0]:
                 best = run
                 break
+        if best is not None and len(best[0]) == n:  # folded before, whole
+            return best[2]
         value, start = (best[2], len(best[0])) if best is not None else (self.start, 0)
         for item in items[start:]:
             value = self.step(value, item)
         with self._lock:
-            if best is not None and best in self._runs:
-                self._runs.remove(best)  # a longer run replaces the one it starts with
-            elif len(self._runs) >= self.size:
-                del self._runs[0]
-            self._runs.append((ids, list(items), value))
+            runs = self._runs
+            # A longer run replaces the one it starts with (found by identity: comparing runs
+            # by value would compare their id tuples, a conversation's length each).
+            at = next((i for i in range(len(runs) - 1, -1, -1) if runs[i] is best), None) if best else None
+            if at is not None:
+                del runs[at]
+            elif len(runs) >= self.size:
+                del runs[0]
+            runs.append((ids, list(items), value))
         return value
 
 

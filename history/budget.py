@@ -157,8 +157,7 @@ class ContextBudget:
     # -- the request ------------------------------------------------------
     def assemble(self, ctx: BudgetSettings, state: Mapping[str, Any]) -> tuple[str, list[BaseTool]]:
         """The system prompt and the tools of the next turn."""
-        state = dict(state)
-        return build_system_prompt(ctx, state), list(self.offered(ctx, state))
+        return build_system_prompt(ctx, state), list(self.offered(ctx, cast(dict[str, Any], state)))
 
     def fixed_tokens(self, ctx: BudgetSettings, state: Mapping[str, Any]) -> int:
         """Tokens of the request without its messages (system prompt, tool schemas, envelope)."""
