@@ -2,11 +2,12 @@
 
 ``memory_recall`` runs at the start of a run: it searches the user's memories
 with the task (the last human message) and puts a text block into
-``memory_context``, which the agent node appends to the system prompt. The query's
-embedding starts earlier, with the run: :func:`prefetch_recall` is a resolver hook that
-hands it to a memory thread (opening the store, embedding the task) while the resolver and
-the step to ``memory_recall`` go on; ``memory_recall`` then awaits that vector instead of
-embedding the task itself (the FAISS store; other stores embed inside their ``asearch``). With
+``memory_context``, which the agent node appends to the system prompt. On the FAISS store the
+recall starts earlier, with the run: :func:`prefetch_recall` is a resolver hook that hands it
+to the memory thread (opening the store, embedding the task, searching, checking for damaged
+rows) while the resolver and the step to ``memory_recall`` go on; ``memory_recall`` then awaits
+that result, with no thread hop of its own (other stores embed inside their ``asearch``, awaited
+in ``memory_recall``). With
 nothing stored yet (no runtime store and no memory database in the data folder: a first run)
 neither opens the store: the recall is empty, and the run's write creates the store.
 ``memory_write`` runs when the run ends: it writes one deterministic observation
@@ -65,8 +66,8 @@ log = logging.getLogger(__name__)
 
 __all__ = ["memory_recall", "memory_write", "prefetch_recall"]
 
-# The recall query vectors the memory thread is computing, by run key.
-_prefetched: dict[tuple[int, tuple[str, ...], str], Future[Any]] = {}
+# The recalls the memory thread is running for runs that started, by run key.
+_prefetched: dict[tuple[int, tuple[str, ...], str, int], Future[Any]] = {}
 _prefetched_lock = threading.Lock()
 MAX_PREFETCHED = 64  # runs whose memory_recall never came (an error in the resolver) are dropped
 
@@ -99,15 +100,20 @@ def _damage(store: Any, ns: tuple[str, ...], *, repair: bool = False) -> dict[st
     return fields
 
 
-def _query_vector(runtime_store: Any, ctx: Any, ns: tuple[str, ...], task: str) -> Any:
+def _recall_job(runtime_store: Any, ctx: Any, ns: tuple[str, ...], task: str, k: int, floor: float) -> Any:
+    """The whole recall on the memory thread (the FAISS store): open the store, embed the task,
+    search, look for damaged rows. None for another store (``memory_recall`` searches it)."""
     store = store_for(runtime_store, ctx)
-    return store.query_vector(ns, task) if is_memory_store(store) and hasattr(store, "query_vector") else None
+    if not (is_memory_store(store) and hasattr(store, "query_vector")):
+        return None
+    return store.recall(ns, task, k, min_similarity=floor), _damage(store, ns)
 
 
 def prefetch_recall(state: Mapping[str, Any], update: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
-    """Resolver hook: start embedding this run's recall query on the memory thread (never fails)."""
+    """Resolver hook: start this run's recall on the memory thread (never fails)."""
     try:
-        if not memory_enabled(ctx) or int(context_field(ctx, "memory_k", 5)) <= 0:
+        k = int(context_field(ctx, "memory_k", 5))
+        if not memory_enabled(ctx) or k <= 0:
             return {}
         task, _, _ = run_task_and_facts(state)
         if not task:
@@ -115,28 +121,25 @@ def prefetch_recall(state: Mapping[str, Any], update: Mapping[str, Any], ctx: An
         from langgraph.runtime import get_runtime
 
         runtime_store = getattr(get_runtime(), "store", None)
-        if nothing_stored(runtime_store):
-            return {}
+        if nothing_stored(runtime_store) or not (runtime_store is None or is_memory_store(runtime_store)):
+            return {}  # nothing to find, or a store memory_recall searches on the run's loop
         ns = namespace_for(ctx)
-        future = background.submit(_query_vector, runtime_store, ctx, ns, task)
+        future = background.submit(_recall_job, runtime_store, ctx, ns, task, k, min_similarity())
         with _prefetched_lock:
-            _prefetched[(id(runtime_store), ns, task)] = future
+            _prefetched[(id(runtime_store), ns, task, k)] = future
             while len(_prefetched) > MAX_PREFETCHED:
                 _prefetched.pop(next(iter(_prefetched)))
-    except Exception as exc:  # memory_recall embeds the query itself
+    except Exception as exc:  # memory_recall recalls itself
         log.debug("smart-agent memory: no prefetch: %s", exc)
     return {}
 
 
-async def _prefetched_vector(runtime_store: Any, ns: tuple[str, ...], task: str) -> Any:
+async def _prefetched_recall(runtime_store: Any, ns: tuple[str, ...], task: str, k: int) -> Any:
+    """What the prefetch found, ``(recalled, damage)``; None when there was none or it was for
+    another store (an error the job raised is raised here, as the recall's own)."""
     with _prefetched_lock:
-        future = _prefetched.pop((id(runtime_store), ns, task), None)
-    if future is None:
-        return None
-    try:
-        return await asyncio.wrap_future(future)
-    except Exception:  # the recall below reports its own error
-        return None
+        future = _prefetched.pop((id(runtime_store), ns, task, k), None)
+    return None if future is None else await asyncio.wrap_future(future)
 
 
 def _cleared(state: Mapping[str, Any]) -> dict[str, Any]:
@@ -163,10 +166,13 @@ async def memory_recall(state: AgentState, runtime: Runtime[AgentContext]) -> di
         return {"memory_context": "", "recalled_memories": []}  # what an empty recall returns
     try:
         # Opening the store and searching touch files: off the event loop (a server's loop).
-        qvec = await _prefetched_vector(runtime_store, ns, task)
-        store = await asyncio.to_thread(store_for, runtime_store, ctx)
-        recalled = await backend.recall(store, ns, task, k, min_similarity=min_similarity(), query_vector=qvec)
-        damage = await asyncio.to_thread(_damage, store, ns)
+        found = await _prefetched_recall(runtime_store, ns, task, k)
+        if found is None:
+            store = await asyncio.to_thread(store_for, runtime_store, ctx)
+            recalled = await backend.recall(store, ns, task, k, min_similarity=min_similarity())
+            damage = await asyncio.to_thread(_damage, store, ns)
+        else:
+            recalled, damage = found
     except NoVectorIndex as exc:
         emit("error", node="memory_recall", error=str(exc), memory="off")
         return _cleared(state)

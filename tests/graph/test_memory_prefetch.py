@@ -1,5 +1,5 @@
-"""Memory off the critical path: the recall query is embedded on the memory thread, started by
-the resolver (``prefetch_recall``), and ``memory_recall`` uses that vector; the run's write is
+"""Memory off the critical path: the recall (query embedding and search) runs on the memory thread,
+started by the resolver (``prefetch_recall``), and ``memory_recall`` awaits its result; the run's write is
 queued on the memory thread and runs after the run returned (reads of the store wait for it)."""
 
 from __future__ import annotations
@@ -37,11 +37,11 @@ async def test_the_recall_query_is_embedded_by_the_resolvers_prefetch(
     store = FaissMemoryStore(tmp_path / "mem", embeddings=emb)
     store.remember(user_namespace("u"), "the cat is called Tom")
     emb.table["What is the cat called?"] = emb.embed_query("the cat is called Tom")
-    vectors: list[object] = []
+    recalls: list[str] = []
     recall = FaissMemoryStore.recall
 
     def spy(self, *args, **kw):
-        vectors.append(kw.get("query_vector"))
+        recalls.append(threading.current_thread().name)
         return recall(self, *args, **kw)
 
     monkeypatch.setattr(FaissMemoryStore, "recall", spy)
@@ -51,11 +51,11 @@ async def test_the_recall_query_is_embedded_by_the_resolvers_prefetch(
     final = await run_graph(graph, "What is the cat called?", context, thread="t")
     assert final["answer"] == "Tom."
     assert "the cat is called Tom" in srv.requests[0]["messages"][0]["content"]  # recalled
-    # The task was embedded once, on the memory thread the resolver handed it to, and
-    # memory_recall searched with that vector.
+    # The task was embedded once and searched once, both on the memory thread the resolver
+    # handed the recall to (memory_recall only awaited its result).
     (thread,) = emb.threads["What is the cat called?"]
     assert thread.startswith("smart-agent-memory")
-    assert len(vectors) == 1 and vectors[0] is not None
+    assert len(recalls) == 1 and recalls[0].startswith("smart-agent-memory")
     store.close()
 
 
