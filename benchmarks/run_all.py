@@ -74,7 +74,8 @@ def table(rows: list[dict[str, Any]], columns: list[tuple[str, str, int]]) -> st
 # -- the sections: (title, what the baseline is, run, columns, verdict) ---------------------------
 def step_section(quick: bool) -> tuple[list[dict[str, Any]], str]:
     turns = (20,) if quick else (20, 100)
-    rows = _rows("step_overhead", turns=turns, repeat=3 if quick else 7)
+    modes = ("create_agent", "memory off", "memory on", "create_agent+limits")
+    rows = _rows("step_overhead", turns=turns, repeat=3 if quick else 7, modes=modes)
     verdicts = []
     for r in rows:
         target = {"memory off": 1.0, "memory on": 1.3}.get(r["mode"])
@@ -85,7 +86,12 @@ def step_section(quick: bool) -> tuple[list[dict[str, Any]], str]:
     md = table(rows, [("turns", "turns", 0), ("mode", "run", 0), ("ms_per_step", "ms / step", 2),
                       ("ratio", "÷ create_agent", 2), ("cpu_ms_per_step", "CPU ms / step", 2),
                       ("cpu_ratio", "CPU ÷ create_agent", 2)])
-    return rows, md + "\n\n" + "; ".join(verdicts) + "."
+    equal = {r["turns"]: r["ms_per_step"] for r in rows if r["mode"] == "create_agent+limits"}
+    at_equal = [f"memory off at {r['turns']} turns is {r['ms_per_step'] / equal[r['turns']]:.2f}× create_agent+limits"
+                for r in rows if r["mode"] == "memory off" and equal.get(r["turns"])]
+    note = ("\n\n(create_agent+limits: create_agent with SummarizationMiddleware, ToolCallLimitMiddleware and "
+            "ModelCallLimitMiddleware, what the loop does at each step by default; " + "; ".join(at_equal) + ".)")
+    return rows, md + "\n\n" + "; ".join(verdicts) + "." + (note if at_equal else "")
 
 
 def checkpoints_section(quick: bool) -> tuple[list[dict[str, Any]], str]:

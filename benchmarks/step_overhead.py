@@ -11,7 +11,12 @@ same script with the same single tool:
 * ``create_agent`` - ``langchain.agents.create_agent(model, tools=[tool])``, the baseline;
 * ``memory off`` - ``build_agent_graph`` offering only that tool, ``memory=False``;
 * ``memory on`` - the same with the run's defaults (long-term memory on, the embedded FAISS
-  store in a fresh ``SMART_AGENT_HOME``, the local embedding model loaded before timing).
+  store in a fresh ``SMART_AGENT_HOME``, the local embedding model loaded before timing);
+* ``create_agent+limits`` (``--modes``) - ``create_agent`` with the middleware that does at each
+  step what the loop does by default: ``SummarizationMiddleware`` (it measures the request against
+  a budget; its trigger is never reached), ``ToolCallLimitMiddleware`` and
+  ``ModelCallLimitMiddleware``. A comparison at equal features; the targets are against plain
+  ``create_agent``.
 
 No checkpointer on either side. Every round runs the three once, in turn (interleaved), in
 one process, after one untimed warm-up run each; a step is one model call (T + 1 per run).
@@ -39,6 +44,10 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "step_overhead.json"
 MODES = ("create_agent", "memory off", "memory on")
+# create_agent with the middleware that gives it what the loop does at every step by default: the
+# request measured against a context budget (SummarizationMiddleware, its trigger never reached),
+# a tool-call budget and a model-call budget. Run with --modes; the target is against create_agent.
+LIMITS = "create_agent+limits"
 OUTPUT = "x" * 200
 
 
@@ -80,10 +89,20 @@ def runner(mode: str, turns: int, tool: Any) -> Callable[[], Any]:
     from smart_agent.testing.fake_models import ScriptedChatModel
 
     model = ScriptedChatModel(responses=script(turns))
-    if mode == "create_agent":
+    if mode in ("create_agent", LIMITS):
         from langchain.agents import create_agent
+        from langchain.agents.middleware import (
+            ModelCallLimitMiddleware,
+            SummarizationMiddleware,
+            ToolCallLimitMiddleware,
+        )
 
-        agent = create_agent(model, tools=[tool])
+        middleware = [
+            SummarizationMiddleware(model, trigger=("tokens", 10**9)),
+            ToolCallLimitMiddleware(run_limit=turns + 1),
+            ModelCallLimitMiddleware(run_limit=turns + 2),
+        ] if mode == LIMITS else []
+        agent = create_agent(model, tools=[tool], middleware=middleware)
         return lambda: agent.ainvoke({"messages": [{"role": "user", "content": "Look the items up."}]})
     from smart_agent.context import Context
     from smart_agent.graphs.agent import build_agent_graph
@@ -165,11 +184,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--turns", default="20,100", help="comma list of tool turns per run")
     p.add_argument("--repeat", type=int, default=5, help="interleaved rounds (median)")
     p.add_argument("--tool", choices=("sync", "async"), default="sync", help="the tool's kind (default: sync)")
-    p.add_argument("--modes", default=",".join(MODES), help="comma list of runs (create_agent always included)")
+    p.add_argument(
+        "--modes", default=",".join(MODES), help=f"comma list of runs (create_agent always included; also {LIMITS})"
+    )
     p.add_argument("--out", default=str(RESULTS))
     args = p.parse_args(argv)
     turns = [int(t) for t in args.turns.split(",") if t.strip()]
-    modes = ["create_agent", *(m for m in args.modes.split(",") if m in MODES and m != "create_agent")]
+    known = (*MODES, LIMITS)
+    modes = ["create_agent", *(m for m in args.modes.split(",") if m in known and m != "create_agent")]
     table = rows(turns, args.repeat, args.tool, modes)
     command = f"python benchmarks/step_overhead.py --turns {args.turns} --repeat {args.repeat} --tool {args.tool}"
     out = Path(args.out)
