@@ -98,19 +98,15 @@ async def recall(
     *,
     min_similarity: float = 0.0,
     policy: MemoryPolicy | None = None,
-    query_vector: Any = None,
 ) -> list[Recalled]:
     """Top ``k`` memories under ``namespace`` for ``query`` by blended rank.
 
     ``asearch`` returns a bounded number of candidates by similarity (``ranking.candidates``, at
     least 4k); they are re-ranked by ``w_sim*similarity + w_rec*recency + w_imp*importance``.
-    ``query_vector``: the FAISS store's ``query_vector(ns, query)`` computed earlier (other stores
-    embed inside ``asearch``).
     """
     ns = tuple(namespace)
     if is_memory_store(store):
-        extra = {"query_vector": query_vector} if query_vector is not None else {}
-        return await asyncio.to_thread(store.recall, ns, query, k, min_similarity=min_similarity, **extra)
+        return await asyncio.to_thread(store.recall, ns, query, k, min_similarity=min_similarity)
     if k <= 0 or not (query or "").strip():
         return []
     p = policy or MemoryPolicy()

@@ -104,7 +104,7 @@ def _recall_job(runtime_store: Any, ctx: Any, ns: tuple[str, ...], task: str, k:
     """The whole recall on the memory thread (the FAISS store): open the store, embed the task,
     search, look for damaged rows. None for another store (``memory_recall`` searches it)."""
     store = store_for(runtime_store, ctx)
-    if not (is_memory_store(store) and hasattr(store, "query_vector")):
+    if not is_memory_store(store):
         return None
     return store.recall(ns, task, k, min_similarity=floor), _damage(store, ns)
 
