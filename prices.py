@@ -108,10 +108,21 @@ def price_of(spec: str | None) -> tuple[float, float] | None:
     """USD per 1M (input, output) tokens of ``provider:model`` (else its bare name), or None."""
     if not spec or not isinstance(spec, str):
         return None
-    table = price_table()
+    raw = settings.prices()
+    if raw is None:  # (every model reply asks: the built-in table, looked up once per model)
+        return _builtin_price(spec)
+    return _lookup(price_table(), spec)
+
+
+def _lookup(table: dict[str, tuple[float, float]], spec: str) -> tuple[float, float] | None:
     key = spec.strip().lower()
     bare = key.split(":", 1)[1].strip() if ":" in key else key
     return table.get(key) or table.get(bare)
+
+
+@lru_cache(maxsize=64)
+def _builtin_price(spec: str) -> tuple[float, float] | None:
+    return _lookup(_table(None), spec)
 
 
 def call_cost(price: tuple[float, float] | None, input_tokens: int, output_tokens: int) -> float:

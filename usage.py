@@ -23,6 +23,7 @@ like the context budget's (serialized request / 4 characters per token in, reply
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import weakref
@@ -348,6 +349,15 @@ def estimate_tokens(messages: Any, response: Any) -> tuple[int, int]:
     return tokens_in, math.ceil(len(text + args) / CHARS_PER_TOKEN)
 
 
+@functools.cache
+def _usage_of() -> Callable[[Any], dict[str, int]]:
+    """``messages.usage_of``, imported by the first reply (this module stays free of LangChain
+    imports) and not again by every one (an import statement costs more than the lookup)."""
+    from .messages import usage_of
+
+    return usage_of
+
+
 def record_start() -> Meter | None:
     """:func:`models.invoke_model`, before each request: count it on the current meter."""
     meter = _METER.get()
@@ -360,10 +370,8 @@ def record_end(meter: Meter | None, messages: Any, response: Any, spec: str | No
     """:func:`models.invoke_model`, after a reply: its tokens (estimated when unreported) and cost."""
     if meter is None:
         return
-    from .messages import usage_of
-
     raw = response.get("raw") if isinstance(response, dict) and "raw" in response else response
-    reported = usage_of(raw)
+    reported = _usage_of()(raw)
     tokens_in, tokens_out = reported["input_tokens"], reported["output_tokens"]
     if not tokens_in and not tokens_out:
         tokens_in, tokens_out = estimate_tokens(messages, raw)

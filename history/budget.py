@@ -38,7 +38,7 @@ from ..tokens import (
     system_request_chars,
     usable_tokens,
 )
-from .groups import drop_old_units, drop_orphan_results
+from .groups import drop_old_units, drop_orphan_results, has_orphan_results
 from .shrink import archive_tool_outputs, shrink_texts
 
 SIZES_KEPT = 64  # requests whose size a budget remembers (runs of one graph at once, each a few)
@@ -202,7 +202,8 @@ class ContextBudget:
     ) -> list[BaseMessage]:
         """The request, cut deterministically if it is over budget (pairs never split)."""
         usable = usable_tokens(ctx.context_token_limit)
-        request = [request[0], *drop_orphan_results(request[1:])]
+        if has_orphan_results(request[1:]):  # (nearly never: the request goes as it is)
+            request = [request[0], *drop_orphan_results(request[1:])]
         before = self.count(request, tools)
         if before <= usable:
             return request

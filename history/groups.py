@@ -73,9 +73,14 @@ def _orphan_step(state: tuple[frozenset, bool], m: BaseMessage) -> tuple[frozens
 _orphans: PrefixFold[tuple[frozenset, bool]] = PrefixFold(_orphan_step, (frozenset(), False))
 
 
+def has_orphan_results(messages: Sequence[BaseMessage]) -> bool:
+    """Whether a tool result of ``messages`` has no AI tool call right before it."""
+    return _orphans.fold(messages)[1]
+
+
 def drop_orphan_results(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     """Remove tool results whose AI tool call is not right before them (never sendable)."""
-    if not _orphans.fold(messages)[1]:
+    if not has_orphan_results(messages):
         return list(messages)
     out: list[BaseMessage] = []
     open_ids: set[str | None] = set()

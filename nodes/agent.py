@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -77,6 +78,13 @@ class ToolBinding:
             self._entries.pop(next(iter(self._entries)), None)
         self._entries[key] = (llm, tuple(tools), bound)
         return bound
+
+
+@functools.lru_cache(maxsize=64)
+def system_message(text: str) -> SystemMessage:
+    """The system message of a prompt text, built once per text: a run sends the same prompt
+    turn after turn (nobody changes a request's messages; they are LangChain's input)."""
+    return SystemMessage(content=text)
 
 
 def bind_tools(llm: Any, tools: Sequence[BaseTool | dict[str, Any]]) -> Any:
@@ -165,10 +173,7 @@ def make_agent_node(
         # Building a client reads certificates from disk: keep it off the event loop.
         llm = model or await aload_chat_model(ctx.model, **model_options(ctx))
         tools = offered_tools(ctx, registry, state)
-        request: list[BaseMessage] = [
-            SystemMessage(content=build_system_prompt(ctx, state)),
-            *state.get("messages", []),
-        ]
+        request: list[BaseMessage] = [system_message(build_system_prompt(ctx, state)), *state.get("messages", [])]
         if budget is not None:
             request = budget.fit_request(ctx, request, tools)
         # The run's budget: when this turn must be its last, it answers without tools.

@@ -45,7 +45,7 @@ def _clean(value: Any) -> Any:
 def _has_surrogate(value: Any) -> bool:
     """Whether ``_clean(value)`` would change anything."""
     if isinstance(value, str):
-        return _SURROGATE.search(value) is not None
+        return not value.isascii() and _SURROGATE.search(value) is not None
     if isinstance(value, dict):
         return any(_has_surrogate(k) or _has_surrogate(v) for k, v in value.items())
     if isinstance(value, list):
@@ -59,8 +59,10 @@ def sanitize_reply(message: Any) -> Any:
 
     if not isinstance(message, AIMessage):
         return message
-    names = ("content", "tool_calls", "invalid_tool_calls")
-    if not any(_has_surrogate(getattr(message, k)) for k in names):  # (nearly every reply: nothing to copy)
+    if not (  # (nearly every reply: nothing to copy)
+        _has_surrogate(message.content) or _has_surrogate(message.tool_calls)
+        or _has_surrogate(message.invalid_tool_calls)
+    ):
         return message
     fields = {
         "content": _clean(message.content),
