@@ -20,6 +20,7 @@ from .context_controls import RunControls
 from .context_types import (
     FIELD_BOUNDS,
     FIELD_RULES,
+    checked_once,
     env_field,
     field_value_problem,
     parse_bool,
@@ -369,7 +370,21 @@ def field_problem(name: str, value: Any) -> str | None:
 
 
 def validate_context(ctx: BaseContext) -> list[str]:
-    """Return human-readable problems with a context of any class (empty when valid)."""
+    """Return human-readable problems with a context of any class (empty when valid). Its
+    values are checked again only when one of them changed (``context_types.checked_once``: a
+    context is checked when it is built and by every run it starts); the budget every time."""
+    errors = checked_once(ctx, value_problems)
+    if not errors and getattr(ctx, "max_cost_usd", None):  # (checked: a number; 0, no budget)
+        from .usage import budget_problem
+
+        problem = budget_problem(ctx)  # max_cost_usd needs a price for the run's models
+        if problem:
+            errors.append(problem)
+    return errors
+
+
+def value_problems(ctx: BaseContext) -> list[str]:
+    """The problems of a context's values alone: types, bounds, rules, the output schema."""
     errors = [p for f in fields(ctx) if (p := field_problem(f.name, getattr(ctx, f.name)))]
     output_schema = getattr(ctx, "output_schema", None)
     if not errors and output_schema is not None:
@@ -378,12 +393,6 @@ def validate_context(ctx: BaseContext) -> list[str]:
         problem = schema_problem(output_schema)
         if problem:
             errors.append(f"output_schema is not a valid JSON Schema: {problem}")
-    if not errors:
-        from .usage import budget_problem
-
-        problem = budget_problem(ctx)  # max_cost_usd needs a price for the run's models
-        if problem:
-            errors.append(problem)
     return errors
 
 

@@ -11,9 +11,11 @@ strict booleans, no nan) and command-line numbers through the same bounds.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
+import operator
 import re
 import types
 from collections.abc import Callable, Mapping
@@ -21,10 +23,12 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 from . import settings
 from .events import clip
+from .identity import IdentityCache
 
 __all__ = [
     "APPROVE_NONE", "APPROVE_SIDE_EFFECTS", "FIELD_BOUNDS", "FIELD_RULES", "approve_tokens", "approve_valid",
-    "env_field", "env_value", "field_value_problem", "parse_bool", "shown", "text_problem", "value_problem",
+    "env_field", "env_value", "checked_once", "field_value_problem", "parse_bool", "same_values", "shown",
+    "text_problem", "value_problem", "values_snapshot",
 ]
 
 TRUE_WORDS = frozenset({"true", "1", "yes", "on"})
@@ -248,3 +252,66 @@ def env_field(name: str, hint: Any, default: Any) -> Any:
     if problem:
         raise ValueError(f"{variable}: {problem}")
     return value
+
+
+# -- a context's values, to check a context again only when one changed ----------------------
+#: The value types a snapshot holds: immutable ones, and lists (a field's list holds strings once
+#: checked) kept as their items. A context holding anything else (a dict: output_schema) has none.
+_SNAPSHOT_TYPES = frozenset({str, int, float, bool, type(None), list})
+
+Snapshot = tuple[type, tuple[Any, ...], tuple[tuple[Any, ...], ...]]
+
+
+_FIELD_VALUES: dict[type, Callable[[Any], tuple[Any, ...]]] = {}
+
+
+def _field_values(cls: type) -> Callable[[Any], tuple[Any, ...]]:
+    """The values of a dataclass's fields, in order, as one tuple (one getter per class)."""
+    get = _FIELD_VALUES.get(cls)
+    if get is None:
+        names = [f.name for f in dataclasses.fields(cls)]
+        one = operator.attrgetter(*names)
+        get = _FIELD_VALUES[cls] = one if len(names) > 1 else lambda obj: (one(obj),)
+    return get
+
+
+def values_snapshot(ctx: Any) -> Snapshot | None:
+    """What a context's fields hold now, for :func:`same_values`: its class, the value objects and
+    the items of its lists (a list changed in place is the same object). None when a value may
+    change in place otherwise (a dict, any other type): such a context is checked every time."""
+    values = _field_values(type(ctx))(ctx)
+    if not _SNAPSHOT_TYPES.issuperset(map(type, values)):
+        return None
+    return type(ctx), values, tuple(tuple(v) for v in values if type(v) is list)
+
+
+def same_values(a: Snapshot, b: Snapshot) -> bool:
+    """Whether two snapshots hold the very same objects (by identity: ``1 == 1.0 == True``, and an
+    int field holding ``True`` is a problem; an equal value put back counts as a change)."""
+    return (
+        a[0] is b[0]
+        and len(a[1]) == len(b[1])
+        and all(map(operator.is_, a[1], b[1]))
+        and len(a[2]) == len(b[2])
+        and all(len(x) == len(y) and all(map(operator.is_, x, y)) for x, y in zip(a[2], b[2], strict=True))
+    )
+
+
+# Per context object: (its values' snapshot, the check, the problems found) when last checked.
+_checked: IdentityCache[Any, list[Any]] = IdentityCache(lambda ctx: [None], 1024)
+
+
+def checked_once(ctx: Any, check: Callable[[Any], list[str]]) -> list[str]:
+    """``check(ctx)`` (the problems of a context's values), remembered for the context object
+    until one of its values changes (:func:`same_values` on :func:`values_snapshot`); a context
+    without a snapshot is checked every time. ``check`` must depend on the values alone."""
+    snapshot = values_snapshot(ctx)
+    if snapshot is None:
+        return check(ctx)
+    cell = _checked(ctx)
+    seen = cell[0]
+    if seen is not None and seen[1] is check and same_values(seen[0], snapshot):
+        return list(seen[2])
+    errors = check(ctx)
+    cell[0] = (snapshot, check, tuple(errors))
+    return errors

@@ -31,7 +31,6 @@ import functools
 import json
 import math
 import threading
-import weakref
 from collections.abc import Callable, Iterator, Sequence
 from json.encoder import encode_basestring_ascii
 from typing import Any, Generic, Protocol, TypeVar
@@ -46,6 +45,8 @@ from langchain_core.messages import (
 )
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
+
+from .identity import IdentityCache
 
 CHARS_PER_TOKEN = 4
 HEADROOM = 0.9  # share of the limit a request may use in our own accounting
@@ -65,48 +66,6 @@ class TokenCounter(Protocol):
 
 K = TypeVar("K")
 V = TypeVar("V")
-
-
-class IdentityCache(Generic[K, V]):
-    """Values computed from objects, found again by the object's identity. An object that
-    takes weak references (messages, tools) is not kept alive by the cache: its entry goes
-    when it does, before its ``id`` can be reused; any other object (a schema dict) is kept
-    with its value. The oldest entries go beyond ``size``. For objects nobody changes in
-    place - the messages of a thread's state, the tools of a registry."""
-
-    def __init__(self, compute: Callable[[K], V], size: int = 8192) -> None:
-        self.compute = compute
-        self.size = size
-        self.misses = 0
-        self._data: dict[int, tuple[Callable[[], Any], V]] = {}
-        self._lock = threading.Lock()
-
-    def __call__(self, obj: K) -> V:
-        hit = self._data.get(id(obj))
-        if hit is not None and hit[0]() is obj:
-            return hit[1]
-        value = self.compute(obj)
-        key = id(obj)
-        try:
-            ref: Callable[[], Any] = weakref.ref(obj, functools.partial(self._forget, key))
-        except TypeError:  # no weak references: keep the object (its id stays its own)
-            ref = functools.partial(_same, obj)
-        with self._lock:
-            self.misses += 1
-            while len(self._data) >= self.size:
-                self._data.pop(next(iter(self._data)), None)
-            self._data[key] = (ref, value)
-        return value
-
-    def _forget(self, key: int, ref: Any) -> None:
-        """The object died: drop its entry (from the garbage collector: no lock)."""
-        hit = self._data.get(key)
-        if hit is not None and hit[0] is ref:
-            self._data.pop(key, None)
-
-
-def _same(obj: Any) -> Any:
-    return obj
 
 
 # One conversion per tool object (a registry's tools are the same objects every turn).

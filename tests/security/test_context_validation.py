@@ -127,6 +127,36 @@ def test_list_fields_hold_strings():
             Context(tools=bad)
 
 
+def test_a_context_changed_after_it_was_checked_is_checked_again():
+    """validate_context remembers a checked context's values (a run checks its context again):
+    any change - a field set, a list changed in place, an equal value of another type - is seen."""
+    ctx = Context(memory=False, fallback_models=["openai:gpt-4o"])
+    assert validate_context(ctx) == [] and validate_context(ctx) == []
+    for name, bad, good in (
+        ("max_tool_calls", True, 5),  # True == 1: compared by identity, never by ==
+        ("max_tool_calls", 1.0, 1),
+        ("memory", 1, False),
+        ("tool_timeout_s", math.nan, 30.0),
+        ("system_prompt", "x\x00", "Be brief."),
+        ("output_schema", [], {"type": "object"}),
+    ):
+        setattr(ctx, name, bad)
+        assert any(e.startswith(name) for e in validate_context(ctx)), name
+        setattr(ctx, name, good)
+        assert validate_context(ctx) == [], name
+    ctx.fallback_models.append("no-provider")  # in place: the same list object
+    assert any("fallback_models" in e for e in validate_context(ctx))
+    ctx.fallback_models[1] = "anthropic:claude-sonnet-4-5"
+    assert validate_context(ctx) == []
+    ctx.tools = ["calculator"]
+    ctx.tools[0] = "calc\x00"
+    assert any("tools" in e for e in validate_context(ctx))
+    ctx.tools = None
+    ctx.max_cost_usd = 1.0  # the budget is checked every time: no price for this model
+    ctx.model = "nowhere:unpriced-model"
+    assert any("max_cost_usd" in e for e in validate_context(ctx))
+
+
 def test_literal_fields_hold_one_of_their_values():
     assert Context(reasoning="two_phase").reasoning == "two_phase"
     for bad in ("two-phase", "Direct", "", 1, None):
