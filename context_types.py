@@ -27,8 +27,8 @@ from .identity import IdentityCache
 
 __all__ = [
     "APPROVE_NONE", "APPROVE_SIDE_EFFECTS", "FIELD_BOUNDS", "FIELD_RULES", "approve_tokens", "approve_valid",
-    "env_field", "env_value", "checked_once", "field_value_problem", "parse_bool", "same_values", "shown",
-    "text_problem", "value_problem", "values_snapshot",
+    "env_field", "env_value", "checked_once", "field_value_problem", "parse_bool", "shown", "text_problem", "unchanged",
+    "value_problem", "values_snapshot",
 ]
 
 TRUE_WORDS = frozenset({"true", "1", "yes", "on"})
@@ -255,11 +255,11 @@ def env_field(name: str, hint: Any, default: Any) -> Any:
 
 
 # -- a context's values, to check a context again only when one changed ----------------------
-#: The value types a snapshot holds: immutable ones, and lists (a field's list holds strings once
-#: checked) kept as their items. A context holding anything else (a dict: output_schema) has none.
+#: The value types a snapshot holds: immutable ones, and lists of strings kept as their items. A
+#: context holding anything else (a dict: output_schema, a list of other things) has none.
 _SNAPSHOT_TYPES = frozenset({str, int, float, bool, type(None), list})
 
-Snapshot = tuple[type, tuple[Any, ...], tuple[tuple[Any, ...], ...]]
+Snapshot = tuple[type, tuple[Any, ...], tuple[tuple[int, tuple[Any, ...]], ...]]
 
 
 _FIELD_VALUES: dict[type, Callable[[Any], tuple[Any, ...]]] = {}
@@ -276,24 +276,28 @@ def _field_values(cls: type) -> Callable[[Any], tuple[Any, ...]]:
 
 
 def values_snapshot(ctx: Any) -> Snapshot | None:
-    """What a context's fields hold now, for :func:`same_values`: its class, the value objects and
-    the items of its lists (a list changed in place is the same object). None when a value may
-    change in place otherwise (a dict, any other type): such a context is checked every time."""
+    """What a context's fields hold now, for :func:`unchanged`: its class, the value objects and
+    the items of its lists (a list changed in place is the same object), by position. None when
+    a value may change in place otherwise (a dict, any other type): then there is nothing to keep."""
     values = _field_values(type(ctx))(ctx)
     if not _SNAPSHOT_TYPES.issuperset(map(type, values)):
         return None
-    return type(ctx), values, tuple(tuple(v) for v in values if type(v) is list)
+    lists = tuple((i, tuple(v)) for i, v in enumerate(values) if type(v) is list)
+    if any(type(item) is not str for _, items in lists for item in items):
+        return None
+    return type(ctx), values, lists
 
 
-def same_values(a: Snapshot, b: Snapshot) -> bool:
-    """Whether two snapshots hold the very same objects (by identity: ``1 == 1.0 == True``, and an
-    int field holding ``True`` is a problem; an equal value put back counts as a change)."""
-    return (
-        a[0] is b[0]
-        and len(a[1]) == len(b[1])
-        and all(map(operator.is_, a[1], b[1]))
-        and len(a[2]) == len(b[2])
-        and all(len(x) == len(y) and all(map(operator.is_, x, y)) for x, y in zip(a[2], b[2], strict=True))
+def unchanged(ctx: Any, snapshot: Snapshot) -> bool:
+    """Whether ``ctx`` holds the very objects of ``snapshot`` (by identity: ``1 == 1.0 == True``,
+    and an int field holding ``True`` is a problem; an equal value put back counts as a change),
+    its lists the same items."""
+    cls, values, lists = snapshot
+    if type(ctx) is not cls:
+        return False
+    now = _field_values(cls)(ctx)
+    return all(map(operator.is_, now, values)) and all(
+        len(now[i]) == len(items) and all(map(operator.is_, now[i], items)) for i, items in lists
     )
 
 
@@ -303,15 +307,15 @@ _checked: IdentityCache[Any, list[Any]] = IdentityCache(lambda ctx: [None], 1024
 
 def checked_once(ctx: Any, check: Callable[[Any], list[str]]) -> list[str]:
     """``check(ctx)`` (the problems of a context's values), remembered for the context object
-    until one of its values changes (:func:`same_values` on :func:`values_snapshot`); a context
-    without a snapshot is checked every time. ``check`` must depend on the values alone."""
-    snapshot = values_snapshot(ctx)
-    if snapshot is None:
-        return check(ctx)
+    until one of its values changes (:func:`unchanged`); a context holding a value of another type
+    than :func:`values_snapshot` keeps is checked every time. ``check`` must depend on the values
+    alone."""
     cell = _checked(ctx)
     seen = cell[0]
-    if seen is not None and seen[1] is check and same_values(seen[0], snapshot):
+    if seen is not None and seen[1] is check and unchanged(ctx, seen[0]):
         return list(seen[2])
+    snapshot = values_snapshot(ctx)
     errors = check(ctx)
-    cell[0] = (snapshot, check, tuple(errors))
+    if snapshot is not None:
+        cell[0] = (snapshot, check, tuple(errors))
     return errors

@@ -138,7 +138,7 @@ def test_a_context_changed_after_it_was_checked_is_checked_again():
         ("memory", 1, False),
         ("tool_timeout_s", math.nan, 30.0),
         ("system_prompt", "x\x00", "Be brief."),
-        ("output_schema", [], {"type": "object"}),
+        ("output_schema", [], None),
     ):
         setattr(ctx, name, bad)
         assert any(e.startswith(name) for e in validate_context(ctx)), name
@@ -151,7 +151,14 @@ def test_a_context_changed_after_it_was_checked_is_checked_again():
     ctx.tools = ["calculator"]
     ctx.tools[0] = "calc\x00"
     assert any("tools" in e for e in validate_context(ctx))
+    ctx.tools = [["calculator"]]  # (a list inside: not kept, checked every time)
+    assert any("tools" in e for e in validate_context(ctx))
     ctx.tools = None
+    ctx.output_schema = {"type": "object"}
+    assert validate_context(ctx) == []
+    ctx.output_schema["type"] = 5  # a dict changed in place: a context holding one is checked every time
+    assert any("output_schema" in e for e in validate_context(ctx))
+    ctx.output_schema = None
     ctx.max_cost_usd = 1.0  # the budget is checked every time: no price for this model
     ctx.model = "nowhere:unpriced-model"
     assert any("max_cost_usd" in e for e in validate_context(ctx))
