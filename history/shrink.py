@@ -4,7 +4,7 @@ that ``get_tool_response`` reads back) or, as the agent guard's last resort, cli
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
@@ -68,18 +68,26 @@ def archived_copy(message: BaseMessage, eid: str, view: str, chars: int) -> Base
     return message.model_copy(update={"content": view, "additional_kwargs": kwargs})
 
 
+def archivable(message: BaseMessage, threshold: int) -> TypeGuard[ToolMessage]:
+    """A tool result :func:`archive_tool_outputs` archives: longer than ``threshold`` and not
+    itself a page of an archived output."""
+    return isinstance(message, ToolMessage) and message.name != GET_TOOL_RESPONSE and len(text_of(message)) > threshold
+
+
 async def archive_tool_outputs(
     results: Sequence[BaseMessage], last: BaseMessage | None, threshold: int, page: int, store: Any = None
 ) -> tuple[list[BaseMessage], dict[str, dict[str, Any]]]:
     """Tool results longer than ``threshold`` become a view plus an execution id; the
     full text goes to the archive once. ``last`` is the AI message that made the calls."""
+    if not any(archivable(m, threshold) for m in results):  # (most turns: nothing to set up)
+        return list(results), {}
     archive = ToolArchive(store=store)
     calls = {c.get("id"): c for c in pending_tool_calls(last)}
     out: list[BaseMessage] = []
     archived: dict[str, dict[str, Any]] = {}
     for m in results:
-        text = text_of(m) if isinstance(m, ToolMessage) else ""
-        if isinstance(m, ToolMessage) and m.name != GET_TOOL_RESPONSE and len(text) > threshold:
+        if archivable(m, threshold):
+            text = text_of(m)
             call: Mapping[str, Any] = calls.get(m.tool_call_id) or {}
             meta = {"tool": m.name, "args": args_text(call.get("args")), "chars": len(text)}
             try:

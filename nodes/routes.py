@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from json.encoder import encode_basestring
 from typing import Any, Final, Literal, Protocol, TypeVar, cast
 
 from langchain_core.messages import AIMessage
@@ -25,6 +26,7 @@ from langgraph.types import Command
 from ..context import AgentContext
 from ..history.budget import BudgetSettings, RequestMeter, apply_update
 from ..history.markers import is_feedback
+from ..jsontext import encoder_text
 from ..messages import pending_tool_calls
 from ..state import AgentState, count_of
 from ..tokens import usable_tokens
@@ -55,17 +57,19 @@ def tool_limit_reached(state: Mapping[str, Any]) -> bool:
     return limit is not None and count_of(state, "tool_calls_made") >= int(limit)
 
 
-# call_signature's encoders, built once: ``json.dumps(value, **options)`` builds a
-# ``JSONEncoder(**options)`` on every call and encodes with it; the same encoder, reused,
-# gives the same text (encode keeps no state between calls).
-_ARGS_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
+# call_signature's encoders, built once (jsontext.py: the same text as ``json.dumps`` with
+# these options, without its per-call set-up).
+_args_text = encoder_text(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
 _PAIR_JSON = json.JSONEncoder(ensure_ascii=False)
 
 
 def call_signature(call: Mapping[str, Any]) -> str:
     """A tool call as text: its name and its arguments as canonical JSON (sorted keys), so
     two calls are "the same" exactly when their signatures are equal."""
-    return _PAIR_JSON.encode([call.get("name") or "", _ARGS_JSON.encode(call.get("args"))])
+    name, args = call.get("name") or "", _args_text(call.get("args"))
+    if type(name) is str:  # (the pair as json.dumps writes a list of two strings)
+        return "[" + encode_basestring(name) + ", " + encode_basestring(args) + "]"
+    return _PAIR_JSON.encode([name, args])
 
 
 def repeat_streak(last: str, streak: int, calls: Iterable[Mapping[str, Any]]) -> tuple[str, int]:

@@ -18,8 +18,7 @@
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,22 +30,28 @@ from langgraph.runtime import Runtime
 from ..context import AgentContext, context_field
 from ..events import emit, preview
 from ..history.budget import ContextBudget
-from ..prompts import LOOP_NOTICE, SKIPPED_RESULT
-from ..replies import MAX_JSON_CHARS
+from ..prompts import SKIPPED_RESULT
 from ..state import AgentState, count_of
 from ..tools.ask import ASK_TAG, ask_tools
-from ..tools.context_tools import (
-    CONTEXT_TOOL_NAMES,
-    GET_TOOL_RESPONSE,
-    STATE_TAG,
-    free_retrievals,
-)
+from ..tools.context_tools import CONTEXT_TOOL_NAMES, free_retrievals
 from ..tools.invoke import ToolOutcome, run_tool, tool_timeout
 from ..tools.registry import ToolRegistry
 from ..tools.retry import BACKOFF_BASE_S, backoff_delay, jittered
 from .human import review_context, reviewed_message
 from .metering import metered_node
-from .routes import call_signature, loop_stage, pending_tool_calls, streak_after
+from .routes import call_signature, pending_tool_calls
+from .tool_turn import (  # (loop_excess, plan_calls: also imported from here)
+    OVERSIZED,
+    REPEATED,
+    TOO_MANY_IN_TURN,
+    bounded_turn,
+    lone_call,
+    loop_excess,
+    plan_calls,
+    split_free_retrievals,
+    track_repeats,
+    updates_state,
+)
 
 
 @dataclass(frozen=True)
@@ -70,12 +75,6 @@ class Offered:
             return self.registry.names()
         allowed = set(self.tools) if self.tools is not None else set(self.registry.names())
         return sorted(allowed if self.ask_user else allowed - ask_tools(self.registry))
-
-
-def plan_calls(calls: list[dict], made: int, limit: int) -> tuple[list[dict], list[dict]]:
-    """Split a turn's calls into those to execute and those over the budget."""
-    remaining = max(0, limit - made)
-    return calls[:remaining], calls[remaining:]
 
 
 async def execute_call(
@@ -170,133 +169,6 @@ async def execute_with_retries(
         attempt += 1
 
 
-TOO_MANY_IN_TURN = (
-    "skipped: too many tool calls in one turn ({count} calls; at most {cap} run per turn). "
-    "This call and the {dropped} after it were not run; call what you still need in a later turn."
-)
-REPEATED = (
-    "Not run: the same {tool} call (same arguments) {count} times in a row; the result would be the same. "
-    "Use the results you have, or answer."
-)
-OVERSIZED = (
-    "Refused: the arguments are {chars} characters of JSON, more than the {limit} allowed "
-    "(max_tool_arg_chars). The call was not run; pass smaller arguments."
-)
-
-
-# arg_chars' encoder, built once (json.dumps with these options builds the same one per call).
-_ARGS_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
-
-
-def arg_chars(call: Mapping[str, Any]) -> int:
-    """Size of a call's arguments as JSON text (a malformed call's raw string)."""
-    args = call.get("args")
-    if isinstance(args, str):
-        return len(args)
-    try:
-        return len(_ARGS_JSON.encode(args))
-    except (ValueError, RecursionError):
-        return len(str(args))
-
-
-def bounded_turn(
-    message: AIMessage, cap: int, max_chars: int
-) -> tuple[AIMessage | None, list[dict[str, Any]], int, dict[int, int]]:
-    """``(replacement or None, calls kept, calls dropped, sizes)`` for one turn's AI message:
-    at most ``cap`` calls plus one answered "too many", oversized arguments shrunk.
-    ``sizes``: :func:`arg_chars` of each kept call, by ``id()``."""
-    valid: list[dict[str, Any]] = [dict(c) for c in message.tool_calls or []]
-    invalid: list[dict[str, Any]] = [dict(c) for c in message.invalid_tool_calls or []]
-    total = len(valid) + len(invalid)
-    keep = cap + 1 if total > cap else total
-    kept_valid = valid[:keep]
-    kept_invalid = invalid[: max(0, keep - len(kept_valid))]
-    changed = len(kept_valid) + len(kept_invalid) < total
-    shrunk_valid: list[dict[str, Any]] = []
-    shrunk_invalid: list[dict[str, Any]] = []
-    sizes: dict[int, int] = {}
-    for c in kept_valid:
-        n = sizes[id(c)] = arg_chars(c)
-        shrunk_valid.append({**c, "args": {"_truncated": f"{n} chars"}} if n > max_chars else c)
-        changed |= n > max_chars
-    for c in kept_invalid:  # (too long to be parsed at all is shrunk whatever the limit)
-        n = sizes[id(c)] = arg_chars(c)
-        big = n > min(max_chars, MAX_JSON_CHARS)
-        shrunk_invalid.append({**c, "args": json.dumps({"_truncated": f"{n} chars"})} if big else c)
-        changed |= big
-    calls = [*kept_valid, *kept_invalid]
-    if not changed:
-        return None, calls, 0, sizes
-    replacement = message.model_copy(update={"tool_calls": shrunk_valid, "invalid_tool_calls": shrunk_invalid})
-    return replacement, calls, total - len(calls), sizes
-
-
-def track_repeats(
-    state: Mapping[str, Any], calls: list[dict[str, Any]], signatures: Sequence[str] | None = None
-) -> dict[str, Any]:
-    """Loop detection's state after this turn's ``calls``: the streak of identical calls
-    (``repeat_streak``); reaching ``loop_limit`` puts a notice in the next turn's system
-    prompt and emits ``loop_detected``; a different call clears that notice. Going past the
-    limit is ``route_after_tools``'s to finalize. ``signatures``: the calls' ``call_signature``
-    when the caller has them."""
-    limit = count_of(state, "loop_limit")
-    before = count_of(state, "loop_streak")
-    if signatures is None:
-        signatures = [call_signature(c) for c in calls]
-    last, streak = streak_after(state.get("loop_call") or "", before, signatures)
-    update: dict[str, Any] = {"loop_call": last, "loop_streak": streak}
-    stage = loop_stage(streak, limit)
-    if stage == "notice":
-        tool = calls[-1].get("name") or ""
-        emit("loop_detected", tool=tool, repeats=streak, limit=limit, action="notice")
-        update["notice"] = LOOP_NOTICE.format(tool=tool, count=streak)
-    elif stage == "none" and loop_stage(before, limit) == "notice":
-        update["notice"] = ""
-    return update
-
-
-def loop_excess(
-    state: Mapping[str, Any], calls: list[dict[str, Any]], signatures: Sequence[str] | None = None
-) -> dict[int, int]:
-    """Calls of this turn (by ``id()``) that repeat one call more than ``loop_limit`` + 1 times
-    in a row, counting on from the previous turns' streak, each with its place in the streak:
-    they are not run, so a run executes one identical call at most ``loop_limit`` + 1 times
-    even when a single turn repeats it (0: loop detection off). ``signatures``: the calls'
-    ``call_signature`` (at least as many) when the caller has them."""
-    limit = count_of(state, "loop_limit")
-    if limit <= 0:
-        return {}
-    last, streak = state.get("loop_call") or "", count_of(state, "loop_streak")
-    if signatures is None:
-        signatures = [call_signature(c) for c in calls]
-    excess: dict[int, int] = {}
-    for call, signature in zip(calls, signatures, strict=False):
-        last, streak = streak_after(last, streak, (signature,))
-        if streak > limit + 1:
-            excess[id(call)] = streak
-    return excess
-
-
-def split_free_retrievals(calls: list[dict], used: int, quota: int) -> tuple[list[dict], list[dict]]:
-    """get_tool_response calls within the run's free quota, and every other call.
-
-    Reading back an archived output changes nothing and is how the model recovers what
-    compaction hid, so it does not spend the tool budget; it has its own bound."""
-    free: list[dict] = []
-    counted: list[dict] = []
-    for c in calls:
-        if c.get("name") == GET_TOOL_RESPONSE and c.get("type") != "invalid_tool_call" and used + len(free) < quota:
-            free.append(c)
-        else:
-            counted.append(c)
-    return free, counted
-
-
-def _updates_state(registry: ToolRegistry, call: dict) -> bool:
-    name = call.get("name") or ""
-    return call.get("type") != "invalid_tool_call" and name in registry and STATE_TAG in registry.meta(name).tags
-
-
 def make_tools_node(
     registry: ToolRegistry, budget: ContextBudget | None = None, *, backoff_base_s: float = BACKOFF_BASE_S
 ) -> Callable:
@@ -307,23 +179,9 @@ def make_tools_node(
         ctx = AgentContext.of(runtime)
         messages = state.get("messages") or []
         last = messages[-1] if messages else None
-        calls = pending_tool_calls(last) if isinstance(last, AIMessage) else []
         cap, max_chars = ctx.max_tool_calls_per_turn, ctx.max_tool_arg_chars
-        replacement, calls, dropped, sizes = (
-            bounded_turn(last, cap, max_chars) if isinstance(last, AIMessage) and calls else (None, [], 0, {})
-        )
-        signatures = [call_signature(c) for c in calls]  # loop detection's, once per call
-        too_many = calls[cap:]  # the one kept to answer for the dropped ones
         made = count_of(state, "tool_calls_made")
         limit = int(state.get("max_tool_calls", ctx.max_tool_calls))
-        retrievals = count_of(state, "retrievals_made")
-        reviews: Mapping[str, Mapping[str, Any]] = state.get("reviews") or {}
-        reviewed = {id(c): reviews[c.get("id") or ""] for c in calls[:cap] if (c.get("id") or "") in reviews}
-        looped = loop_excess(state, calls[:cap], signatures)
-        unreviewed = [c for c in calls[:cap] if id(c) not in reviewed and id(c) not in looped]
-        free, counted = split_free_retrievals(unreviewed, retrievals, free_retrievals(limit))
-        to_run, skipped = plan_calls(counted, made, limit)
-        oversized = {id(c): sizes[id(c)] for c in [*free, *to_run] if sizes[id(c)] > max_chars}
         # (ask_user not offered is not run either: it would wait for an answer)
         named = frozenset(ctx.tools) | CONTEXT_TOOL_NAMES if ctx.tools else None
         allowed = Offered(registry, named, review_context(state, ctx).ask_user)
@@ -333,22 +191,24 @@ def make_tools_node(
         except Exception:
             config = None
 
-        async def one(call: dict, call_state: Mapping[str, Any]) -> ToolOutcome:
-            if id(call) in oversized:  # refused before it runs; the event shows no arguments
+        async def one(call: dict, call_state: Mapping[str, Any], spare: int, size: int | None = None) -> ToolOutcome:
+            """Run ``call`` (``spare``: the retries the budget leaves), or refuse it when ``size``
+            (its arguments' size, over ``max_tool_arg_chars``) is given."""
+            if size is not None:  # refused before it runs; the event shows no arguments
                 emit(
                     "tool_call",
                     id=call.get("id"),
                     name=call.get("name"),
-                    args={"_truncated": f"{oversized[id(call)]} chars"},
+                    args={"_truncated": f"{size} chars"},
                 )
                 outcome = ToolOutcome(
                     call.get("name") or "", call.get("id") or "", False,
-                    OVERSIZED.format(chars=oversized[id(call)], limit=max_chars), error="args_too_large",
+                    OVERSIZED.format(chars=size, limit=max_chars), error="args_too_large",
                 )
             else:
                 emit("tool_call", id=call.get("id"), name=call.get("name"), args=call.get("args"))
                 outcome = await execute_with_retries(
-                    call, registry, ctx, retried, limit - made - len(to_run), backoff_base_s,
+                    call, registry, ctx, retried, spare, backoff_base_s,
                     state=call_state, store=runtime.store, config=config,
                     stream_writer=runtime.stream_writer, allowed=allowed,
                 )
@@ -358,22 +218,50 @@ def make_tools_node(
             )
             return outcome
 
+        lone = lone_call(last, state, registry, cap, max_chars, made, limit)
+        if lone is not None:  # the common turn: its one call runs as the plan below would run it
+            call, signature = lone
+            outcome = await one(call, state, limit - made - 1)
+            update: dict[str, Any] = {
+                **(outcome.update or {}),
+                "messages": [outcome.to_message()],
+                "tool_calls_made": made + 1 + retried[0],
+            }
+            update.update(track_repeats(state, [call], [signature]))
+            return update if budget is None else await budget.after_tools(ctx, state, update, runtime.store)
+
+        calls = pending_tool_calls(last) if isinstance(last, AIMessage) else []
+        replacement, calls, dropped, sizes = (
+            bounded_turn(last, cap, max_chars) if isinstance(last, AIMessage) and calls else (None, [], 0, {})
+        )
+        signatures = [call_signature(c) for c in calls]  # loop detection's, once per call
+        too_many = calls[cap:]  # the one kept to answer for the dropped ones
+        retrievals = count_of(state, "retrievals_made")
+        reviews: Mapping[str, Mapping[str, Any]] = state.get("reviews") or {}
+        reviewed = {id(c): reviews[c.get("id") or ""] for c in calls[:cap] if (c.get("id") or "") in reviews}
+        looped = loop_excess(state, calls[:cap], signatures)
+        unreviewed = [c for c in calls[:cap] if id(c) not in reviewed and id(c) not in looped]
+        free, counted = split_free_retrievals(unreviewed, retrievals, free_retrievals(limit))
+        to_run, skipped = plan_calls(counted, made, limit)
+        oversized = {id(c): sizes[id(c)] for c in [*free, *to_run] if sizes[id(c)] > max_chars}
+        spare = limit - made - len(to_run)
+
         # Results keep the calls' order. Tools that update the state (a Command) run one
         # at a time after the others, each seeing the updates before it.
         position = {id(c): i for i, c in enumerate(calls)}
         runnable = sorted([*free, *to_run], key=lambda c: position[id(c)])
-        updating = [_updates_state(registry, c) for c in runnable]
+        updating = [updates_state(registry, c) for c in runnable]
         stateful = [c for c, u in zip(runnable, updating, strict=True) if u]
         parallel = [c for c, u in zip(runnable, updating, strict=True) if not u]
         outcomes: dict[int, ToolOutcome] = {}
         if len(parallel) == 1:  # (a call alone needs no task of its own, which gather starts, nor the semaphore)
-            results = [await one(parallel[0], state)]
+            results = [await one(parallel[0], state, spare, oversized.get(id(parallel[0])))]
         else:
             sem = asyncio.Semaphore(max(1, ctx.max_parallel_tools))  # at most max_parallel_tools at once
 
             async def limited(call: dict) -> ToolOutcome:
                 async with sem:
-                    return await one(call, state)
+                    return await one(call, state, spare, oversized.get(id(call)))
 
             results = await asyncio.gather(*(limited(c) for c in parallel))
         for call, outcome in zip(parallel, results, strict=True):
@@ -382,7 +270,7 @@ def make_tools_node(
         for i in sorted(outcomes):
             state_updates.update(outcomes[i].update or {})
         for call in stateful:
-            outcome = await one(call, {**state, **state_updates})
+            outcome = await one(call, {**state, **state_updates}, spare, oversized.get(id(call)))
             outcomes[position[id(call)]] = outcome
             state_updates.update(outcome.update or {})
         out_messages: list[ToolMessage] = []
@@ -422,7 +310,7 @@ def make_tools_node(
                 skip(call, SKIPPED_RESULT.format(limit=limit), "skipped_limit", "skipped: tool-call limit")
         # The bounded AI message replaces the original (same id) before its results.
         head = [replacement] if replacement is not None else []
-        update: dict[str, Any] = {
+        update = {
             **state_updates,
             "messages": [*head, *out_messages],
             "tool_calls_made": made + len(to_run) + retried[0],

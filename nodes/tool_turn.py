@@ -1,0 +1,181 @@
+"""One turn's calls planned before any runs (the ``tools`` node's pure part): the per-turn cap
+and the argument size limit (:func:`bounded_turn`), loop detection (:func:`loop_excess`,
+:func:`track_repeats`), the free archive reads and the run's budget; and the common turn
+that needs none of that planning (:func:`lone_call`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+from langchain_core.messages import AIMessage
+
+from ..events import emit
+from ..jsontext import encoder_text
+from ..prompts import LOOP_NOTICE
+from ..replies import MAX_JSON_CHARS
+from ..state import count_of
+from ..tools.context_tools import GET_TOOL_RESPONSE, STATE_TAG
+from ..tools.registry import ToolRegistry
+from .routes import call_signature, loop_stage, streak_after
+
+
+def plan_calls(calls: list[dict], made: int, limit: int) -> tuple[list[dict], list[dict]]:
+    """Split a turn's calls into those to execute and those over the budget."""
+    remaining = max(0, limit - made)
+    return calls[:remaining], calls[remaining:]
+
+
+TOO_MANY_IN_TURN = (
+    "skipped: too many tool calls in one turn ({count} calls; at most {cap} run per turn). "
+    "This call and the {dropped} after it were not run; call what you still need in a later turn."
+)
+REPEATED = (
+    "Not run: the same {tool} call (same arguments) {count} times in a row; the result would be the same. "
+    "Use the results you have, or answer."
+)
+OVERSIZED = (
+    "Refused: the arguments are {chars} characters of JSON, more than the {limit} allowed "
+    "(max_tool_arg_chars). The call was not run; pass smaller arguments."
+)
+
+
+# arg_chars' encoder, built once (jsontext.py: json.dumps's text with these options,
+# without its per-call set-up).
+_args_text = encoder_text(ensure_ascii=False, default=str)
+
+
+def arg_chars(call: Mapping[str, Any]) -> int:
+    """Size of a call's arguments as JSON text (a malformed call's raw string)."""
+    args = call.get("args")
+    if isinstance(args, str):
+        return len(args)
+    try:
+        return len(_args_text(args))
+    except (ValueError, RecursionError):
+        return len(str(args))
+
+
+def bounded_turn(
+    message: AIMessage, cap: int, max_chars: int
+) -> tuple[AIMessage | None, list[dict[str, Any]], int, dict[int, int]]:
+    """``(replacement or None, calls kept, calls dropped, sizes)`` for one turn's AI message:
+    at most ``cap`` calls plus one answered "too many", oversized arguments shrunk.
+    ``sizes``: :func:`arg_chars` of each kept call, by ``id()``."""
+    valid: list[dict[str, Any]] = [dict(c) for c in message.tool_calls or []]
+    invalid: list[dict[str, Any]] = [dict(c) for c in message.invalid_tool_calls or []]
+    total = len(valid) + len(invalid)
+    keep = cap + 1 if total > cap else total
+    kept_valid = valid[:keep]
+    kept_invalid = invalid[: max(0, keep - len(kept_valid))]
+    changed = len(kept_valid) + len(kept_invalid) < total
+    shrunk_valid: list[dict[str, Any]] = []
+    shrunk_invalid: list[dict[str, Any]] = []
+    sizes: dict[int, int] = {}
+    for c in kept_valid:
+        n = sizes[id(c)] = arg_chars(c)
+        shrunk_valid.append({**c, "args": {"_truncated": f"{n} chars"}} if n > max_chars else c)
+        changed |= n > max_chars
+    for c in kept_invalid:  # (too long to be parsed at all is shrunk whatever the limit)
+        n = sizes[id(c)] = arg_chars(c)
+        big = n > min(max_chars, MAX_JSON_CHARS)
+        shrunk_invalid.append({**c, "args": json.dumps({"_truncated": f"{n} chars"})} if big else c)
+        changed |= big
+    calls = [*kept_valid, *kept_invalid]
+    if not changed:
+        return None, calls, 0, sizes
+    replacement = message.model_copy(update={"tool_calls": shrunk_valid, "invalid_tool_calls": shrunk_invalid})
+    return replacement, calls, total - len(calls), sizes
+
+
+def track_repeats(
+    state: Mapping[str, Any], calls: list[dict[str, Any]], signatures: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """Loop detection's state after this turn's ``calls``: the streak of identical calls
+    (``repeat_streak``); reaching ``loop_limit`` puts a notice in the next turn's system
+    prompt and emits ``loop_detected``; a different call clears that notice. Going past the
+    limit is ``route_after_tools``'s to finalize. ``signatures``: the calls' ``call_signature``
+    when the caller has them."""
+    limit = count_of(state, "loop_limit")
+    before = count_of(state, "loop_streak")
+    if signatures is None:
+        signatures = [call_signature(c) for c in calls]
+    last, streak = streak_after(state.get("loop_call") or "", before, signatures)
+    update: dict[str, Any] = {"loop_call": last, "loop_streak": streak}
+    stage = loop_stage(streak, limit)
+    if stage == "notice":
+        tool = calls[-1].get("name") or ""
+        emit("loop_detected", tool=tool, repeats=streak, limit=limit, action="notice")
+        update["notice"] = LOOP_NOTICE.format(tool=tool, count=streak)
+    elif stage == "none" and loop_stage(before, limit) == "notice":
+        update["notice"] = ""
+    return update
+
+
+def loop_excess(
+    state: Mapping[str, Any], calls: list[dict[str, Any]], signatures: Sequence[str] | None = None
+) -> dict[int, int]:
+    """Calls of this turn (by ``id()``) that repeat one call more than ``loop_limit`` + 1 times
+    in a row, counting on from the previous turns' streak, each with its place in the streak:
+    they are not run, so a run executes one identical call at most ``loop_limit`` + 1 times
+    even when a single turn repeats it (0: loop detection off). ``signatures``: the calls'
+    ``call_signature`` (at least as many) when the caller has them."""
+    limit = count_of(state, "loop_limit")
+    if limit <= 0:
+        return {}
+    last, streak = state.get("loop_call") or "", count_of(state, "loop_streak")
+    if signatures is None:
+        signatures = [call_signature(c) for c in calls]
+    excess: dict[int, int] = {}
+    for call, signature in zip(calls, signatures, strict=False):
+        last, streak = streak_after(last, streak, (signature,))
+        if streak > limit + 1:
+            excess[id(call)] = streak
+    return excess
+
+
+def split_free_retrievals(calls: list[dict], used: int, quota: int) -> tuple[list[dict], list[dict]]:
+    """get_tool_response calls within the run's free quota, and every other call.
+
+    Reading back an archived output changes nothing and is how the model recovers what
+    compaction hid, so it does not spend the tool budget; it has its own bound."""
+    free: list[dict] = []
+    counted: list[dict] = []
+    for c in calls:
+        if c.get("name") == GET_TOOL_RESPONSE and c.get("type") != "invalid_tool_call" and used + len(free) < quota:
+            free.append(c)
+        else:
+            counted.append(c)
+    return free, counted
+
+
+def updates_state(registry: ToolRegistry, call: Mapping[str, Any]) -> bool:
+    """Whether the call is to a tool that updates the run's state (a Command): such calls
+    run one at a time, after the others."""
+    name = call.get("name") or ""
+    return call.get("type") != "invalid_tool_call" and name in registry and STATE_TAG in registry.meta(name).tags
+
+
+def lone_call(
+    message: Any, state: Mapping[str, Any], registry: ToolRegistry, cap: int, max_chars: int, made: int, limit: int
+) -> tuple[dict[str, Any], str] | None:
+    """``(call, its call_signature)`` when the turn is the common one: a single valid call
+    (no malformed one) that the plan would run as it is, so the tools node runs it without
+    planning. That is: the per-turn ``cap`` admits it, its arguments are within ``max_chars``
+    (:func:`bounded_turn` changes nothing), no review is pending (``state["reviews"]`` empty,
+    nothing to clear), it does not repeat past the loop limit (:func:`loop_excess`), the run's
+    budget (``made`` of ``limit``) runs it, it is not a ``get_tool_response`` (whose free quota
+    the plan decides) nor a call to a tool that updates the state. None for any other turn."""
+    if not isinstance(message, AIMessage) or message.invalid_tool_calls:
+        return None
+    calls = cast(list[dict[str, Any]], message.tool_calls)
+    if len(calls) != 1 or cap < 1 or made >= limit or state.get("reviews"):
+        return None
+    call = calls[0]
+    if call.get("name") == GET_TOOL_RESPONSE or updates_state(registry, call) or arg_chars(call) > max_chars:
+        return None
+    signature = call_signature(call)
+    if loop_excess(state, calls, [signature]):
+        return None
+    return call, signature
