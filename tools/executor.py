@@ -90,10 +90,20 @@ class _Workers:
 _workers = _Workers()
 
 
-async def run_in_daemon_thread(fn: Callable[[], T], *, name: str = "smart-agent-tool") -> T:
+def _expire(future: asyncio.Future[Any]) -> None:
+    if not future.done():
+        future.set_exception(TimeoutError())
+
+
+async def run_in_daemon_thread(
+    fn: Callable[[], T], *, name: str = "smart-agent-tool", timeout_s: float | None = None
+) -> T:
     """Run ``fn()`` on a daemon thread of its own (with the caller's context variables)
     and await its result. Cancelling the await abandons the thread: it runs on, its
-    result is dropped, and it does not keep the process alive."""
+    result is dropped, and it does not keep the process alive. ``timeout_s`` (none when
+    0 or None): after that many seconds the await raises TimeoutError and abandons the
+    thread the same way (a timer on the loop: what ``asyncio.timeout`` around the await
+    would do, without its context manager's own work on every call)."""
     loop = asyncio.get_running_loop()
     future: asyncio.Future[T] = loop.create_future()
     context = contextvars.copy_context()
@@ -119,13 +129,23 @@ async def run_in_daemon_thread(fn: Callable[[], T], *, name: str = "smart-agent-
         return deliver
 
     _workers.submit(target, name)
-    return await future
+    if not timeout_s:
+        return await future
+    timer = loop.call_later(timeout_s, _expire, future)
+    try:
+        return await future
+    finally:
+        timer.cancel()
 
 
-async def ainvoke_tool(tool: BaseTool, args: dict[str, Any], config: RunnableConfig | None = None) -> Any:
-    """``tool.ainvoke(args, config)``, except that a sync tool runs in a daemon thread."""
+async def ainvoke_tool(
+    tool: BaseTool, args: dict[str, Any], config: RunnableConfig | None = None, timeout_s: float | None = None
+) -> Any:
+    """``tool.ainvoke(args, config)``, except that a sync tool runs in a daemon thread;
+    TimeoutError after ``timeout_s`` seconds (none when 0 or None)."""
     if is_sync_tool(tool):
         return await run_in_daemon_thread(
-            lambda: tool.invoke(args, config=config), name=f"smart-agent-tool-{tool.name}"
+            lambda: tool.invoke(args, config=config), name=f"smart-agent-tool-{tool.name}", timeout_s=timeout_s
         )
-    return await tool.ainvoke(args, config=config)
+    async with asyncio.timeout(timeout_s or None):  # (cancels the call in this task)
+        return await tool.ainvoke(args, config=config)

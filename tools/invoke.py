@@ -163,9 +163,9 @@ async def run_tool(
             store=store,
         )
     try:
-        # (asyncio.timeout cancels the call in this task; wait_for would start a task for it)
-        async with asyncio.timeout(timeout_s or None):
-            result = await ainvoke_tool(tool, call_args, config)  # a sync tool: in a daemon thread
+        # (a sync tool runs in a daemon thread, abandoned at the timeout; an async one is
+        # cancelled in this task: no task of its own, which wait_for would start)
+        result = await ainvoke_tool(tool, call_args, config, timeout_s)
     except TimeoutError:
         return ToolOutcome(
             tool.name,

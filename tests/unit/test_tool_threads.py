@@ -60,3 +60,25 @@ async def test_an_error_reaches_the_caller_and_the_thread_is_reused():
         else:
             raise AssertionError("the error was not raised")
     assert len(set(threads) - before) <= 1
+
+
+async def test_a_timeout_abandons_the_thread_and_a_result_in_time_cancels_the_timer():
+    release = threading.Event()
+
+    def stuck() -> str:
+        release.wait(10)
+        return "late"
+
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    try:
+        await run_in_daemon_thread(stuck, timeout_s=0.05)
+    except TimeoutError:
+        pass
+    else:
+        raise AssertionError("no TimeoutError")
+    assert loop.time() - start < 5, "the caller does not wait for the thread"
+    release.set()  # the abandoned call ends; its result is dropped
+
+    assert await run_in_daemon_thread(lambda: "quick", timeout_s=30) == "quick"
+    assert not [h for h in getattr(loop, "_scheduled", []) if not h.cancelled() and h.when() > loop.time() + 20]
