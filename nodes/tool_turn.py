@@ -176,6 +176,8 @@ def lone_call(
     if call.get("name") == GET_TOOL_RESPONSE or updates_state(registry, call) or arg_chars(call) > max_chars:
         return None
     signature = call_signature(call)
-    if loop_excess(state, calls, [signature]):
+    # (loop_excess for one call: the call is past the limit when it extends the streak beyond it)
+    loop_limit = count_of(state, "loop_limit")
+    if loop_limit > 0 and signature == (state.get("loop_call") or "") and count_of(state, "loop_streak") > loop_limit:
         return None
     return call, signature
