@@ -28,7 +28,7 @@ import json
 import math
 import weakref
 from collections.abc import Callable, Iterator, Mapping
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from typing import Any
 
@@ -288,21 +288,31 @@ def current_meter() -> Meter | None:
     return _METER.get()
 
 
-@contextlib.contextmanager
-def metered(state: Mapping[str, Any] | None, ctx: Any) -> Iterator[Meter]:
+class metered:  # (lower case: used as a function, ``with metered(state, ctx) as meter``)
     """The meter of the current run: the one of an enclosing run or node when there is one
     (nested graphs share their caller's budget), else a new one seeded from the state's
-    ``usage`` with the context's budgets, current until the block ends."""
-    existing = _METER.get()
-    if existing is not None:
-        yield existing
-        return
-    meter = Meter((state or {}).get("usage"), limits_of(ctx), _field(ctx, "model", None))
-    token = _METER.set(meter)
-    try:
-        yield meter
-    finally:
-        _METER.reset(token)
+    ``usage`` with the context's budgets, current until the block ends. (A class, not a
+    generator context manager: every model turn and tool turn enters one.)"""
+
+    __slots__ = ("meter", "token")
+
+    def __init__(self, state: Mapping[str, Any] | None, ctx: Any) -> None:
+        existing = _METER.get()
+        self.token: Token[Meter | None] | None = None
+        if existing is not None:
+            self.meter = existing
+        else:
+            self.meter = Meter((state or {}).get("usage"), limits_of(ctx), _field(ctx, "model", None))
+
+    def __enter__(self) -> Meter:
+        if self.meter is not _METER.get():
+            self.token = _METER.set(self.meter)
+        return self.meter
+
+    def __exit__(self, *exc: object) -> None:
+        if self.token is not None:
+            _METER.reset(self.token)
+            self.token = None
 
 
 @contextlib.contextmanager
