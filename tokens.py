@@ -47,6 +47,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from .identity import IdentityCache
+from .jsontext import encoder_text
 
 CHARS_PER_TOKEN = 4
 HEADROOM = 0.9  # share of the limit a request may use in our own accounting
@@ -93,7 +94,7 @@ def _json_parts(items: list[Any]) -> tuple[int, int]:
 
 
 _ROLES = {AIMessage: "assistant", HumanMessage: "user", ToolMessage: "tool", SystemMessage: "system"}
-_args_json = json.JSONEncoder(ensure_ascii=False).encode  # = json.dumps(args, ensure_ascii=False)
+_args_json = encoder_text(ensure_ascii=False)  # = json.dumps(args, ensure_ascii=False) (jsontext.py)
 
 
 def _value_len(value: Any) -> int:
