@@ -201,14 +201,35 @@ class PrefixFold(Generic[S]):
         return value
 
 
-def _add_message(total: tuple[int, int], message: BaseMessage) -> tuple[int, int]:
+# What a run of messages folds to (:data:`_message_runs`): its chat-completions JSON elements'
+# ``characters`` and ``elements``, the ids of the tool calls its last AI message left open, and
+# whether a tool result answered no call of the AI message before it (an orphan).
+Folded = tuple[int, int, frozenset, bool]
+_NO_IDS: frozenset = frozenset()
+
+
+def _add_message(total: Folded, message: BaseMessage) -> Folded:
     hit = _message_json._data.get(id(message))
     size, n = hit[1] if hit is not None and hit[0]() is message else _message_json(message)
-    return total[0] + size, total[1] + n
+    chars, count, open_ids, orphan = total
+    if isinstance(message, ToolMessage):
+        orphan = orphan or message.tool_call_id not in open_ids
+    elif isinstance(message, AIMessage) and (message.tool_calls or message.invalid_tool_calls):
+        open_ids = frozenset(c.get("id") for c in (*message.tool_calls, *message.invalid_tool_calls))
+    elif open_ids:
+        open_ids = _NO_IDS
+    return chars + size, count + n, open_ids, orphan
 
 
-# ``(characters, elements)`` of runs of messages' chat-completions JSON elements.
-_message_runs: PrefixFold[tuple[int, int]] = PrefixFold(_add_message, (0, 0))
+# Runs of messages folded once for both questions a turn asks of its conversation (the route
+# measuring the next request, the agent node checking it for stray tool results): one pass
+# over the messages each turn added, and the other question finds the run folded whole.
+_message_runs: PrefixFold[Folded] = PrefixFold(_add_message, (0, 0, _NO_IDS, False))
+
+
+def has_orphan_results(messages: Sequence[BaseMessage]) -> bool:
+    """Whether a tool result of ``messages`` has no AI tool call right before it."""
+    return _message_runs.fold(messages)[3]
 
 
 @functools.lru_cache(maxsize=256)
@@ -238,7 +259,7 @@ def system_request_chars(
 def _request_chars(chars: int, count: int, rest: Sequence[BaseMessage], tools: Sequence[BaseTool | dict] | None) -> int:
     """The request's JSON length: ``chars`` and ``count`` elements of its head, then ``rest``."""
     if rest:
-        more, n = _message_runs.fold(rest)
+        more, n, _, _ = _message_runs.fold(rest)
         chars, count = chars + more, count + n
     schemas, tools_n = _sum_parts(_cached(_schema_json, tool_schemas(tools)))
     size = _EMPTY_BODY + chars + 2 * max(0, count - 1)  # ", " between a list's elements

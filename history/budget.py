@@ -33,12 +33,13 @@ from ..tokens import (
     archive_threshold,
     count_messages,
     count_request,
+    has_orphan_results,
     page_chars,
     resolve_counter,
     system_request_chars,
     usable_tokens,
 )
-from .groups import drop_old_units, drop_orphan_results, has_orphan_results
+from .groups import drop_old_units, drop_orphan_results
 from .shrink import archive_tool_outputs, shrink_texts
 
 SIZES_KEPT = 64  # requests whose size a budget remembers (runs of one graph at once, each a few)
@@ -75,16 +76,19 @@ def apply_update(state: Mapping[str, Any], update: Mapping[str, Any]) -> dict[st
     """The state after ``update`` (messages through ``add_messages``)."""
     after = {**state, **{k: v for k, v in update.items() if k not in ("messages", "archived")}}
     if "messages" in update:
-        after["messages"] = appended(list(state.get("messages") or []), list(update["messages"]))
+        after["messages"] = appended(state.get("messages") or [], update["messages"])
     if "archived" in update:
         after["archived"] = {**(state.get("archived") or {}), **(update["archived"] or {})}
     return after
 
 
-def appended(left: list[Any], right: list[Any]) -> list[Any]:
-    """``add_messages(left, right)``. A node's new messages (an AI reply, tool results) usually
-    only append: then they are added as they are, ids given as ``add_messages`` gives them,
-    instead of every message of the thread being converted again on every turn."""
+def appended(left: Sequence[Any], right: Sequence[Any]) -> list[Any]:
+    """``add_messages(left, right)`` (a new list; neither argument is changed). A node's new
+    messages (an AI reply, tool results) usually only append: then they are added as they are,
+    ids given as ``add_messages`` gives them, instead of every message of the thread being
+    converted again on every turn."""
+    if type(right) is not list:
+        right = list(right)
     if all(type(m) in _PLAIN for m in right):
         for m in right:
             if m.id is None:
@@ -92,13 +96,13 @@ def appended(left: list[Any], right: list[Any]) -> list[Any]:
         ids = {m.id for m in right}
         if len(ids) == len(right) and _disjoint(ids, left):
             return [*left, *right]
-    return cast(list[Any], add_messages(left, right))
+    return cast(list[Any], add_messages(list(left), list(right)))
 
 
 _message_id = operator.attrgetter("id")
 
 
-def _disjoint(ids: set[Any], messages: list[Any]) -> bool:
+def _disjoint(ids: set[Any], messages: Sequence[Any]) -> bool:
     """No message of ``messages`` has one of ``ids`` (looked up in a C loop: every turn)."""
     try:
         return ids.isdisjoint(map(_message_id, messages))

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
 from ..messages import pending_tool_calls
-from ..tokens import PrefixFold, TokenCounter, count_messages
+from ..tokens import TokenCounter, count_messages, has_orphan_results
 from .markers import OMITTED_KIND, is_kind, marker, task_index
 
 
@@ -57,25 +57,6 @@ def pairing_problems(messages: Sequence[BaseMessage]) -> list[str]:
             open_calls[c.get("id") or ""] = c.get("name") or ""
     problems.extend(f"tool call {cid!r} without a result" for cid in open_calls)
     return problems
-
-
-def _orphan_step(state: tuple[frozenset, bool], m: BaseMessage) -> tuple[frozenset, bool]:
-    """``(open call ids, an orphan seen)`` after message ``m``."""
-    open_ids, orphan = state
-    if isinstance(m, ToolMessage):
-        return open_ids, orphan or m.tool_call_id not in open_ids
-    if isinstance(m, AIMessage) and (m.tool_calls or m.invalid_tool_calls):
-        return frozenset(c.get("id") for c in (*m.tool_calls, *m.invalid_tool_calls)), orphan
-    return (frozenset(), orphan) if open_ids else state
-
-
-# Every agent turn checks the whole conversation; it grows at its end (tokens.PrefixFold).
-_orphans: PrefixFold[tuple[frozenset, bool]] = PrefixFold(_orphan_step, (frozenset(), False))
-
-
-def has_orphan_results(messages: Sequence[BaseMessage]) -> bool:
-    """Whether a tool result of ``messages`` has no AI tool call right before it."""
-    return _orphans.fold(messages)[1]
 
 
 def drop_orphan_results(messages: Sequence[BaseMessage]) -> list[BaseMessage]:

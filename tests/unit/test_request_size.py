@@ -116,6 +116,27 @@ def test_drop_orphan_results_checks_what_a_grown_conversation_added():
     assert drop_orphan_results([*pieces, second]) == [*pieces, second]
 
 
+def test_the_orphan_check_finds_the_conversation_the_request_size_folded(monkeypatch):
+    """The route measures the next request and the agent node then checks the same messages for
+    stray tool results: one pass over the messages answers both (tokens._message_runs)."""
+    from smart_agent import tokens
+
+    steps: list[object] = []
+    step = tokens._message_runs.step
+
+    def counting(total, message):
+        steps.append(message)
+        return step(total, message)
+
+    monkeypatch.setattr(tokens._message_runs, "step", counting)
+    pieces = [HumanMessage("fresh question"), *conversation_pieces()[2:]]  # objects no fold has seen
+    request_json_chars([SystemMessage("You help."), *pieces])
+    assert steps == pieces
+    assert not tokens.has_orphan_results(list(pieces)) and steps == pieces  # (another list, the same messages)
+    stray = ToolMessage("late", tool_call_id="c1", name="lookup")
+    assert tokens.has_orphan_results([*pieces, HumanMessage("more"), stray]) and len(steps) == len(pieces) + 2
+
+
 def looping_graph(turns: int, counter=None):
     script = [AIMessage("", tool_calls=[{"name": "lookup", "args": {"n": i}, "id": f"c{i}"}]) for i in range(turns)]
     model = ScriptedChatModel(responses=[*script, "done"])
