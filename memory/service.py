@@ -88,8 +88,22 @@ def store_for(runtime_store: Any = None, ctx: Any = None) -> Any:
         raise NoVectorIndex(NO_INDEX)
     from .store import open_store
 
-    spec = context_field(ctx, "embedding_model", None) or settings.field_env("embedding_model")[1] or "local"
-    return open_store(embeddings=spec)
+    return open_store(embeddings=_embedding_spec(ctx))
+
+
+def _embedding_spec(ctx: Any) -> Any:
+    return context_field(ctx, "embedding_model", None) or settings.field_env("embedding_model")[1] or "local"
+
+
+def opened_store_for(runtime_store: Any = None, ctx: Any = None) -> Any:
+    """:func:`store_for`'s store when finding it reads no file: the runtime store, or the default
+    store once open (``store.opened_store``); None when only ``store_for`` can tell (opening the
+    default store touches files: off the event loop). Raises what ``store_for`` raises."""
+    if runtime_store is not None:
+        return store_for(runtime_store, ctx)
+    from .store import opened_store
+
+    return opened_store(embeddings=_embedding_spec(ctx))
 
 
 def check_postgres_embeddings(spec: str | None) -> None:

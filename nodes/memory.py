@@ -57,6 +57,7 @@ from ..memory.service import (
     min_similarity,
     namespace_for,
     nothing_stored,
+    opened_store_for,
     run_task_and_facts,
     store_for,
 )
@@ -168,7 +169,9 @@ async def memory_recall(state: AgentState, runtime: Runtime[AgentContext]) -> di
         # Opening the store and searching touch files: off the event loop (a server's loop).
         found = await _prefetched_recall(runtime_store, ns, task, k)
         if found is None:
-            store = await asyncio.to_thread(store_for, runtime_store, ctx)
+            store = opened_store_for(runtime_store, ctx)
+            if store is None:
+                store = await asyncio.to_thread(store_for, runtime_store, ctx)
             recalled = await backend.recall(store, ns, task, k, min_similarity=min_similarity())
             damage = await asyncio.to_thread(_damage, store, ns)
         else:
@@ -221,7 +224,10 @@ async def memory_write(state: AgentState, runtime: Runtime[AgentContext]) -> dic
     start = time.perf_counter()
     ns = namespace_for(ctx)
     try:
-        store = await asyncio.to_thread(store_for, runtime_store, ctx)  # a refused store: the event says so
+        # (a refused store: the event says so; opening the default store reads files: in a thread)
+        store = opened_store_for(runtime_store, ctx)
+        if store is None:
+            store = await asyncio.to_thread(store_for, runtime_store, ctx)
         if is_memory_store(store):  # the FAISS store: after the answer, on the memory thread
             background.submit(_write_later, store, ns, text, importance, start)
             emit("memory_write", deferred=True, action="queued", namespace=list(ns), importance=importance)

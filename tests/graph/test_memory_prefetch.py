@@ -163,3 +163,45 @@ async def test_a_first_run_opens_no_memory_store_before_its_model_request(script
     assert at_request == [(False, 0)]  # no store opened, no database created before the request
     assert [e["count"] for e in events if e["event"] == "memory_recall"] == [0]
     assert db.exists() and len(opened) == 1  # the run's write opened (and created) the store
+
+
+async def test_a_write_to_the_open_default_store_needs_no_thread_to_find_it(
+    scripted_server, workspace, monkeypatch
+):
+    """Finding the default store resolves its folder (file system reads: in a thread) only until the
+    store is open; then memory_write finds it on the loop and queues its write at once."""
+    import asyncio
+
+    from smart_agent.memory import service
+    from smart_agent.memory import store as store_module
+
+    monkeypatch.setitem(embeddings._cache, "test:table", TableEmbeddings())
+    lookups: list[str] = []
+    to_thread = asyncio.to_thread
+
+    async def counting(fn, *args, **kw):
+        if fn is service.store_for:
+            lookups.append(threading.current_thread().name)
+        return await to_thread(fn, *args, **kw)
+
+    monkeypatch.setattr(asyncio, "to_thread", counting)
+    srv = scripted_server(responder=lambda req: text("Noted."))
+    graph = build_agent_graph(model=openai_model(srv), checkpointer=InMemorySaver())  # the default store
+    context = Context(workspace=str(workspace), model="openai:scripted-model", embedding_model="test:table")
+    events: list[dict] = []
+    await run_graph(graph, "Remember that the cat is called Tom", context, thread="a", events=events)
+    background.drain()
+    assert len(lookups) == 1  # the first write opened (created) the store, in a thread
+    await run_graph(graph, "And the dog is called Rex", context, thread="b", events=events)
+    (written,) = background.drain()
+    assert len(lookups) == 1 and written["action"] == "created"  # the second found it open
+    assert [e["deferred"] for e in events if e["event"] == "memory_write"] == [True, True]
+    first = store_module.opened_store(embeddings="test:table")
+    store_module.close_stores()
+    assert first is not None and store_module.opened_store(embeddings="test:table") is None  # never a closed one
+    await run_graph(graph, "And the bird is called Tweety", context, thread="c")
+    background.drain()
+    # (this run's recall, on the memory thread, opened it again before the write looked)
+    again = store_module.opened_store(embeddings="test:table")
+    assert again is not None and again is not first and len(lookups) == 1
+    store_module.close_stores()

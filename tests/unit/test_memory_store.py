@@ -31,6 +31,7 @@ from smart_agent.memory.store import (
     RankingConfig,
     humanize_age,
     open_store,
+    opened_store,
     user_namespace,
 )
 
@@ -427,6 +428,29 @@ def test_open_store_is_cached_per_folder(tmp_path, monkeypatch):
     assert open_store(embeddings=emb) is a and a.path == tmp_path / "h1" / "memory"
     monkeypatch.setenv("SMART_AGENT_HOME", str(tmp_path / "h2"))
     assert open_store(embeddings=emb) is not a
+
+
+def test_opened_store_finds_an_open_store_without_opening_one(tmp_path, monkeypatch):
+    """What memory_write asks on the event loop: the store open_store gave for the same folder
+    (as given, a relative one in the same working folder) and model, never a closed one, and
+    None when nothing was opened there."""
+    emb = TableEmbeddings()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SMART_AGENT_HOME", "rel-home")
+    assert opened_store(embeddings=emb) is None and not (tmp_path / "rel-home").exists()
+    a = open_store(embeddings=emb)
+    assert opened_store(embeddings=emb) is a
+    assert opened_store(embeddings="another-model") is None
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")  # the same relative name is another folder now
+    assert opened_store(embeddings=emb) is None
+    b = open_store(embeddings=emb)
+    assert b is not a and opened_store(embeddings=emb) is b and (tmp_path / "elsewhere" / "rel-home").is_dir()
+    monkeypatch.chdir(tmp_path)
+    assert opened_store(embeddings=emb) is a
+    a.close()
+    assert opened_store(embeddings=emb) is None
+    b.close()
 
 
 def test_local_model_is_normalized_384d(local_model):
