@@ -74,7 +74,7 @@ def table(rows: list[dict[str, Any]], columns: list[tuple[str, str, int]]) -> st
 # -- the sections: (title, what the baseline is, run, columns, verdict) ---------------------------
 def step_section(quick: bool) -> tuple[list[dict[str, Any]], str]:
     turns = (20,) if quick else (20, 100)
-    modes = ("create_agent", "memory off", "memory on", "create_agent+limits")
+    modes = ("create_agent", "memory off", "memory on", "create_agent+limits", "langgraph floor")
     rows = _rows("step_overhead", turns=turns, repeat=3 if quick else 7, modes=modes)
     verdicts = []
     for r in rows:
@@ -90,7 +90,9 @@ def step_section(quick: bool) -> tuple[list[dict[str, Any]], str]:
     at_equal = [f"memory off at {r['turns']} turns is {r['ms_per_step'] / equal[r['turns']]:.2f}× create_agent+limits"
                 for r in rows if r["mode"] == "memory off" and equal.get(r["turns"])]
     note = ("\n\n(create_agent+limits: create_agent with SummarizationMiddleware, ToolCallLimitMiddleware and "
-            "ModelCallLimitMiddleware, what the loop does at each step by default; " + "; ".join(at_equal) + ".)")
+            "ModelCallLimitMiddleware, what the loop does at each step by default; " + "; ".join(at_equal) + ". "
+            "langgraph floor: LangGraph alone on the loop's state, the same model, tool and routing, none of the "
+            "loop's per-step duties.)")
     return rows, md + "\n\n" + "; ".join(verdicts) + "." + (note if at_equal else "")
 
 

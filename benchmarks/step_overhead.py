@@ -16,7 +16,11 @@ same script with the same single tool:
   step what the loop does by default: ``SummarizationMiddleware`` (it measures the request against
   a budget; its trigger is never reached), ``ToolCallLimitMiddleware`` and
   ``ModelCallLimitMiddleware``. A comparison at equal features; the targets are against plain
-  ``create_agent``.
+  ``create_agent``;
+* ``langgraph floor`` (``--modes``) - LangGraph alone on the loop's state schema: a resolver, an
+  agent node calling the model and a tools node calling the tool, routing themselves as the
+  loop's nodes do, with none of the loop's per-step duties (budget, limits, loop detection,
+  usage, events, reply guards). The floor both frameworks build on.
 
 No checkpointer on either side. Every round runs the three once, in turn (interleaved), in
 one process, after one untimed warm-up run each; a step is one model call (T + 1 per run).
@@ -48,6 +52,10 @@ MODES = ("create_agent", "memory off", "memory on")
 # request measured against a context budget (SummarizationMiddleware, its trigger never reached),
 # a tool-call budget and a model-call budget. Run with --modes; the target is against create_agent.
 LIMITS = "create_agent+limits"
+# The floor under both: LangGraph alone running the same script over the loop's state schema
+# (resolver, agent, tools nodes routing themselves with Command, as the loop's do), with none of
+# the loop's per-step duties. What a step costs before any framework work (``--modes``).
+FLOOR = "langgraph floor"
 OUTPUT = "x" * 200
 
 
@@ -84,11 +92,45 @@ def script(turns: int) -> list[Any]:
     return [*calls, AIMessage(f"Looked up {turns} items.", usage_metadata=usage(turns))]
 
 
+def floor_graph(model: Any, tool: Any) -> Any:
+    """:data:`FLOOR`'s graph: the model called with the conversation and the tool bound, the tool
+    called with the model's arguments, the routes decided in the nodes."""
+    from langchain_core.messages import HumanMessage, ToolMessage
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.types import Command
+
+    from smart_agent.state import AgentState
+
+    bound = model.bind_tools([tool])
+
+    async def resolver(state: dict[str, Any]) -> Command:
+        return Command(update={"messages": [HumanMessage(state["task"])]}, goto="agent")
+
+    async def agent(state: dict[str, Any]) -> Command:
+        reply = await bound.ainvoke(state["messages"])
+        return Command(update={"messages": [reply]}, goto="tools" if reply.tool_calls else END)
+
+    async def tools(state: dict[str, Any]) -> Command:
+        call = state["messages"][-1].tool_calls[0]
+        out = await tool.ainvoke(call["args"])
+        return Command(update={"messages": [ToolMessage(out, tool_call_id=call["id"])]}, goto="agent")
+
+    builder = StateGraph(AgentState)
+    builder.add_node("resolver", resolver, destinations=("agent",))
+    builder.add_node("agent", agent, destinations=("tools", END))
+    builder.add_node("tools", tools, destinations=("agent",))
+    builder.add_edge(START, "resolver")
+    return builder.compile()
+
+
 def runner(mode: str, turns: int, tool: Any) -> Callable[[], Any]:
     """A coroutine function running ``mode`` once on a fresh model and graph (built outside the timing)."""
     from smart_agent.testing.fake_models import ScriptedChatModel
 
     model = ScriptedChatModel(responses=script(turns))
+    if mode == FLOOR:
+        floor = floor_graph(model, tool)
+        return lambda: floor.ainvoke({"task": "Look the items up."})
     if mode in ("create_agent", LIMITS):
         from langchain.agents import create_agent
         from langchain.agents.middleware import (
@@ -185,12 +227,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=5, help="interleaved rounds (median)")
     p.add_argument("--tool", choices=("sync", "async"), default="sync", help="the tool's kind (default: sync)")
     p.add_argument(
-        "--modes", default=",".join(MODES), help=f"comma list of runs (create_agent always included; also {LIMITS})"
+        "--modes",
+        default=",".join(MODES),
+        help=f"comma list of runs (create_agent always included; also {LIMITS}, {FLOOR})",
     )
     p.add_argument("--out", default=str(RESULTS))
     args = p.parse_args(argv)
     turns = [int(t) for t in args.turns.split(",") if t.strip()]
-    known = (*MODES, LIMITS)
+    known = (*MODES, LIMITS, FLOOR)
     modes = ["create_agent", *(m for m in args.modes.split(",") if m in known and m != "create_agent")]
     table = rows(turns, args.repeat, args.tool, modes)
     command = f"python benchmarks/step_overhead.py --turns {args.turns} --repeat {args.repeat} --tool {args.tool}"
