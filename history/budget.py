@@ -96,7 +96,7 @@ def appended(left: Sequence[Any], right: Sequence[Any]) -> list[Any]:
         ids = {m.id for m in right}
         if len(ids) == len(right) and _disjoint(ids, left):
             return [*left, *right]
-    return cast(list[Any], add_messages(list(left), list(right)))
+    return cast(list[Any], add_messages(list(left), right))
 
 
 _message_id = operator.attrgetter("id")

@@ -101,6 +101,13 @@ def _damage(store: Any, ns: tuple[str, ...], *, repair: bool = False) -> dict[st
     return fields
 
 
+async def _store(runtime_store: Any, ctx: Any) -> Any:
+    """``store_for``'s store: found on the loop when that reads no file (the runtime store, the
+    default store once open), else looked up in a thread (opening the default store reads files)."""
+    store = opened_store_for(runtime_store, ctx)
+    return store if store is not None else await asyncio.to_thread(store_for, runtime_store, ctx)
+
+
 def _recall_job(runtime_store: Any, ctx: Any, ns: tuple[str, ...], task: str, k: int, floor: float) -> Any:
     """The whole recall on the memory thread (the FAISS store): open the store, embed the task,
     search, look for damaged rows. None for another store (``memory_recall`` searches it)."""
@@ -169,9 +176,7 @@ async def memory_recall(state: AgentState, runtime: Runtime[AgentContext]) -> di
         # Opening the store and searching touch files: off the event loop (a server's loop).
         found = await _prefetched_recall(runtime_store, ns, task, k)
         if found is None:
-            store = opened_store_for(runtime_store, ctx)
-            if store is None:
-                store = await asyncio.to_thread(store_for, runtime_store, ctx)
+            store = await _store(runtime_store, ctx)
             recalled = await backend.recall(store, ns, task, k, min_similarity=min_similarity())
             damage = await asyncio.to_thread(_damage, store, ns)
         else:
@@ -224,10 +229,7 @@ async def memory_write(state: AgentState, runtime: Runtime[AgentContext]) -> dic
     start = time.perf_counter()
     ns = namespace_for(ctx)
     try:
-        # (a refused store: the event says so; opening the default store reads files: in a thread)
-        store = opened_store_for(runtime_store, ctx)
-        if store is None:
-            store = await asyncio.to_thread(store_for, runtime_store, ctx)
+        store = await _store(runtime_store, ctx)  # (a refused store: the event says so)
         if is_memory_store(store):  # the FAISS store: after the answer, on the memory thread
             background.submit(_write_later, store, ns, text, importance, start)
             emit("memory_write", deferred=True, action="queued", namespace=list(ns), importance=importance)
