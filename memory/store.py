@@ -155,7 +155,8 @@ class FaissMemoryStore(_Rows, BaseStore):
         clock: Callable[[], float] = time.time,
         train_in_background: bool = True,
     ) -> None:
-        self.path = Path(path) if path is not None else default_memory_dir()
+        # (absolute: the index files it saves later go to this folder whatever the working folder is then)
+        self.path = (Path(path) if path is not None else default_memory_dir()).expanduser().absolute()
         self.path.mkdir(parents=True, exist_ok=True)
         (self.path / INDEX_DIR).mkdir(exist_ok=True)
         self._embeddings_spec = embeddings if embeddings is not None else "local"

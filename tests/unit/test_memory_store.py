@@ -430,6 +430,20 @@ def test_open_store_is_cached_per_folder(tmp_path, monkeypatch):
     assert open_store(embeddings=emb) is not a
 
 
+def test_a_store_opened_in_a_relative_folder_stays_there_when_the_working_folder_changes(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    store = FaissMemoryStore("rel", embeddings=TableEmbeddings())
+    (tmp_path / "other").mkdir()
+    monkeypatch.chdir(tmp_path / "other")
+    store.remember(user_namespace("u"), "the cat is called Tom")
+    store.close()  # saves the index files
+    assert list((tmp_path / "other").iterdir()) == []
+    assert store.path == tmp_path / "rel" and list((tmp_path / "rel" / INDEX_DIR).glob("*.faiss"))
+    again = FaissMemoryStore(tmp_path / "rel", embeddings=TableEmbeddings())
+    assert again.count(user_namespace("u")) == 1
+    again.close()
+
+
 def test_opened_store_finds_an_open_store_without_opening_one(tmp_path, monkeypatch):
     """What memory_write asks on the event loop: the store open_store gave for the same folder
     (as given, a relative one in the same working folder) and model, never a closed one, and
