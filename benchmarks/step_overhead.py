@@ -238,6 +238,8 @@ def main(argv: list[str] | None = None) -> int:
     modes = ["create_agent", *(m for m in args.modes.split(",") if m in known and m != "create_agent")]
     table = rows(turns, args.repeat, args.tool, modes)
     command = f"python benchmarks/step_overhead.py --turns {args.turns} --repeat {args.repeat} --tool {args.tool}"
+    if modes != list(MODES):
+        command += f' --modes "{",".join(modes[1:])}"'
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"rows": table, "reproduce": command, "python": sys.version.split()[0]}, indent=2) + "\n")
