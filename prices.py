@@ -122,7 +122,7 @@ def _lookup(table: dict[str, tuple[float, float]], spec: str) -> tuple[float, fl
 
 @lru_cache(maxsize=64)
 def _builtin_price(spec: str) -> tuple[float, float] | None:
-    return _lookup(_table(None), spec)
+    return _lookup(_table(None, None), spec)  # (the entry price_table() reads with no price file)
 
 
 def call_cost(price: tuple[float, float] | None, input_tokens: int, output_tokens: int) -> float:
