@@ -262,20 +262,26 @@ def indexable_count(conn: sqlite3.Connection, ns_json: str) -> int:
 
 def damaged_rows(conn: sqlite3.Connection, ns_path: str, dim: int | None, *, scan: bool) -> list[dict[str, Any]]:
     """Damaged rows under a namespace prefix path: the recorded ones, and with ``scan``
-    also those SQL can see without decoding (invalid JSON, wrong vector size)."""
-    detect = (
-        " OR NOT json_valid(i.value) OR (i.vector IS NOT NULL AND (typeof(i.vector) != 'blob' OR length(i.vector) != "
-        "?))"
-        if scan
-        else ""
-    )
-    params: list[Any] = [4 * dim if dim else None] if scan else []
-    rows = conn.execute(
-        "SELECT i.ns, i.key, d.reason, json_valid(i.value), length(i.vector) FROM items i "
-        "JOIN namespaces n ON n.ns = i.ns LEFT JOIN damaged d ON d.id = i.id "
-        f"WHERE substr(n.ns_path, 1, ?) = ? AND (d.id IS NOT NULL{detect}) ORDER BY i.ns, i.id",
-        [len(ns_path), ns_path, *params],
-    ).fetchall()
+    also those SQL can see without decoding (invalid JSON, wrong vector size).
+
+    Without ``scan`` (every recall and write asks) the query starts from the ``damaged`` table
+    (CROSS JOIN keeps it outermost): it reads the recorded rows only, not every memory of the
+    namespace (100,000 memories: 23.6 ms a call before)."""
+    if scan:
+        rows = conn.execute(
+            "SELECT i.ns, i.key, d.reason, json_valid(i.value), length(i.vector) FROM items i "
+            "JOIN namespaces n ON n.ns = i.ns LEFT JOIN damaged d ON d.id = i.id "
+            "WHERE substr(n.ns_path, 1, ?) = ? AND (d.id IS NOT NULL OR NOT json_valid(i.value) OR (i.vector IS NOT "
+            "NULL AND (typeof(i.vector) != 'blob' OR length(i.vector) != ?))) ORDER BY i.ns, i.id",
+            [len(ns_path), ns_path, 4 * dim if dim else None],
+        ).fetchall()
+    else:
+        rows = conn.execute(
+            "SELECT i.ns, i.key, d.reason, json_valid(i.value), length(i.vector) FROM damaged d "
+            "CROSS JOIN items i ON i.id = d.id CROSS JOIN namespaces n ON n.ns = i.ns "
+            "WHERE substr(n.ns_path, 1, ?) = ? ORDER BY i.ns, i.id",
+            [len(ns_path), ns_path],
+        ).fetchall()
     out = []
     for ns_json, key, reason, json_ok, size in rows:
         if reason is None:

@@ -131,7 +131,9 @@ class _VectorIndexes(_IndexCache):
         with self._lock:
             self._ensure_open()
             rows = self._conn.execute(
-                "SELECT i.id, i.text FROM items i JOIN damaged d ON d.id = i.id JOIN namespaces n ON n.ns = i.ns "
+                # (from the recorded rows, CROSS JOIN keeping them outermost: not a scan of every memory)
+                "SELECT i.id, i.text FROM damaged d CROSS JOIN items i ON i.id = d.id "
+                "CROSS JOIN namespaces n ON n.ns = i.ns "
                 "WHERE substr(n.ns_path, 1, ?) = ? AND i.text IS NOT NULL AND json_valid(i.value) ORDER BY i.id",
                 (len(p), p),
             ).fetchall()

@@ -193,3 +193,49 @@ def test_memory_stats_cli_counts_damaged_rows(tmp_path, isolated_home):
     assert [d["key"] for d in json.loads(as_json.stdout)["damaged"]] == [bad]
     listed = run_cli(["memory", "list", "--user", "u", "--json"], env=env)
     assert listed.returncode == 0 and bad not in {m["id"] for m in json.loads(listed.stdout)["memories"]}
+
+
+def _vm_steps(store: FaissMemoryStore, call) -> int:
+    """SQLite virtual-machine steps (in blocks of 10) the store's database runs during ``call()``."""
+    steps = [0]
+
+    def count() -> int:
+        steps[0] += 1
+        return 0
+
+    store._conn.set_progress_handler(count, 10)
+    try:
+        call()
+    finally:
+        store._conn.set_progress_handler(None, 10)
+    return steps[0]
+
+
+@pytest.mark.unit
+def test_finding_damaged_rows_reads_the_recorded_ones_not_every_memory(tmp_path):
+    """Every recall and every write asks for the namespace's damaged rows (and repairs them): that
+    costs the same with 20 memories as with 2,000, and still finds exactly the damaged row, under
+    its user's namespace only."""
+    from langgraph.store.base import PutOp
+
+    steps = {}
+    for size in (20, 2000):
+        folder = tmp_path / str(size)
+        s = FaissMemoryStore(folder, embeddings=TableEmbeddings(), max_items_per_namespace=size + 10)
+        s.batch([PutOp(NS, f"m{i}", {"text": f"memory number {i}"}) for i in range(size)])
+        s.remember(("memories", "other"), "someone else's memory")
+        s.close()
+        tamper(folder, "UPDATE items SET vector=? WHERE key=?", (b"\x00garbage", "m7"))
+        drop_index_cache(folder)
+        s = FaissMemoryStore(folder, embeddings=TableEmbeddings())
+        s.recall(NS, "memory number 3", k=5)  # the rebuild records the damaged row
+        found: list = []
+        steps[size] = _vm_steps(s, lambda s=s, found=found: found.append(s.damaged(NS)))
+        assert [d["key"] for d in found[0]] == ["m7"]
+        assert s.damaged(("memories", "other")) == [] and [d["key"] for d in s.damaged(("memories",))] == ["m7"]
+        repaired: list = []
+        steps[-size] = _vm_steps(s, lambda s=s, repaired=repaired: repaired.extend(s.repair(NS)))
+        assert repaired == ["m7"] and s.damaged(NS) == []
+        s.close()
+    assert steps[2000] <= steps[20] + 5, steps  # (a scan of the namespace: hundreds of blocks more)
+    assert steps[-2000] <= steps[-20] + 5, steps
