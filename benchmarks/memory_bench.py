@@ -11,6 +11,9 @@ method in turn (interleaved), medians:
 * ``FaissMemoryStore``: its index's search (``store search``), a full ``recall`` (FAISS candidates,
   ranking on light columns, the returned rows read from SQLite; query vector precomputed) and
   ``remember`` of new memories (consolidation search, SQLite write and commit, index add);
+* what a run asks of the store (``nodes/memory.py``, on the memory thread): its recall job (the
+  recall and the check for damaged rows) and its write job (``remember``, the repair of damaged
+  rows and the check);
 * LangGraph's ``InMemoryStore(index=...)`` ``search`` (pure Python; at most 10,000 items, since it
   keeps every vector as a Python list, and 20 queries);
 * recall@5 of each approximate search against the exact one.
@@ -192,7 +195,9 @@ def bench_size(
     from langgraph.store.memory import InMemoryStore
 
     from smart_agent.memory import ann
+    from smart_agent.memory.service import min_similarity
     from smart_agent.memory.store import FaissMemoryStore, user_namespace
+    from smart_agent.nodes.memory import _damage, _recall_job
 
     faiss = ann.faiss_module()  # one OpenMP thread
     n_real = min(size, len(real_vecs))
@@ -250,8 +255,14 @@ def bench_size(
         ))
         out.append(summary("FaissMemoryStore.recall (full, k=5)", size, times["store recall (full)"],
                            recall_at_5=hit_rate(store_found, truth)))
-        rem = [timed(lambda t=t: store.remember(ns, t)) for t in new_texts]
+        # What a run asks of the store (nodes/memory.py, on the memory thread): the recall with the
+        # check for damaged rows, before the first model request; the write with their repair, after.
+        job = [timed(lambda qt=qt: _recall_job(store, None, ns, qt, 5, min_similarity())) for qt in qtexts[:50]]
+        out.append(summary("a run's recall job (recall + damaged-rows check)", size, job))
+        rem = [timed(lambda t=t: store.remember(ns, t)) for t in new_texts[:100]]
         out.append(summary("FaissMemoryStore.remember", size, rem))
+        write = [timed(lambda t=t: (store.remember(ns, t), _damage(store, ns, repair=True))) for t in new_texts[100:]]
+        out.append(summary("a run's write job (remember + repair + damaged-rows check)", size, write))
         real_store = FaissMemoryStore(tmp, embeddings=emb, embedding_name="bench")
         real_store._model_checked = True  # the folder's vectors are the lookup table's: same model
         q_real = [timed(lambda s=s: real_store.recall(ns, s, k=5)) for s in query_texts[:20]]
