@@ -252,14 +252,6 @@ def record_bad_value(conn: sqlite3.Connection, ns_json: str, key: str) -> None:
         record_damaged(conn, ns_json, [(row[0], key, "value is not valid JSON")])
 
 
-def indexable_count(conn: sqlite3.Connection, ns_json: str) -> int:
-    """How many rows of a namespace belong in its FAISS index."""
-    return conn.execute(
-        "SELECT COUNT(*) FROM items WHERE ns=? AND vector IS NOT NULL AND id NOT IN (SELECT id FROM damaged)",
-        (ns_json,),
-    ).fetchone()[0]
-
-
 def damaged_rows(conn: sqlite3.Connection, ns_path: str, dim: int | None, *, scan: bool) -> list[dict[str, Any]]:
     """Damaged rows under a namespace prefix path: the recorded ones, and with ``scan``
     also those SQL can see without decoding (invalid JSON, wrong vector size).
