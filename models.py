@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, NoReturn
@@ -81,8 +82,10 @@ class Fallback:
         before = self.rebind
         return replace(self, rebind=fn if before is None else (lambda m: fn(before(m))))
 
-    def build(self) -> Any:
-        model = load_chat_model(self.spec, **self.options)
+    def build(self, loop: asyncio.AbstractEventLoop | None = None) -> Any:
+        """The fallback's model, rebound; ``loop``: the event loop that will call it (when a
+        worker thread builds it, as :func:`invoke_model` does)."""
+        model = _load(self.spec, loop, **self.options)
         return model if self.rebind is None else self.rebind(model)
 
 
@@ -128,7 +131,22 @@ def _limit_kwargs(provider: str | None, timeout: float | None, max_retries: int 
 
 
 _cache: dict[tuple, BaseChatModel] = {}
+# The models built for async calls, per event loop. An HTTP client's pooled connections belong to
+# the loop that opened them, and LangChain's OpenAI models share one async client per base URL
+# process-wide: a script's second ``asyncio.run(graph.ainvoke(...))`` (or another thread's loop)
+# failed with "Event loop is closed". Each loop gets models of its own, an OpenAI one with its own
+# async client, and a loop's models go with it.
+_loop_cache: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple, BaseChatModel]] = (
+    weakref.WeakKeyDictionary()
+)
 _lock = threading.Lock()
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def _provider_kwargs(provider: str) -> dict[str, Any]:
@@ -186,8 +204,21 @@ def load_chat_model(
     ``**model_options(ctx)`` for the run's settings. A ``BaseChatModel`` instance is
     returned unchanged. Errors at construction time
     (missing key, unknown provider, missing integration package) become a
-    ``ModelConfigError`` whose message says how to configure a model.
+    ``ModelConfigError`` whose message says how to configure a model. Called on an event
+    loop, the model is that loop's (see ``_loop_cache``).
     """
+    return _load(spec, _running_loop(), timeout=timeout, max_retries=max_retries, **overrides)
+
+
+def _load(
+    spec: str | BaseChatModel,
+    loop: asyncio.AbstractEventLoop | None,
+    *,
+    timeout: float | None = None,
+    max_retries: int | None = None,
+    **overrides: Any,
+) -> BaseChatModel:
+    """:func:`load_chat_model` for calls on ``loop`` (None: synchronous calls only)."""
     if isinstance(spec, BaseChatModel):
         return spec
     if not isinstance(spec, str) or not spec.strip():
@@ -208,8 +239,13 @@ def load_chat_model(
         tuple(sorted((k, repr(v)) for k, v in kwargs.items())),
     )
     with _lock:
-        if key in _cache:
-            return _cache[key]
+        cache = _cache if loop is None else _loop_cache.setdefault(loop, {})
+        if key in cache:
+            return cache[key]
+    if loop is not None and provider == "openai" and "http_async_client" not in kwargs:
+        import openai
+
+        kwargs["http_async_client"] = openai.DefaultAsyncHttpxClient()  # (the per-request timeout still applies)
     from langchain.chat_models import init_chat_model
 
     try:
@@ -222,13 +258,15 @@ def load_chat_model(
     except Exception as exc:  # missing API key, unknown provider...
         raise ModelConfigError(f"Cannot use model {spec!r}: {_first_line(exc)}. {HOW_TO_CONFIGURE}") from None
     with _lock:
-        _cache[key] = model
-    return model
+        return cache.setdefault(key, model)
 
 
 async def aload_chat_model(spec: str | BaseChatModel, **options: Any) -> BaseChatModel:
-    """:func:`load_chat_model` off the event loop: building a client reads certificates from disk."""
-    return await asyncio.to_thread(load_chat_model, spec, **options)
+    """:func:`load_chat_model` off the event loop (building a client reads certificates from
+    disk), for this loop."""
+    if isinstance(spec, BaseChatModel):
+        return spec
+    return await asyncio.to_thread(_load, spec, asyncio.get_running_loop(), **options)
 
 
 def _first_line(exc: BaseException) -> str:
@@ -296,7 +334,7 @@ async def invoke_model(
             fallback = pending.pop(0)
             emit("model_fallback", **{"from": spec or "model", "to": fallback.spec, "error": _first_line(exc)})
             spec = fallback.spec
-            runnable = await asyncio.to_thread(fallback.build)
+            runnable = await asyncio.to_thread(fallback.build, asyncio.get_running_loop())
     if isinstance(result, dict) and "raw" in result:  # with_structured_output(include_raw=True)
         return {**result, "raw": sanitize_reply(result["raw"])}
     return sanitize_reply(result)

@@ -1,0 +1,71 @@
+"""A script that runs the agent in one ``asyncio.run`` after another (or a worker thread with a loop
+of its own): every run talks to the model service through HTTP connections of its own event loop.
+(LangChain's OpenAI models share one async HTTP client per base URL in the whole process; its pooled
+connections belong to the loop that opened them, and the next loop's run failed with "Event loop is
+closed".) The real client over HTTP against the scripted server."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from smart_agent.context import Context
+from smart_agent.graphs.agent import build_agent_graph
+from smart_agent.models import load_chat_model
+from smart_agent.testing.scripted_server import text
+
+
+@pytest.fixture
+def openai_server(scripted_server, monkeypatch):
+    def make(responder):
+        srv = scripted_server(responder=responder)
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        return srv
+
+    return make
+
+
+def test_a_script_runs_the_agent_in_one_asyncio_run_after_another(openai_server, workspace):
+    srv = openai_server(lambda req: text(f"answer {len(srv.requests)}"))
+    graph = build_agent_graph()
+    context = Context(model="openai:scripted-model", workspace=str(workspace), memory=False, model_max_retries=0)
+    answers = [asyncio.run(graph.ainvoke({"task": f"question {i}"}, context=context))["answer"] for i in range(3)]
+    assert answers == ["answer 1", "answer 2", "answer 3"]
+    # A loop of a worker thread too.
+    result: dict = {}
+    worker = threading.Thread(
+        target=lambda: result.update(asyncio.run(graph.ainvoke({"task": "from a thread"}, context=context)))
+    )
+    worker.start()
+    worker.join(60)
+    assert result["answer"] == "answer 4"
+
+
+def test_a_fallback_model_answers_in_one_asyncio_run_after_another(openai_server, workspace):
+    srv = openai_server(
+        lambda req: {"error": {"status": 500, "message": "A is down"}} if req["model"] == "A" else text("from B")
+    )
+    graph = build_agent_graph()
+    context = Context(
+        model="openai:A", fallback_models=["openai:B"], workspace=str(workspace), memory=False, model_max_retries=0
+    )
+    for i in range(2):
+        assert asyncio.run(graph.ainvoke({"task": f"question {i}"}, context=context))["answer"] == "from B"
+    assert [r["model"] for r in srv.requests] == ["A", "B", "A", "B"]
+
+
+def test_each_event_loop_has_its_own_model_and_http_client(openai_server):
+    openai_server(lambda req: text("hi"))
+
+    async def load() -> tuple:
+        first, second = load_chat_model("openai:scripted-model"), load_chat_model("openai:scripted-model")
+        return first, second
+
+    a1, a2 = asyncio.run(load())
+    b1, _ = asyncio.run(load())
+    assert a1 is a2  # one loop: built once
+    assert b1 is not a1 and b1.async_client is not a1.async_client  # another loop: its own client
+    assert load_chat_model("openai:scripted-model") is load_chat_model("openai:scripted-model")  # no loop: cached
