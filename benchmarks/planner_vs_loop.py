@@ -103,7 +103,13 @@ async def run_one(kind: str, urls: list[str], latency: float, workspace: str) ->
     script = planner_script(urls) if kind == "planner" else loop_script(urls, parallel=kind.endswith("_parallel"))
     registry = default_registry(plugins_folder=Path(workspace) / "no-plugins", entry_points=False)
     with ScriptedOpenAIServer(script, default_delay_s=latency) as server:
-        model = ChatOpenAI(base_url=server.base_url, api_key="x", model="scripted", stream_usage=True, max_retries=0)
+        # An HTTP client of this run's own: each run has its own event loop (asyncio.run), and a
+        # server may get the port of an earlier one, whose pooled connections that loop's client holds.
+        import openai
+
+        http = openai.DefaultAsyncHttpxClient()
+        model = ChatOpenAI(base_url=server.base_url, api_key="x", model="scripted", stream_usage=True, max_retries=0,
+                           http_async_client=http)
         if kind.startswith("create_agent"):
             from langchain.agents import create_agent
 
@@ -140,6 +146,7 @@ async def run_one(kind: str, urls: list[str], latency: float, workspace: str) ->
                 usage["input_tokens"] += int(u.get("input_tokens") or 0)
                 usage["output_tokens"] += int(u.get("output_tokens") or 0)
             final = {**final, "answer": final["messages"][-1].content if final.get("messages") else ""}
+        await http.aclose()
     saved = (Path(workspace) / "pages.txt").read_text(encoding="utf-8")
     assert all(f"/page{i}" in saved for i in range(len(urls))), "the pages were not all saved"
     assert final.get("answer"), "no answer"
