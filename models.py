@@ -242,7 +242,7 @@ def _load(
         cache = _cache if loop is None else _loop_cache.setdefault(loop, {})
         if key in cache:
             return cache[key]
-    if loop is not None and provider == "openai" and "http_async_client" not in kwargs:
+    if loop is not None and provider == "openai" and not _own_async_client(kwargs):
         import openai
 
         kwargs["http_async_client"] = openai.DefaultAsyncHttpxClient()  # (the per-request timeout still applies)
@@ -259,6 +259,13 @@ def _load(
         raise ModelConfigError(f"Cannot use model {spec!r}: {_first_line(exc)}. {HOW_TO_CONFIGURE}") from None
     with _lock:
         return cache.setdefault(key, model)
+
+
+def _own_async_client(kwargs: dict[str, Any]) -> bool:
+    """Whether an OpenAI model built with ``kwargs`` gets an async HTTP client of its own anyway:
+    one given (a record/replay session's), or one LangChain builds for a proxy (``openai_proxy``,
+    ``$OPENAI_PROXY``: it refuses a client beside a proxy)."""
+    return "http_async_client" in kwargs or bool(kwargs.get("openai_proxy") or settings.openai_proxy())
 
 
 async def aload_chat_model(spec: str | BaseChatModel, **options: Any) -> BaseChatModel:

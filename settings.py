@@ -164,6 +164,10 @@ def openai_api_key() -> str | None:
     return _get("OPENAI_API_KEY")
 
 
+def openai_proxy() -> str | None:
+    return _get("OPENAI_PROXY")
+
+
 def env_value(name: str) -> str | None:
     """Another library's variable ``name`` (e.g. a model provider's API key, for ``smart-agent doctor``)."""
     return _get(name) or None

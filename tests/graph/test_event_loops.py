@@ -69,3 +69,15 @@ def test_each_event_loop_has_its_own_model_and_http_client(openai_server):
     assert a1 is a2  # one loop: built once
     assert b1 is not a1 and b1.async_client is not a1.async_client  # another loop: its own client
     assert load_chat_model("openai:scripted-model") is load_chat_model("openai:scripted-model")  # no loop: cached
+
+
+def test_with_a_proxy_langchain_gives_each_model_its_client(openai_server, monkeypatch):
+    """LangChain refuses a client beside a proxy ($OPENAI_PROXY) and builds one per model itself."""
+    openai_server(lambda req: text("hi"))
+    monkeypatch.setenv("OPENAI_PROXY", "http://127.0.0.1:9")
+
+    async def load():
+        return load_chat_model("openai:scripted-model")
+
+    first, second = asyncio.run(load()), asyncio.run(load())
+    assert first is not second and first.async_client is not second.async_client
