@@ -81,3 +81,36 @@ def test_with_a_proxy_langchain_gives_each_model_its_client(openai_server, monke
 
     first, second = asyncio.run(load()), asyncio.run(load())
     assert first is not second and first.async_client is not second.async_client
+
+
+def test_a_runs_turns_find_its_model_on_the_loop(openai_server, workspace, monkeypatch):
+    """The model of a spec is built off the loop once per loop; every later turn finds it without
+    a thread hop. Another base URL is another model."""
+    from smart_agent import models
+    from smart_agent.testing.scripted_server import tool_call
+
+    replies = iter([tool_call("calculator", {"expression": "6*7"}), tool_call("calculator", {"expression": "1+1"})])
+    openai_server(lambda req: next(replies, text("done")))
+    builds: list[str] = []
+    to_thread = asyncio.to_thread
+
+    async def counting(fn, *args, **kw):
+        if fn is models._load:
+            builds.append(args[0])
+        return await to_thread(fn, *args, **kw)
+
+    monkeypatch.setattr(asyncio, "to_thread", counting)
+    graph = build_agent_graph()
+    context = Context(model="openai:scripted-model", workspace=str(workspace), memory=False, model_max_retries=0)
+    final = asyncio.run(graph.ainvoke({"task": "compute"}, context=context))
+    assert final["answer"] == "done" and final["turns"] == 3
+    assert builds == ["openai:scripted-model"]  # three turns, one build
+
+    async def two_urls():
+        first = await models.aload_chat_model("openai:scripted-model")
+        monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+        return first, await models.aload_chat_model("openai:scripted-model")
+
+    first, second = asyncio.run(two_urls())
+    assert first is not second and second.openai_api_base == "http://127.0.0.1:9/v1"
+    assert len(builds) == 3  # a new loop: built again; another base URL: another model
