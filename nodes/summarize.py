@@ -23,7 +23,6 @@ The agent node still guards every request (``ContextBudget.fit_request``).
 
 from __future__ import annotations
 
-import asyncio
 import functools
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -43,7 +42,7 @@ from ..history.markers import mark_of, task_index
 from ..history.shrink import archive_oversized
 from ..history.transcript import model_summary
 from ..messages import message_text as text_of
-from ..models import load_chat_model, model_fallbacks, model_options
+from ..models import aload_chat_model, model_fallbacks, model_options
 from ..state import AgentState, count_of
 from ..tokens import (
     CHARS_PER_TOKEN,
@@ -88,7 +87,7 @@ async def write_summary(
         return body, "digest", None
     meter = current_meter()
     try:
-        llm = model if model is not None else await asyncio.to_thread(load_chat_model, ctx.model, **model_options(ctx))
+        llm = model if model is not None else await aload_chat_model(ctx.model, **model_options(ctx))
         spec = None if model else ctx.model
         usable = usable_tokens(ctx.context_token_limit)
         fallbacks = model_fallbacks(ctx)

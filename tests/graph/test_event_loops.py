@@ -114,3 +114,45 @@ def test_a_runs_turns_find_its_model_on_the_loop(openai_server, workspace, monke
     first, second = asyncio.run(two_urls())
     assert first is not second and second.openai_api_base == "http://127.0.0.1:9/v1"
     assert len(builds) == 3  # a new loop: built again; another base URL: another model
+
+
+def test_a_model_written_summary_in_one_asyncio_run_after_another(openai_server, workspace):
+    """The summarize node loads the run's model for its loop too."""
+    from scripted_support import big_echo_registry
+
+    from smart_agent.history.transcript import SUMMARY_SYSTEM_PROMPT
+    from smart_agent.testing.scripted_server import tool_calls
+
+    turns = {"n": 0}
+
+    def respond(req):
+        if str(req["messages"][0].get("content", "")).startswith(SUMMARY_SYSTEM_PROMPT[:40]):
+            return text("Summary: fetched the records so far; all fine.")
+        turns["n"] += 1
+        if turns["n"] % 5 == 0:
+            return text("All records fetched.")
+        t = turns["n"]
+        return tool_calls(
+            [("fetch", {"key": f"k{t}a"}), ("fetch", {"key": f"k{t}b"})],
+            content=f"Turn {t}: I will now fetch two more records because the analysis needs them. " * 6,
+        )
+
+    openai_server(respond)
+    graph = build_agent_graph(registry=big_echo_registry())
+    context = Context(model="openai:scripted-model", workspace=str(workspace), memory=False, model_max_retries=0,
+                      context_token_limit=2000, archive_threshold_chars=0)
+    for i in range(2):
+        events: list = []
+
+        async def run(i=i, events=events):
+            async for mode, chunk in graph.astream(
+                {"task": f"Fetch the records ({i})."}, context=context, stream_mode=["custom", "values"]
+            ):
+                if mode == "custom":
+                    events.append(chunk)
+                else:
+                    final = chunk
+            return final
+
+        assert asyncio.run(run())["answer"] == "All records fetched."
+        assert [e["strategy"] for e in events if e.get("action") == "summarize"][:1] == ["model"]
