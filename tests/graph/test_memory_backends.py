@@ -274,8 +274,16 @@ async def test_a_runtime_store_without_index_turns_memory_off(scripted_server, w
     assert not (isolated_home / "memory").exists(), "no fall back to a local FAISS store"
 
 
-async def test_the_server_store_wrapper_is_looked_through():
+async def test_the_server_store_wrapper_is_looked_through(tmp_path, monkeypatch):
+    # Importing the server's store module creates ./.langgraph_api and starts a thread that
+    # writes the server's store there every 10 s, relative to whatever the current folder is
+    # then (a later test's temporary folder, gone: an unhandled-thread warning). Neither here.
+    monkeypatch.setenv("LANGGRAPH_DISABLE_FILE_PERSISTENCE", "true")
+    monkeypatch.chdir(tmp_path)
+    from langgraph_runtime_inmem import _persistence
     from langgraph_runtime_inmem.store import BatchedStore
+
+    assert _persistence._flush_thread is None
 
     indexed = InMemoryStore(index={"dims": DIM, "embed": TableEmbeddings(), "fields": ["text"]})
     assert backend.has_vector_index(BatchedStore(indexed))
