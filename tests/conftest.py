@@ -90,6 +90,21 @@ def scripted_server():
         srv.stop()
 
 
+@pytest.fixture
+def openai_server(scripted_server, monkeypatch):
+    """Factory like ``scripted_server`` whose server is also this test's OpenAI endpoint
+    (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``): what a ``provider:model`` spec such as
+    ``openai:scripted-model`` reaches."""
+
+    def make(script=None, **kwargs):
+        srv = scripted_server(script, **kwargs)
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        return srv
+
+    return make
+
+
 def openai_model(server, **kwargs):
     """The real OpenAI client over HTTP against a scripted server."""
     from langchain_openai import ChatOpenAI

@@ -13,7 +13,7 @@ from smart_agent.evaluation.suite import RunConfig
 from smart_agent.testing.scripted_server import text
 
 
-async def test_a_cases_seconds_and_tokens_leave_out_the_judge(scripted_server, tmp_path, monkeypatch):
+async def test_a_cases_seconds_and_tokens_leave_out_the_judge(openai_server, tmp_path, monkeypatch):
     clock = {"judged": 0.0}
     monkeypatch.setattr(eval_run, "time", SimpleNamespace(perf_counter=lambda: time.perf_counter() + clock["judged"]))
 
@@ -23,9 +23,7 @@ async def test_a_cases_seconds_and_tokens_leave_out_the_judge(scripted_server, t
             return text('{"score": 0.9, "reason": "warm"}')
         return text("Hello there!")
 
-    srv = scripted_server(responder=model)
-    monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    srv = openai_server(responder=model)
     suite_file = tmp_path / "s.yaml"
     suite_file.write_text(
         "defaults: {settings: {memory: false, tools: [calculator]}}\n"
@@ -40,7 +38,7 @@ async def test_a_cases_seconds_and_tokens_leave_out_the_judge(scripted_server, t
     assert [r["model"] for r in srv.requests] == ["scripted-model", "judge"]
 
 
-async def test_concurrency_runs_that_many_cases_at_once(scripted_server, tmp_path, monkeypatch):
+async def test_concurrency_runs_that_many_cases_at_once(openai_server, tmp_path, monkeypatch):
     cond, seen = threading.Condition(), {"active": 0, "peak": 0, "arrived": 0}
 
     def model(request):  # requests go in pairs: each waits for its partner to arrive (at most 10 s)
@@ -57,9 +55,7 @@ async def test_concurrency_runs_that_many_cases_at_once(scripted_server, tmp_pat
             seen["active"] -= 1
         return text("done")
 
-    srv = scripted_server(responder=model)
-    monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    srv = openai_server(responder=model)
     suite_file = tmp_path / "s.yaml"
     suite_file.write_text("defaults: {settings: {memory: false, tools: [calculator]}}\ncases:\n" + "".join(
         f"  - id: c{i}\n    task: Task {i}.\n    expect: {{contains: done}}\n" for i in range(4)

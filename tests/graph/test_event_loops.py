@@ -9,27 +9,14 @@ from __future__ import annotations
 import asyncio
 import threading
 
-import pytest
-
 from smart_agent.context import Context
 from smart_agent.graphs.agent import build_agent_graph
 from smart_agent.models import load_chat_model
 from smart_agent.testing.scripted_server import text
 
 
-@pytest.fixture
-def openai_server(scripted_server, monkeypatch):
-    def make(responder):
-        srv = scripted_server(responder=responder)
-        monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-        return srv
-
-    return make
-
-
 def test_a_script_runs_the_agent_in_one_asyncio_run_after_another(openai_server, workspace):
-    srv = openai_server(lambda req: text(f"answer {len(srv.requests)}"))
+    srv = openai_server(responder=lambda req: text(f"answer {len(srv.requests)}"))
     graph = build_agent_graph()
     context = Context(model="openai:scripted-model", workspace=str(workspace), memory=False, model_max_retries=0)
     answers = [asyncio.run(graph.ainvoke({"task": f"question {i}"}, context=context))["answer"] for i in range(3)]
@@ -45,9 +32,8 @@ def test_a_script_runs_the_agent_in_one_asyncio_run_after_another(openai_server,
 
 
 def test_a_fallback_model_answers_in_one_asyncio_run_after_another(openai_server, workspace):
-    srv = openai_server(
-        lambda req: {"error": {"status": 500, "message": "A is down"}} if req["model"] == "A" else text("from B")
-    )
+    down = {"error": {"status": 500, "message": "A is down"}}
+    srv = openai_server(responder=lambda req: down if req["model"] == "A" else text("from B"))
     graph = build_agent_graph()
     context = Context(
         model="openai:A", fallback_models=["openai:B"], workspace=str(workspace), memory=False, model_max_retries=0
@@ -58,7 +44,7 @@ def test_a_fallback_model_answers_in_one_asyncio_run_after_another(openai_server
 
 
 def test_each_event_loop_has_its_own_model_and_http_client(openai_server):
-    openai_server(lambda req: text("hi"))
+    openai_server(responder=lambda req: text("hi"))
 
     async def load() -> tuple:
         first, second = load_chat_model("openai:scripted-model"), load_chat_model("openai:scripted-model")
@@ -73,7 +59,7 @@ def test_each_event_loop_has_its_own_model_and_http_client(openai_server):
 
 def test_with_a_proxy_langchain_gives_each_model_its_client(openai_server, monkeypatch):
     """LangChain refuses a client beside a proxy ($OPENAI_PROXY) and builds one per model itself."""
-    openai_server(lambda req: text("hi"))
+    openai_server(responder=lambda req: text("hi"))
     monkeypatch.setenv("OPENAI_PROXY", "http://127.0.0.1:9")
 
     async def load():
@@ -90,7 +76,7 @@ def test_a_runs_turns_find_its_model_on_the_loop(openai_server, workspace, monke
     from smart_agent.testing.scripted_server import tool_call
 
     replies = iter([tool_call("calculator", {"expression": "6*7"}), tool_call("calculator", {"expression": "1+1"})])
-    openai_server(lambda req: next(replies, text("done")))
+    openai_server(responder=lambda req: next(replies, text("done")))
     builds: list[str] = []
     to_thread = asyncio.to_thread
 
@@ -137,7 +123,7 @@ def test_a_model_written_summary_in_one_asyncio_run_after_another(openai_server,
             content=f"Turn {t}: I will now fetch two more records because the analysis needs them. " * 6,
         )
 
-    openai_server(respond)
+    openai_server(responder=respond)
     graph = build_agent_graph(registry=big_echo_registry())
     context = Context(model="openai:scripted-model", workspace=str(workspace), memory=False, model_max_retries=0,
                       context_token_limit=2000, archive_threshold_chars=0)

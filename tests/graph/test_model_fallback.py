@@ -16,14 +16,11 @@ from smart_agent.testing.scripted_server import text, tool_call
 
 
 @pytest.fixture
-def server(scripted_server, monkeypatch):
+def server(openai_server):
     def make(replies, first_error=None):
         replies = iter(replies)
         error = first_error or {"status": 500, "message": "model A is down"}
-        srv = scripted_server(responder=lambda req: {"error": error} if req["model"] == "A" else next(replies))
-        monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-        return srv
+        return openai_server(responder=lambda req: {"error": error} if req["model"] == "A" else next(replies))
 
     return make
 

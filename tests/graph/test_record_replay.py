@@ -41,18 +41,8 @@ async def streamed_run(task, workspace, thread):
     return final["answer"], calls, final.get("usage"), "".join(p for p in pieces if isinstance(p, str))
 
 
-@pytest.fixture
-def openai_env(monkeypatch):
-    def point(server):
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-
-    return point
-
-
-async def test_streamed_run_replays_with_the_server_stopped(scripted_server, workspace, tmp_path, openai_env):
-    srv = scripted_server(responder=calculator_model)
-    openai_env(srv)
+async def test_streamed_run_replays_with_the_server_stopped(openai_server, workspace, tmp_path):
+    srv = openai_server(responder=calculator_model)
     cassette = tmp_path / "cassette"
     async with recording(cassette):
         recorded = await streamed_run("What is 37*43?", workspace, "rec")
@@ -68,7 +58,7 @@ async def test_streamed_run_replays_with_the_server_stopped(scripted_server, wor
     assert session.cassette.matches == [(1, "exact"), (2, "exact")] and session.misses == []
 
 
-async def test_streamed_conversation_replays_turn_by_turn(scripted_server, workspace, tmp_path, openai_env):
+async def test_streamed_conversation_replays_turn_by_turn(openai_server, workspace, tmp_path):
     """Two streamed turns on one thread (what ``chat`` does): the second turn's request holds
     the first turn, and both replay from the cassette with the server stopped."""
 
@@ -76,8 +66,7 @@ async def test_streamed_conversation_replays_turn_by_turn(scripted_server, works
         users = [m["content"] for m in req["messages"] if m["role"] == "user"]
         return text(f"turn {len(users)}: you said {users[-1]}")
 
-    srv = scripted_server(responder=model)
-    openai_env(srv)
+    srv = openai_server(responder=model)
     cassette = tmp_path / "chat"
 
     async def conversation(thread):
@@ -109,9 +98,8 @@ async def test_streamed_conversation_replays_turn_by_turn(scripted_server, works
     assert session.cassette.matches == [(1, "exact"), (2, "exact")]
 
 
-async def test_replay_miss_names_the_request_and_is_not_retried(scripted_server, workspace, tmp_path, openai_env):
-    srv = scripted_server(responder=calculator_model)
-    openai_env(srv)
+async def test_replay_miss_names_the_request_and_is_not_retried(openai_server, workspace, tmp_path):
+    srv = openai_server(responder=calculator_model)
     async with recording(tmp_path / "c"):
         await streamed_run("What is 37*43?", workspace, "rec")
     srv.stop()
@@ -122,15 +110,14 @@ async def test_replay_miss_names_the_request_and_is_not_retried(scripted_server,
     assert len(session.misses) == 1  # one request: the client did not retry the miss
 
 
-async def test_a_miss_the_run_caught_is_raised_when_the_replay_ends(scripted_server, tmp_path, openai_env):
+async def test_a_miss_the_run_caught_is_raised_when_the_replay_ends(openai_server, tmp_path):
     """Code that catches every error (a fleet worker, a tool, a sub-agent) may turn a miss into
     a failed step and go on; the replay session raises it at its end all the same."""
     from langchain_core.messages import HumanMessage
 
     from smart_agent.models import invoke_model, load_chat_model
 
-    srv = scripted_server([text("recorded")])
-    openai_env(srv)
+    srv = openai_server([text("recorded")])
     async with recording(tmp_path / "c"):
         await invoke_model(load_chat_model("openai:scripted-model"), [HumanMessage("recorded")])
     srv.stop()
@@ -150,13 +137,12 @@ async def test_a_miss_the_run_caught_is_raised_when_the_replay_ends(scripted_ser
     assert len(session.misses) == 1
 
 
-async def test_concurrent_runs_record_and_replay_their_own_cassettes(scripted_server, workspace, tmp_path, openai_env):
+async def test_concurrent_runs_record_and_replay_their_own_cassettes(openai_server, workspace, tmp_path):
     """Sessions are per context: runs gathered in one process (an eval's --concurrency) each
     record into, and replay from, their own folder."""
     import asyncio
 
-    srv = scripted_server(responder=lambda req: text("answer to " + req["messages"][-1]["content"]))
-    openai_env(srv)
+    srv = openai_server(responder=lambda req: text("answer to " + req["messages"][-1]["content"]))
 
     async def one(session, task):
         async with session:
@@ -172,13 +158,12 @@ async def test_concurrent_runs_record_and_replay_their_own_cassettes(scripted_se
     assert replayed == recorded
 
 
-async def test_a_stream_the_client_closed_before_its_end_is_not_recorded(scripted_server, tmp_path, openai_env):
+async def test_a_stream_the_client_closed_before_its_end_is_not_recorded(openai_server, tmp_path):
     from langchain_core.messages import HumanMessage
 
     from smart_agent.models import load_chat_model
 
-    srv = scripted_server([text("one two three four five six seven eight"), text("whole")])
-    openai_env(srv)
+    openai_server([text("one two three four five six seven eight"), text("whole")])
     async with recording(tmp_path / "c"):
         model = load_chat_model("openai:scripted-model")
         stream = model.astream([HumanMessage("cut")])
