@@ -36,3 +36,8 @@ def encoder_text(**options: Any) -> Callable[[Any], str]:
 
     text.__doc__ = f"``json.JSONEncoder({', '.join(f'{k}={v!r}' for k, v in options.items())}).encode``"
     return text
+
+
+# ``json.dumps(value, ensure_ascii=False)``: a tool call's arguments as the OpenAI format writes
+# them (tokens.py measures them) and the fallback of a call's loop-detection signature (routes.py).
+unicode_json = encoder_text(ensure_ascii=False)

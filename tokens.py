@@ -47,7 +47,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from .identity import IdentityCache
-from .jsontext import encoder_text
+from .jsontext import unicode_json
 
 CHARS_PER_TOKEN = 4
 HEADROOM = 0.9  # share of the limit a request may use in our own accounting
@@ -94,7 +94,6 @@ def _json_parts(items: list[Any]) -> tuple[int, int]:
 
 
 _ROLES = {AIMessage: "assistant", HumanMessage: "user", ToolMessage: "tool", SystemMessage: "system"}
-_args_json = encoder_text(ensure_ascii=False)  # = json.dumps(args, ensure_ascii=False) (jsontext.py)
 
 
 def _value_len(value: Any) -> int:
@@ -114,7 +113,7 @@ def _list_len(lengths: list[int]) -> int:
 
 def _call_len(call: Any) -> int:
     """One tool call as convert_to_openai_messages writes it, serialized."""
-    function = _object_len([("name", _value_len(call["name"])), ("arguments", _value_len(_args_json(call["args"])))])
+    function = _object_len([("name", _value_len(call["name"])), ("arguments", _value_len(unicode_json(call["args"])))])
     return _object_len([("type", 10), ("id", _value_len(call["id"])), ("function", function)])  # "function"
 
 

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, SystemMessage
+from langchain_core.messages import BaseMessage
 from langgraph.runtime import Runtime
 
 from ..context import AgentContext
@@ -38,7 +38,7 @@ from ..state import AgentState, count_of
 from ..tokens import count_request, resolve_counter
 from ..tools.registry import ToolRegistry
 from ..usage import current_meter, metered
-from .agent import call_model, offered_tools
+from .agent import call_model, offered_tools, system_message
 
 REASONING = "reasoning"
 TWO_PHASE = "two_phase"
@@ -108,7 +108,7 @@ def make_two_phase_node(
             return await agent_node(state, runtime)
         names = [t.name for t in tools]
         system = build_system_prompt(ctx, state) + "\n\n" + REASONING_INSTRUCTIONS.format(tools=", ".join(names))
-        request: list[BaseMessage] = [SystemMessage(content=system), *state.get("messages", [])]
+        request: list[BaseMessage] = [system_message(system), *state.get("messages", [])]
         if budget is not None:
             request = budget.fit_request(ctx, request, [])
         # The run's budget (model calls, tokens, cost): the reasoning call is made only when it

@@ -26,7 +26,7 @@ from langgraph.types import Command
 from ..context import AgentContext
 from ..history.budget import BudgetSettings, RequestMeter, apply_update
 from ..history.markers import is_feedback
-from ..jsontext import encoder_text
+from ..jsontext import encoder_text, unicode_json
 from ..messages import pending_tool_calls
 from ..state import AgentState, count_of
 from ..tokens import usable_tokens
@@ -60,7 +60,6 @@ def tool_limit_reached(state: Mapping[str, Any]) -> bool:
 # call_signature's encoders, built once (jsontext.py: the same text as ``json.dumps`` with
 # these options, without its per-call set-up).
 _args_text = encoder_text(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
-_PAIR_JSON = json.JSONEncoder(ensure_ascii=False)
 
 
 def call_signature(call: Mapping[str, Any]) -> str:
@@ -69,7 +68,7 @@ def call_signature(call: Mapping[str, Any]) -> str:
     name, args = call.get("name") or "", _args_text(call.get("args"))
     if type(name) is str:  # (the pair as json.dumps writes a list of two strings)
         return "[" + encode_basestring(name) + ", " + encode_basestring(args) + "]"
-    return _PAIR_JSON.encode([name, args])
+    return unicode_json([name, args])
 
 
 def repeat_streak(last: str, streak: int, calls: Iterable[Mapping[str, Any]]) -> tuple[str, int]:

@@ -1,5 +1,7 @@
 """Routing decisions of the agent loop, on hand-built states."""
 
+import json
+
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from smart_agent.nodes.routes import (
@@ -84,6 +86,11 @@ def test_same_call_means_same_name_and_canonical_json_arguments():
     assert call_signature(a) != call_signature({**a, "name": "u"})
     assert call_signature(a) != call_signature({**a, "args": {"a": 1.5, "b": [1, {"x": 1, "y": 2}]}})
     assert call_signature(calc("1")) != call_signature({"name": "calculator", "args": '{"expression": "1"}'})
+    # The signature is the JSON of [name, canonical arguments], also for a name that is not a string.
+    for call in (a, {"name": "é", "args": {"ü": 1}}, {"name": 3, "args": {"é": [1]}}, {"args": {}}):
+        name = call.get("name") or ""
+        args = json.dumps(call["args"], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        assert call_signature(call) == json.dumps([name, args], ensure_ascii=False)
 
 
 def test_repeat_streak_counts_identical_calls_in_a_row_across_and_within_turns():
