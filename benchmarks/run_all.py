@@ -84,8 +84,8 @@ def step_section(quick: bool) -> tuple[list[dict[str, Any]], str]:
             verdicts.append(f"{r['mode']} at {r['turns']} turns: {r['ratio']:.2f} (target ≤ {target}) "
                             f"{'met' if ok else 'NOT met'}")
     md = table(rows, [("turns", "turns", 0), ("mode", "run", 0), ("ms_per_step", "ms / step", 2),
-                      ("ratio", "÷ create_agent", 2), ("cpu_ms_per_step", "CPU ms / step", 2),
-                      ("cpu_ratio", "CPU ÷ create_agent", 2)])
+                      ("ratio", "÷ create_agent", 2), ("round_ratios", "rounds: ÷ create_agent", 0),
+                      ("cpu_ms_per_step", "CPU ms / step", 2), ("cpu_ratio", "CPU ÷ create_agent", 2)])
     equal = {r["turns"]: r["ms_per_step"] for r in rows if r["mode"] == "create_agent+limits"}
     at_equal = [f"memory off at {r['turns']} turns is {r['ms_per_step'] / equal[r['turns']]:.2f}× create_agent+limits"
                 for r in rows if r["mode"] == "memory off" and equal.get(r["turns"])]

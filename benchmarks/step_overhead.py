@@ -26,8 +26,10 @@ No checkpointer on either side. Every round runs the three once, in turn (interl
 one process, after one untimed warm-up run each; a step is one model call (T + 1 per run).
 Wall time runs to the answer; CPU time (of the whole process) also counts the memory write a
 memory-on run leaves on the memory thread, waited for before the next run starts.
-The ratio is the median ms/step of a graph over create_agent's median. ``rows()`` returns
-the table rows for ``benchmarks/run_all.py``.
+The ratio is the median ms/step of a graph over create_agent's median; "rounds" gives the
+lowest and highest ratio of a single round (a run over the create_agent run beside it), the
+spread one comparison alone would show. ``rows()`` returns the table rows for
+``benchmarks/run_all.py``.
 """
 
 from __future__ import annotations
@@ -197,11 +199,15 @@ async def measure(turns: int, repeat: int, tool_kind: str, modes: Sequence[str] 
     out = []
     for mode in modes:
         ms, cpu_ms = per_step(wall[mode]), per_step(cpu[mode])
+        # Each round's own ratio (its run over the create_agent run next to it): how far one
+        # round's comparison strays from the medians' ratio.
+        rounds = [w / base for w, base in zip(wall[mode], wall["create_agent"], strict=True)]
         out.append({
             "turns": turns,
             "mode": mode,
             "ms_per_step": round(ms, 3),
             "ratio": round(ms / per_step(wall["create_agent"]), 2),
+            "round_ratios": f"{min(rounds):.2f}–{max(rounds):.2f}",
             "cpu_ms_per_step": round(cpu_ms, 3),
             "cpu_ratio": round(cpu_ms / per_step(cpu["create_agent"]), 2),
             "runs_ms": [round(s * 1000, 1) for s in wall[mode]],
@@ -244,11 +250,11 @@ def main(argv: list[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"rows": table, "reproduce": command, "python": sys.version.split()[0]}, indent=2) + "\n")
     print(f"## Per-step overhead ({args.tool} tool, median of {args.repeat})\n")
-    print("| turns | run | ms / step | ÷ create_agent | CPU ms / step | ÷ create_agent |")
-    print("| ---: | --- | ---: | ---: | ---: | ---: |")
+    print("| turns | run | ms / step | ÷ create_agent | rounds: ÷ create_agent | CPU ms / step | ÷ create_agent |")
+    print("| ---: | --- | ---: | ---: | ---: | ---: | ---: |")
     for r in table:
         print(
-            f"| {r['turns']} | {r['mode']} | {r['ms_per_step']:.2f} | {r['ratio']:.2f} | "
+            f"| {r['turns']} | {r['mode']} | {r['ms_per_step']:.2f} | {r['ratio']:.2f} | {r['round_ratios']} | "
             f"{r['cpu_ms_per_step']:.2f} | {r['cpu_ratio']:.2f} |"
         )
     print(f"\nreproduce: {command}\nsaved: {out}")
