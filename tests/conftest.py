@@ -169,8 +169,13 @@ def pg_url():
     directly in the temp dir: run as root, pgserver's server runs as another user, which
     cannot enter pytest's private ``pytest-of-root`` folder."""
     import tempfile
+    import warnings
 
-    import pgserver
+    with warnings.catch_warnings():
+        # Without XDG_RUNTIME_DIR (CI, containers) platformdirs warns and falls back to
+        # /tmp/runtime-<uid>, where pgserver then keeps its lock file: fine for tests.
+        warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+        import pgserver
 
     with tempfile.TemporaryDirectory(prefix="smart-agent-pg-", ignore_cleanup_errors=True) as folder:
         srv = pgserver.get_server(folder, cleanup_mode="stop")
