@@ -107,46 +107,49 @@ async def run_one(kind: str, urls: list[str], latency: float, workspace: str) ->
         # server may get the port of an earlier one, whose pooled connections that loop's client holds.
         import openai
 
-        http = openai.DefaultAsyncHttpxClient()
-        model = ChatOpenAI(base_url=server.base_url, api_key="x", model="scripted", stream_usage=True, max_retries=0,
-                           http_async_client=http)
-        if kind.startswith("create_agent"):
-            from langchain.agents import create_agent
-
-            from smart_agent.context import DEFAULT_SYSTEM_PROMPT
-
-            graph = create_agent(
-                model, tools=registry.tools(TOOLS), system_prompt=DEFAULT_SYSTEM_PROMPT, context_schema=Context
+        async with openai.DefaultAsyncHttpxClient() as http:  # (closed however the run ends)
+            model = ChatOpenAI(
+                base_url=server.base_url, api_key="x", model="scripted", stream_usage=True, max_retries=0,
+                http_async_client=http,
             )
-        else:
-            builder: Callable = build_planner_graph if kind == "planner" else build_agent_graph
-            graph = builder(model=model, registry=registry)
-        # Every run is offered the same two tools, so tool schemas weigh the same everywhere.
-        values: dict[str, Any] = {"model": "openai:scripted", "allow_private_network": True, "workspace": workspace,
-                                  "max_parallel_tools": len(urls), "tools": list(TOOLS)}
-        if "memory" in Context.__dataclass_fields__:
-            values["memory"] = False  # long-term memory is not what is measured here
-        ctx = Context(**values)
-        usage = {"input_tokens": 0, "output_tokens": 0}
-        start = time.perf_counter()
-        final: dict = {}
-        async for mode, chunk in graph.astream(
-            {"task": TASK.format(n=len(urls))}, context=ctx, stream_mode=["custom", "values"]
-        ):
-            if mode == "custom" and chunk.get("event") == "usage":
-                usage["input_tokens"] += int(chunk.get("input_tokens") or 0)
-                usage["output_tokens"] += int(chunk.get("output_tokens") or 0)
-            elif mode == "values":
-                final = chunk
-        elapsed = time.perf_counter() - start
-        calls = len(server.requests)
-        if kind.startswith("create_agent"):  # no usage events: read the AI messages' usage
-            for m in final.get("messages", []):
-                u = getattr(m, "usage_metadata", None) or {}
-                usage["input_tokens"] += int(u.get("input_tokens") or 0)
-                usage["output_tokens"] += int(u.get("output_tokens") or 0)
-            final = {**final, "answer": final["messages"][-1].content if final.get("messages") else ""}
-        await http.aclose()
+            if kind.startswith("create_agent"):
+                from langchain.agents import create_agent
+
+                from smart_agent.context import DEFAULT_SYSTEM_PROMPT
+
+                graph = create_agent(
+                    model, tools=registry.tools(TOOLS), system_prompt=DEFAULT_SYSTEM_PROMPT, context_schema=Context
+                )
+            else:
+                builder: Callable = build_planner_graph if kind == "planner" else build_agent_graph
+                graph = builder(model=model, registry=registry)
+            # Every run is offered the same two tools, so tool schemas weigh the same everywhere.
+            values: dict[str, Any] = {
+                "model": "openai:scripted", "allow_private_network": True, "workspace": workspace,
+                "max_parallel_tools": len(urls), "tools": list(TOOLS),
+            }
+            if "memory" in Context.__dataclass_fields__:
+                values["memory"] = False  # long-term memory is not what is measured here
+            ctx = Context(**values)
+            usage = {"input_tokens": 0, "output_tokens": 0}
+            start = time.perf_counter()
+            final: dict = {}
+            async for mode, chunk in graph.astream(
+                {"task": TASK.format(n=len(urls))}, context=ctx, stream_mode=["custom", "values"]
+            ):
+                if mode == "custom" and chunk.get("event") == "usage":
+                    usage["input_tokens"] += int(chunk.get("input_tokens") or 0)
+                    usage["output_tokens"] += int(chunk.get("output_tokens") or 0)
+                elif mode == "values":
+                    final = chunk
+            elapsed = time.perf_counter() - start
+            calls = len(server.requests)
+            if kind.startswith("create_agent"):  # no usage events: read the AI messages' usage
+                for m in final.get("messages", []):
+                    u = getattr(m, "usage_metadata", None) or {}
+                    usage["input_tokens"] += int(u.get("input_tokens") or 0)
+                    usage["output_tokens"] += int(u.get("output_tokens") or 0)
+                final = {**final, "answer": final["messages"][-1].content if final.get("messages") else ""}
     saved = (Path(workspace) / "pages.txt").read_text(encoding="utf-8")
     assert all(f"/page{i}" in saved for i in range(len(urls))), "the pages were not all saved"
     assert final.get("answer"), "no answer"
