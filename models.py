@@ -226,7 +226,7 @@ def _load(
     provider, name = split_spec(spec)
     if not name:
         raise ModelConfigError(f"Model spec {spec!r} names no model. {HOW_TO_CONFIGURE}")
-    key = _model_key(spec, {"timeout": timeout, "max_retries": max_retries, **overrides})
+    key = _model_key(spec, timeout, max_retries, overrides)
     with _lock:
         cache = _cache if loop is None else _loop_cache.setdefault(loop, {})
         if key in cache:
@@ -263,11 +263,12 @@ def _own_async_client(kwargs: dict[str, Any]) -> bool:
     return "http_async_client" in kwargs or bool(kwargs.get("openai_proxy") or settings.openai_proxy())
 
 
-def _model_key(spec: str, options: dict[str, Any]) -> tuple:
-    """What a model built for ``spec`` and ``options`` depends on: they, the OpenAI variables and
-    the record/replay session (whose clients it is given). Reads no file: the event loop asks it."""
+def _model_key(spec: str, timeout: float | None, max_retries: int | None, overrides: dict[str, Any]) -> tuple:
+    """What a model built for ``spec`` with these options depends on: they, the OpenAI variables
+    and the record/replay session (whose clients it is given). Reads no file: the event loop asks it."""
     from .cassette import active_session
 
+    options = {"timeout": timeout, "max_retries": max_retries, **overrides}
     return (
         spec, tuple(sorted((k, repr(v)) for k, v in options.items())), settings.openai_base_url(),
         settings.openai_api_key(), settings.openai_proxy(), active_session(),
@@ -284,7 +285,7 @@ async def aload_chat_model(
         return spec
     loop = asyncio.get_running_loop()
     if isinstance(spec, str):
-        key = _model_key(spec, {"timeout": timeout, "max_retries": max_retries, **overrides})
+        key = _model_key(spec, timeout, max_retries, overrides)
         with _lock:
             model = _loop_cache.get(loop, {}).get(key)
         if model is not None:
