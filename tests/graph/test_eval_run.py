@@ -38,7 +38,7 @@ async def test_a_cases_seconds_and_tokens_leave_out_the_judge(openai_server, tmp
     assert [r["model"] for r in srv.requests] == ["scripted-model", "judge"]
 
 
-async def test_concurrency_runs_that_many_cases_at_once(openai_server, tmp_path, monkeypatch):
+async def test_concurrency_runs_that_many_cases_at_once(openai_server, tmp_path):
     cond, seen = threading.Condition(), {"active": 0, "peak": 0, "arrived": 0}
 
     def model(request):  # requests go in pairs: each waits for its partner to arrive (at most 10 s)
