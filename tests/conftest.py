@@ -15,8 +15,9 @@ os.environ.setdefault("LANGSMITH_TRACING", "false")
 
 # Fixtures for every folder: `dev_server` (`langgraph dev` against a scripted model),
 # `counting_plugin` (a folder plugin that counts its loads), `local_model` and
-# `fake_memory` (memory_fakes.py), `http_mcp` (an MCP server over HTTP, mcp_support.py).
-pytest_plugins = ["langgraph_dev_support", "plugin_support", "memory_fakes", "mcp_support"]
+# `fake_memory` (memory_fakes.py), `http_mcp` (an MCP server over HTTP, mcp_support.py), `rt` (a
+# tool runtime in the test's tmp_path, tool_support.py).
+pytest_plugins = ["langgraph_dev_support", "plugin_support", "memory_fakes", "mcp_support", "tool_support"]
 
 REPO = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent

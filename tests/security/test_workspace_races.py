@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from langchain.tools import ToolRuntime
+from tool_support import make_runtime
 
 from smart_agent.context import Context
 from smart_agent.tools.files import read_file, write_file
@@ -34,8 +35,7 @@ def exchange(a: Path, b: Path) -> None:
 
 
 def runtime(workspace: Path, **context: Any) -> ToolRuntime:
-    return ToolRuntime(state={}, context=Context(workspace=str(workspace), memory=False, **context), config={},
-                       stream_writer=lambda x: None, tool_call_id="c1", store=None)
+    return make_runtime(workspace, memory=False, **context)
 
 
 @pytest.fixture

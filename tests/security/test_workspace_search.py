@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 from langchain.tools import ToolRuntime
+from tool_support import make_runtime
 
-from smart_agent.context import Context
 from smart_agent.tools import file_search
 from smart_agent.tools.file_edit import edit_file
 from smart_agent.tools.file_search import glob_files, grep_files
@@ -30,8 +30,7 @@ SWAP_ROUNDS = 300
 
 
 def runtime(workspace: Path, **context: Any) -> ToolRuntime:
-    return ToolRuntime(state={}, context=Context(workspace=str(workspace), memory=False, **context), config={},
-                       stream_writer=lambda x: None, tool_call_id="c1", store=None)
+    return make_runtime(workspace, memory=False, **context)
 
 
 @pytest.fixture

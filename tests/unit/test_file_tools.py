@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 from langchain.tools import ToolRuntime
-from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool
+from tool_support import call as call_tool
+from tool_support import make_runtime
 
 from smart_agent.cli import main
-from smart_agent.context import Context
 from smart_agent.nodes.planner.prompts import describe_tools
 from smart_agent.tools import file_search
 from smart_agent.tools.builtins import default_registry
@@ -25,16 +25,9 @@ from smart_agent.tools.guards import ToolError
 from smart_agent.tools.safe_walk import WalkLimits
 
 
-@pytest.fixture
-def rt(tmp_path: Path) -> ToolRuntime:
-    return ToolRuntime(state={}, context=Context(workspace=str(tmp_path)), config={}, stream_writer=lambda x: None,
-                       tool_call_id="c1", store=None)
-
-
 def call(tool: BaseTool, runtime: ToolRuntime, **args: Any) -> str:
-    message = tool.invoke({"type": "tool_call", "id": "c1", "name": tool.name, "args": {**args, "runtime": runtime}})
-    assert isinstance(message, ToolMessage)
-    return str(message.content)
+    """The text of ``tool``'s result for a model tool call (``rt``: the runtime, tool_support.py)."""
+    return str(call_tool(tool, runtime, **args).content)
 
 
 # -- read_file: line windows ---------------------------------------------------------
@@ -180,8 +173,7 @@ def test_edit_file_errors(tmp_path: Path, rt: ToolRuntime) -> None:
 
 
 def test_edit_file_respects_max_write_bytes(tmp_path: Path) -> None:
-    runtime = ToolRuntime(state={}, context=Context(workspace=str(tmp_path), max_write_bytes=20), config={},
-                          stream_writer=lambda x: None, tool_call_id="c1", store=None)
+    runtime = make_runtime(tmp_path, max_write_bytes=20)
     (tmp_path / "small.txt").write_text("0123456789")
     with pytest.raises(ToolError, match=r"the edited content is 28 bytes, more than this run's max_write_bytes \(20\)"):
         call(edit_file, runtime, path="small.txt", old="9", new="9" * 19)

@@ -8,7 +8,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from langchain.tools import ToolRuntime
+from tool_support import make_runtime
 
 from smart_agent.context import Context
 from smart_agent.tools.guards import (
@@ -274,13 +274,6 @@ def test_default_workspace_is_env_or_cwd(tmp_path: Path, monkeypatch: pytest.Mon
 
 
 def test_context_value_with_a_real_tool_runtime(tmp_path: Path) -> None:
-    runtime = ToolRuntime(
-        state={},
-        context=Context(workspace=str(tmp_path)),
-        config={},
-        stream_writer=lambda x: None,
-        tool_call_id="c1",
-        store=None,
-    )
+    runtime = make_runtime(tmp_path)
     assert workspace_of(runtime) == tmp_path
     assert allow_private_network_of(runtime) is False

@@ -8,9 +8,9 @@ import json
 from types import SimpleNamespace
 
 import pytest
-from langchain.tools import ToolRuntime
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from memory_fakes import TableEmbeddings
+from tool_support import make_runtime
 
 from smart_agent.context import Context, validate_context
 from smart_agent.memory.service import (
@@ -96,9 +96,7 @@ def test_memory_context_lists_ages(fake_memory):
 
 
 def tool_runtime(store, **context):
-    return ToolRuntime(
-        state={}, context=Context(**context), config={}, stream_writer=lambda x: None, tool_call_id="c1", store=store
-    )
+    return make_runtime(store=store, **context)
 
 
 def test_memory_tool_schemas_hide_the_runtime():
