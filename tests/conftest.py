@@ -137,6 +137,15 @@ def run_cli(args, *, env, input_text=None, timeout=120, cwd=None):
     )
 
 
+def loop_context(workspace, **kw):
+    """The agent loop's run context for a test: files in ``workspace``, long-term memory off
+    unless ``memory`` is given."""
+    from smart_agent.context import Context
+
+    kw.setdefault("memory", False)
+    return Context(workspace=str(workspace), **kw)
+
+
 async def run_graph(graph, task, context, thread=None, events=None):
     """Stream a graph run: collect custom events into ``events``, return the final state."""
     config = {"configurable": {"thread_id": thread}} if thread else {}

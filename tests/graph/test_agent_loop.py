@@ -4,22 +4,18 @@ import asyncio
 import time
 
 import pytest
-from conftest import openai_model, run_graph
+from conftest import loop_context, openai_model, run_graph
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
-from smart_agent.context import Context
 from smart_agent.graphs.agent import build_agent_graph
 from smart_agent.prompts import FINALIZE_NOTICE
 from smart_agent.testing.scripted_server import text, tool_call, tool_calls
 from smart_agent.tools.builtins import default_registry
 from smart_agent.tools.registry import ToolRegistry
 
-
-def ctx(workspace, **kw):
-    kw.setdefault("memory", False)
-    return Context(workspace=str(workspace), **kw)
+ctx = loop_context
 
 
 run = run_graph

@@ -4,13 +4,12 @@ langchain-openai client against the scripted server."""
 
 from __future__ import annotations
 
-from conftest import openai_model
+from conftest import loop_context, openai_model
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from smart_agent.approval import rejection_text
-from smart_agent.context import Context
 from smart_agent.graphs.agent import build_agent_graph
 from smart_agent.testing.scripted_server import last_tool_message, text, tool_call, tool_calls, tool_messages
 from smart_agent.tools.builtins import default_registry
@@ -20,8 +19,7 @@ WRITE = {"name": "write_file", "arguments": {"path": "out.txt", "content": "hell
 CALC = {"name": "calculator", "arguments": {"expression": "6*7"}, "id": "c1"}
 
 
-def ctx(workspace, **kw):
-    return Context(workspace=str(workspace), memory=False, **kw)
+ctx = loop_context
 
 
 def graph_for(srv, **kw):

@@ -4,10 +4,9 @@ with a clear error result, never run without the approval and never left hanging
 
 from __future__ import annotations
 
-from conftest import openai_model, run_with_events
+from conftest import loop_context, openai_model, run_with_events
 from langgraph.checkpoint.memory import InMemorySaver
 
-from smart_agent.context import Context
 from smart_agent.graphs.agent import build_agent_graph
 from smart_agent.graphs.fleet import build_fleet_graph
 from smart_agent.graphs.sub_agent import sub_agent_tool
@@ -19,8 +18,7 @@ from smart_agent.tools.builtins import default_registry
 WRITE_ARGS = {"path": "out.txt", "content": "hello"}
 
 
-def ctx(workspace, **kw):
-    return Context(workspace=str(workspace), memory=False, **kw)
+ctx = loop_context
 
 
 def names(request) -> list[str]:

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from conftest import openai_model
+from conftest import loop_context, openai_model
 from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
 from typing_extensions import TypedDict
 
-from smart_agent.context import Context
 from smart_agent.graphs.agent import build_agent_graph
 from smart_agent.testing.fake_models import ScriptedChatModel
 from smart_agent.testing.scripted_server import last_tool_message, text, tool_calls, tool_messages
@@ -23,8 +22,7 @@ from smart_agent.tools.invoke import run_tool
 ASK = {"name": "ask_user", "arguments": {"question": "Which file?"}, "id": "q1"}
 
 
-def ctx(workspace, **kw):
-    return Context(workspace=str(workspace), memory=False, **kw)
+ctx = loop_context
 
 
 async def run(graph, value, context, thread="t", events=None):

@@ -5,13 +5,12 @@ scripted server behind the real langchain-openai client."""
 from __future__ import annotations
 
 import pytest
-from conftest import offered, openai_model, run_with_events
+from conftest import loop_context, offered, openai_model, run_with_events
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 from mcp_support import alive, pid_of, stdio_server
 from planner_support import run_graph as run_planner
 
-from smart_agent.context import Context
 from smart_agent.graphs.agent import build_agent_graph
 from smart_agent.graphs.planner import build_planner_graph
 from smart_agent.testing.scripted_server import last_tool_message, text, tool_call, tool_messages
@@ -19,9 +18,7 @@ from smart_agent.tools.builtins import default_registry
 from smart_agent.tools.mcp import mcp_tools
 from smart_agent.tools.mcp_config import parse_mcp_servers
 
-
-def ctx(workspace, **kw):
-    return Context(workspace=str(workspace), memory=False, **kw)
+ctx = loop_context
 
 
 def servers(spec: dict):
