@@ -57,3 +57,31 @@ def fake_memory(tmp_path):
     store = FaissMemoryStore(tmp_path / "mem", embeddings=TableEmbeddings())
     yield store
     store.close()
+
+
+@pytest.fixture
+def fake_store(tmp_path):
+    """``make(table=None, **kw)``: a FaissMemoryStore in the test's folder with table embeddings
+    (a new folder per call); every one made is closed after the test."""
+    from smart_agent.memory.store import FaissMemoryStore
+
+    stores = []
+
+    def make(table=None, **kw):
+        s = FaissMemoryStore(tmp_path / f"store{len(stores)}", embeddings=TableEmbeddings(table), **kw)
+        stores.append(s)
+        return s
+
+    yield make
+    for s in stores:
+        s.close()
+
+
+class Clock:
+    """A settable clock (``now=`` of the store's ranking): ``t`` seconds."""
+
+    def __init__(self, t: float = 1_700_000_000.0) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
