@@ -147,11 +147,13 @@ def loop_context(workspace, **kw):
 
 
 async def run_graph(graph, task, context, thread=None, events=None):
-    """Stream a graph run: collect custom events into ``events``, return the final state."""
+    """Stream a graph run: collect custom events into ``events``, return the final state.
+    ``task``: a task string, or the graph's input as it is (a ``Command`` resuming the thread)."""
     config = {"configurable": {"thread_id": thread}} if thread else {}
+    graph_input = {"task": task} if isinstance(task, str) else task
     final = {}
     async for mode, chunk in graph.astream(
-        {"task": task}, config=config, context=context, stream_mode=["custom", "values"]
+        graph_input, config=config, context=context, stream_mode=["custom", "values"]
     ):
         if mode == "custom" and events is not None:
             events.append(chunk)

@@ -4,7 +4,7 @@ langchain-openai client against the scripted server."""
 
 from __future__ import annotations
 
-from conftest import loop_context, openai_model
+from conftest import loop_context, openai_model, run_graph
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
@@ -27,18 +27,8 @@ def graph_for(srv, **kw):
 
 
 async def run(graph, value, context, thread="t", events=None):
-    """Stream one run (a task, or a Command to resume): the final values."""
-    config = {"configurable": {"thread_id": thread}}
-    graph_input = {"task": value} if isinstance(value, str) else value
-    final = {}
-    async for mode, chunk in graph.astream(
-        graph_input, config=config, context=context, stream_mode=["custom", "values"]
-    ):
-        if mode == "custom" and events is not None:
-            events.append(chunk)
-        elif mode == "values":
-            final = chunk
-    return final
+    """Stream one run (a task, or a Command to resume) on ``thread``: the final values."""
+    return await run_graph(graph, value, context, thread=thread, events=events)
 
 
 async def pending(graph, thread="t"):

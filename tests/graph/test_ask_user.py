@@ -3,9 +3,7 @@ the answer is the call's result; not offered, and not run, while ask_user is off
 
 from __future__ import annotations
 
-from typing import Any
-
-from conftest import loop_context, openai_model
+from conftest import loop_context, openai_model, run_graph
 from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
@@ -26,17 +24,8 @@ ctx = loop_context
 
 
 async def run(graph, value, context, thread="t", events=None):
-    config = {"configurable": {"thread_id": thread}}
-    graph_input = {"task": value} if isinstance(value, str) else value
-    final: dict[str, Any] = {}
-    async for mode, chunk in graph.astream(
-        graph_input, config=config, context=context, stream_mode=["custom", "values"]
-    ):
-        if mode == "custom" and events is not None:
-            events.append(chunk)
-        elif mode == "values":
-            final = chunk
-    return final
+    """Stream one run (a task, or a Command to resume) on ``thread``: the final values."""
+    return await run_graph(graph, value, context, thread=thread, events=events)
 
 
 async def pending(graph, thread="t"):

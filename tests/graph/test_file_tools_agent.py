@@ -4,7 +4,7 @@ come back as tool messages, and edit_file, a tool with side effects, waits for a
 
 from __future__ import annotations
 
-from conftest import openai_model
+from conftest import openai_model, run_graph
 from langgraph.checkpoint.memory import InMemorySaver
 
 from smart_agent.context import Context
@@ -20,11 +20,7 @@ def graph_for(srv):
 
 
 async def run(graph, task, context, thread="t"):
-    final = {}
-    async for chunk in graph.astream({"task": task}, config={"configurable": {"thread_id": thread}}, context=context,
-                                     stream_mode="values"):
-        final = chunk
-    return final
+    return await run_graph(graph, task, context, thread=thread)
 
 
 async def test_agent_finds_reads_and_edits_a_file(scripted_server, workspace):

@@ -35,6 +35,7 @@ def exchange(a: Path, b: Path) -> None:
 
 
 def runtime(workspace: Path, **context: Any) -> ToolRuntime:
+    """A tool runtime in ``workspace`` with memory off (test_workspace_search.py uses it too)."""
     return make_runtime(workspace, memory=False, **context)
 
 

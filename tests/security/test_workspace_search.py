@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 from langchain.tools import ToolRuntime
-from tool_support import make_runtime
 
 from smart_agent.tools import file_search
 from smart_agent.tools.file_edit import edit_file
@@ -24,13 +23,9 @@ from smart_agent.tools.file_search import glob_files, grep_files
 from smart_agent.tools.files import read_file
 from smart_agent.tools.guards import ToolError
 
-from .test_workspace_races import OUTSIDE_SECRET, exchange
+from .test_workspace_races import OUTSIDE_SECRET, exchange, runtime
 
 SWAP_ROUNDS = 300
-
-
-def runtime(workspace: Path, **context: Any) -> ToolRuntime:
-    return make_runtime(workspace, memory=False, **context)
 
 
 @pytest.fixture
