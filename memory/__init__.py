@@ -1,7 +1,8 @@
 """Long-term memory: FAISS + SQLite ``BaseStore`` with a local embedding model.
 
 * ``store.py`` -- ``FaissMemoryStore`` (LangGraph ``BaseStore``; ``remember``/``recall``),
-  ``open_store``, ``user_namespace``, ``RankingConfig``;
+  ``user_namespace``, ``RankingConfig``; ``open_stores.py`` -- ``open_store``, the process's
+  open stores (one per folder and model);
   its parts: ``vectors.py`` (embedding, FAISS indexes), ``rows.py`` (``batch``,
   SQLite reads/writes), ``ranking.py`` (``RankingConfig``, results), ``matching.py``
   (namespaces, filters);

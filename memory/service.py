@@ -86,7 +86,7 @@ def store_for(runtime_store: Any = None, ctx: Any = None) -> Any:
         if is_memory_store(runtime_store) or has_vector_index(runtime_store):
             return runtime_store
         raise NoVectorIndex(NO_INDEX)
-    from .store import open_store
+    from .open_stores import open_store
 
     return open_store(embeddings=_embedding_spec(ctx))
 
@@ -97,11 +97,11 @@ def _embedding_spec(ctx: Any) -> Any:
 
 def opened_store_for(runtime_store: Any = None, ctx: Any = None) -> Any:
     """:func:`store_for`'s store when finding it reads no file: the runtime store, or the default
-    store once open (``store.opened_store``); None when only ``store_for`` can tell (opening the
+    store once open (``open_stores.opened_store``); None when only ``store_for`` can tell (opening the
     default store touches files: off the event loop). Raises what ``store_for`` raises."""
     if runtime_store is not None:
         return store_for(runtime_store, ctx)
-    from .store import opened_store
+    from .open_stores import opened_store
 
     return opened_store(embeddings=_embedding_spec(ctx))
 

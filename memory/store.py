@@ -63,8 +63,7 @@ from .vectors import INDEX_DIR, _NsIndex, _Txn
 
 __all__ = [
     "DB_NAME", "INDEX_DIR", "FaissMemoryStore", "RankingConfig", "Recalled", "WriteResult",
-    "close_stores", "humanize_age", "is_memory_store", "match_filter", "open_store", "opened_store",
-    "user_namespace",
+    "humanize_age", "is_memory_store", "match_filter", "user_namespace",
 ]
 
 MEMORY_NAMESPACE_ROOT = "memories"
@@ -415,57 +414,3 @@ class FaissMemoryStore(_Rows, BaseStore):
     def items(self, namespace_prefix: Sequence[str] = (), *, limit: int = 100, offset: int = 0) -> list[SearchItem]:
         """Memories under a prefix, newest first (no model needed)."""
         return self.search(tuple(namespace_prefix), limit=limit, offset=offset)
-
-
-
-
-# --------------------------------------------------------------------------- default store
-_stores: dict[tuple[str, str], FaissMemoryStore] = {}
-# The same stores by the folder as given (and the working folder a relative one is in): found
-# again without resolving the path, which reads the file system (opened_store).
-_given: dict[tuple[str, str, str], FaissMemoryStore] = {}
-_stores_lock = threading.Lock()
-
-
-def _given_key(folder: Path, embeddings: str | Embeddings | None) -> tuple[str, str, str]:
-    return str(folder), "" if folder.is_absolute() else os.getcwd(), embedding_id(embeddings)
-
-
-def open_store(
-    path: str | os.PathLike[str] | None = None, *, embeddings: str | Embeddings | None = "local"
-) -> FaissMemoryStore:
-    """The store in ``path`` (default ``$SMART_AGENT_HOME/memory``), cached per folder and model."""
-    folder = Path(path) if path is not None else default_memory_dir()
-    key = (str(folder.expanduser().resolve()), embedding_id(embeddings))
-    given = _given_key(folder, embeddings)
-    with _stores_lock:
-        store = _stores.get(key)
-        if store is None or store._closed:
-            store = FaissMemoryStore(folder, embeddings=embeddings)
-            _stores[key] = store
-        _given[given] = store
-        return store
-
-
-def opened_store(
-    path: str | os.PathLike[str] | None = None, *, embeddings: str | Embeddings | None = "local"
-) -> FaissMemoryStore | None:
-    """What :func:`open_store` returned for the same folder (as given) and model, while that store
-    is open; None when it has not (then ask ``open_store``). Reads no file, so an event loop
-    may call it."""
-    folder = Path(path) if path is not None else default_memory_dir()
-    try:
-        given = _given_key(folder, embeddings)
-    except OSError:  # (the working folder is gone)
-        return None
-    with _stores_lock:
-        store = _given.get(given)
-    return None if store is None or store._closed else store
-
-
-def close_stores() -> None:
-    with _stores_lock:
-        for store in _stores.values():
-            store.close()
-        _stores.clear()
-        _given.clear()

@@ -106,7 +106,7 @@ async def test_a_process_opens_the_store_and_loads_the_model_once_for_all_its_ru
 ):
     """The default store and its embedding model are made by the first run and reused by the next."""
     from smart_agent.memory import embeddings
-    from smart_agent.memory import store as store_module
+    from smart_agent.memory import open_stores as store_module
 
     monkeypatch.setattr(embeddings, "_cache", {})  # this process has loaded no model yet
     monkeypatch.setattr(store_module, "_stores", {})
@@ -172,8 +172,8 @@ async def test_a_write_to_the_open_default_store_needs_no_thread_to_find_it(
     store is open; then memory_write finds it on the loop and queues its write at once."""
     import asyncio
 
+    from smart_agent.memory import open_stores as store_module
     from smart_agent.memory import service
-    from smart_agent.memory import store as store_module
 
     monkeypatch.setitem(embeddings._cache, "test:table", TableEmbeddings())
     lookups: list[str] = []

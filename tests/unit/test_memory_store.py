@@ -24,13 +24,12 @@ from langgraph.store.base import (
 from memory_fakes import TableEmbeddings
 
 from smart_agent.memory.embeddings import LOCAL_DIM, LocalSentenceEmbeddings
+from smart_agent.memory.open_stores import open_store, opened_store
 from smart_agent.memory.store import (
     DB_NAME,
     INDEX_DIR,
     FaissMemoryStore,
     humanize_age,
-    open_store,
-    opened_store,
     user_namespace,
 )
 

@@ -13,13 +13,14 @@ from memory_fakes import TableEmbeddings
 from tool_support import make_runtime
 
 from smart_agent.context import Context, validate_context
+from smart_agent.memory.open_stores import open_store
 from smart_agent.memory.service import (
     build_observation,
     explicit_memory_request,
     format_memory_context,
     run_task_and_facts,
 )
-from smart_agent.memory.store import open_store, user_namespace
+from smart_agent.memory.store import user_namespace
 from smart_agent.nodes.memory import memory_recall, memory_write
 from smart_agent.tools.invoke import run_tool
 from smart_agent.tools.memory_tools import MEMORY_TOOLS, remember, search_memory
@@ -141,7 +142,7 @@ def test_memory_tools_without_a_runtime_store_use_the_default_store(isolated_hom
     store = open_store(embeddings=emb)  # what store_for() opens for this folder and model
     rt = tool_runtime(None, user_id="u", embedding_model="local")
     # Point the default "local" entry of this folder at the same fake store.
-    from smart_agent.memory import store as store_mod
+    from smart_agent.memory import open_stores as store_mod
 
     key = (str((isolated_home / "memory").resolve()), "local")
     store_mod._stores[key] = store
