@@ -20,6 +20,23 @@ class SimulatedCrash(BaseException):
     """Not an ``Exception``: escapes the tool-error handling like a process crash would."""
 
 
+def steps(*items: dict) -> dict:
+    """A plan of ``items`` (copied)."""
+    return {"steps": [dict(i) for i in items]}
+
+
+def echo(sid: str, text: str, **kw: Any) -> dict:
+    """A plan step calling the ``echo`` tool of :func:`make_registry`."""
+    return {"id": sid, "tool": "echo", "args": {"text": text}, **kw}
+
+
+def build(model: Any, registry: ToolRegistry, **kw: Any) -> Any:
+    """The planner graph with short retry waits."""
+    from smart_agent.graphs.planner import build_planner_graph
+
+    return build_planner_graph(model=model, registry=registry, backoff_base_s=0.01, **kw)
+
+
 def plan_call(plan: dict, *, call_id: str = "p1") -> AIMessage:
     return AIMessage("", tool_calls=[{"name": "submit_plan", "args": plan, "id": call_id}])
 

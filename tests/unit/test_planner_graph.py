@@ -8,31 +8,17 @@ import time
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.types import Command
-from planner_support import SimulatedCrash, make_registry, plan_call, run_graph
+from planner_support import SimulatedCrash, build, echo, make_registry, plan_call, run_graph, steps
 
 from smart_agent.context import Context
-from smart_agent.graphs.planner import build_planner_graph
 from smart_agent.testing.fake_models import ScriptedChatModel
 
 CTX = Context(model="scripted:model")
 
 
-def steps(*items):
-    return {"steps": [dict(i) for i in items]}
-
-
-def echo(sid, text, **kw):
-    return {"id": sid, "tool": "echo", "args": {"text": text}, **kw}
-
-
 @pytest.fixture
 def tools():
     return make_registry()
-
-
-def build(model, registry, **kw):
-    return build_planner_graph(model=model, registry=registry, backoff_base_s=0.01, **kw)
 
 
 def human_texts(call):
@@ -300,75 +286,6 @@ async def test_replans_are_bounded(tools):
     model = ScriptedChatModel(responses=[plan_call(failing("a")), plan_call(failing("b"), call_id="p2"), "gave up"])
     final, _ = await run_graph(build(model, registry), {"task": "t"}, context=CTX)  # max_replans=1
     assert calls["fail"] == 2 and final["status"] == "halted" and final["answer"] == "gave up"
-
-
-# -- approval --------------------------------------------------------------------------
-APPROVE_CTX = Context(model="scripted:model", approve_plan=True)
-
-
-async def _interrupted(graph, config):
-    await graph.ainvoke({"task": "t"}, config, context=APPROVE_CTX)
-    snapshot = await graph.aget_state(config)
-    (intr,) = snapshot.interrupts
-    return intr.value
-
-
-async def test_approval_interrupt_then_approve(tools):
-    registry, calls = tools
-    model = ScriptedChatModel(responses=[plan_call(steps(echo("s1", "x"))), "approved run"])
-    graph = build(model, registry, checkpointer=InMemorySaver())
-    config = {"configurable": {"thread_id": "approve"}}
-    request = await _interrupted(graph, config)
-    assert request["type"] == "plan_approval" and request["plan"]["steps"][0]["id"] == "s1"
-    assert calls["echo"] == 0  # nothing ran before approval
-    final = await graph.ainvoke(Command(resume={"action": "approve"}), config, context=APPROVE_CTX)
-    assert final["answer"] == "approved run" and calls["echo"] == 1
-
-
-async def test_approval_edit_is_revalidated(tools):
-    registry, calls = tools
-    model = ScriptedChatModel(responses=[plan_call(steps(echo("s1", "x"))), "edited run"])
-    graph = build(model, registry, checkpointer=InMemorySaver())
-    config = {"configurable": {"thread_id": "edit"}}
-    await _interrupted(graph, config)
-    await graph.ainvoke(
-        Command(resume={"action": "edit", "plan": steps({"id": "s1", "tool": "nope", "args": {}})}),
-        config,
-        context=APPROVE_CTX,
-    )
-    (again,) = (await graph.aget_state(config)).interrupts
-    assert any("unknown_tool" in e for e in again.value["errors"]) and calls["echo"] == 0
-    final = await graph.ainvoke(
-        Command(resume={"action": "edit", "plan": steps(echo("e1", "edited"))}), config, context=APPROVE_CTX
-    )
-    assert final["answer"] == "edited run" and calls["echo:edited"] == 1 and calls["echo:x"] == 0
-    assert final["plan"]["steps"][0]["id"] == "e1"
-
-
-async def test_approval_reject(tools):
-    registry, calls = tools
-    model = ScriptedChatModel(responses=[plan_call(steps(echo("s1", "x")))])
-    graph = build(model, registry, checkpointer=InMemorySaver())
-    config = {"configurable": {"thread_id": "reject"}}
-    await _interrupted(graph, config)
-    final = await graph.ainvoke(
-        Command(resume={"action": "reject", "reason": "too risky"}), config, context=APPROVE_CTX
-    )
-    assert final["status"] == "rejected" and "too risky" in final["answer"] and sum(calls.values()) == 0
-    assert len(model.calls) == 1
-
-
-async def test_unreadable_approval_asks_again(tools):
-    registry, calls = tools
-    model = ScriptedChatModel(responses=[plan_call(steps(echo("s1", "x"))), "ok"])
-    graph = build(model, registry, checkpointer=InMemorySaver())
-    config = {"configurable": {"thread_id": "garbage"}}
-    await _interrupted(graph, config)
-    await graph.ainvoke(Command(resume={"action": "maybe"}), config, context=APPROVE_CTX)
-    (again,) = (await graph.aget_state(config)).interrupts
-    assert "unrecognised approval response" in again.value["errors"][0]
-    final = await graph.ainvoke(Command(resume="yes"), config, context=APPROVE_CTX)
-    assert final["answer"] == "ok"
 
 
 # -- resume after a crash ----------------------------------------------------------------
