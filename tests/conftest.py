@@ -195,3 +195,22 @@ def pg_url():
             yield srv.get_uri()
         finally:
             srv.cleanup()
+
+
+def fresh_database(pg_url: str, prefix: str = "sa") -> str:
+    """A new empty database on the test server (``pg_url``'s): its URL."""
+    import uuid
+
+    import psycopg
+
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    url = pg_url.replace("/postgres?", f"/{name}?", 1)
+    assert url != pg_url
+    return url
+
+
+def files_under(folder: Path) -> list[str]:
+    """The files under ``folder`` (relative paths, sorted; none when it does not exist)."""
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()) if folder.exists() else []

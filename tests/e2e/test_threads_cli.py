@@ -4,11 +4,9 @@ SQLite and on a real PostgreSQL (pgserver): a deleted thread's history is gone o
 from __future__ import annotations
 
 import json
-import uuid
 
-import psycopg
 import pytest
-from conftest import cli_env, run_cli
+from conftest import cli_env, fresh_database, run_cli
 
 from smart_agent.testing.scripted_server import message_text, text, tool_call
 
@@ -86,10 +84,7 @@ def test_threads_on_sqlite(scripted_server, workspace):
 
 
 def test_threads_on_postgres(scripted_server, workspace, pg_url):
-    name = f"sa_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    url = pg_url.replace("/postgres?", f"/{name}?", 1)
+    url = fresh_database(pg_url)
     srv = scripted_server()
     _sessions_round_trip(srv, cli_env(srv, SMART_AGENT_WORKSPACE=str(workspace), SMART_AGENT_DB=url))
 

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from conftest import openai_model, run_graph
+from conftest import fresh_database, openai_model, run_graph
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
@@ -104,13 +104,9 @@ async def make_backend(tmp_path, request):
 async def _postgres_store(pg_url: str, index: dict):
     """AsyncPostgresStore (pgvector) in a database of its own: the vector column's size is fixed
     per database, and no test sees another's rows."""
-    import psycopg
     from langgraph.store.postgres.aio import AsyncPostgresStore
 
-    db = f"mem_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {db}")
-    url = pg_url.replace("/postgres?", f"/{db}?", 1)
+    url = fresh_database(pg_url, "mem")
     async with AsyncPostgresStore.from_conn_string(url, index=index) as store:
         await store.setup()
         yield store

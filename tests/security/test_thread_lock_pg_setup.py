@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import uuid
 
-import psycopg
 import pytest
+from conftest import fresh_database
 
 pytestmark = pytest.mark.e2e
 
@@ -32,11 +31,7 @@ ROUNDS, PROCESSES = 3, 3
 def test_concurrent_first_opens_of_a_new_database_all_succeed(pg_url):
     failures = []
     for _ in range(ROUNDS):
-        name = f"fresh_{uuid.uuid4().hex[:12]}"
-        with psycopg.connect(pg_url, autocommit=True) as conn:
-            conn.execute(f"CREATE DATABASE {name}")
-        url = pg_url.replace("/postgres?", f"/{name}?", 1)
-        assert url != pg_url
+        url = fresh_database(pg_url, "fresh")
         procs = [subprocess.Popen([sys.executable, "-c", OPEN, url], stderr=subprocess.PIPE, text=True)
                  for _ in range(PROCESSES)]
         for proc in procs:
