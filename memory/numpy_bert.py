@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import mmap
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -131,6 +132,36 @@ def _blas_limiter() -> Any:
         return contextlib.nullcontext
 
 
+_HUGE_PAGE = 2 << 20  # x86-64 and arm64 transparent huge pages
+
+
+def _in_huge_pages(layers: list[_Layer]) -> list[_Layer]:
+    """``layers`` with their arrays copied into one anonymous mapping advised to use transparent
+    huge pages (Linux ``MADV_HUGEPAGE``; elsewhere, or when the mapping fails: ``layers`` as
+    they are). A query's forward pass reads all ~42 MB of dense weights once: on 4 KB pages
+    that is ~10,000 pages whose address translations are no longer cached when the next query
+    comes, on 2 MB pages ~21."""
+    advice = getattr(mmap, "MADV_HUGEPAGE", None)
+    arrays = [a for layer in layers for a in layer]
+    spans = [-(-a.nbytes // 64) * 64 for a in arrays]  # each array 64-byte aligned
+    size = -(-sum(spans) // _HUGE_PAGE) * _HUGE_PAGE
+    if advice is None or not size:
+        return layers
+    try:
+        arena = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        arena.madvise(advice)
+    except (OSError, ValueError, AttributeError):
+        return layers
+    moved, offset = [], 0
+    for a, span in zip(arrays, spans, strict=True):
+        copy = np.frombuffer(arena, dtype=a.dtype, count=a.size, offset=offset).reshape(a.shape)
+        copy[...] = a  # (each view keeps the mapping alive)
+        moved.append(copy)
+        offset += span
+    n = len(_Layer._fields)
+    return [_Layer(*moved[i : i + n]) for i in range(0, len(moved), n)]
+
+
 def _read_json(path: Path) -> dict[str, Any]:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
@@ -233,6 +264,7 @@ class NumpyBertEncoder:
                     col(p + "output.LayerNorm.bias"),
                 )
             )
+        self._layers = _in_huge_pages(self._layers)
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(max_length=self.max_len)

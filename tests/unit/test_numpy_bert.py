@@ -92,3 +92,29 @@ def test_gelu_matches_erf():
     want = 0.5 * x.astype(np.float64) * (1 + np.frompyfunc(math.erf, 1, 1)(x / math.sqrt(2)).astype(np.float64))
     got = numpy_bert._gelu_(x.copy())
     assert np.abs(got - want).max() < 2e-6
+
+
+def test_the_dense_weights_move_to_one_huge_page_mapping_unchanged(encoder, monkeypatch):
+    rng = np.random.default_rng(1)
+    shapes = [(1152, 384), (1152, 1), (384, 384), (384, 1), (384, 1), (384, 1),
+              (1536, 384), (1536, 1), (384, 1536), (384, 1), (384, 1), (384, 1)]  # one layer's, in _Layer order
+    layers = [numpy_bert._Layer(*(rng.normal(size=s).astype(np.float32) for s in shapes)) for _ in range(2)]
+    moved = numpy_bert._in_huge_pages(layers)
+    arrays = [a for layer in moved for a in layer]
+    assert [a.shape for a in arrays] == [a.shape for layer in layers for a in layer]
+    assert all(np.array_equal(a, b) for a, b in zip(arrays, [a for layer in layers for a in layer], strict=True))
+    if hasattr(__import__("mmap"), "MADV_HUGEPAGE"):  # Linux: one mapping, each array 64-byte aligned
+        assert len({id(_root(a)) for a in arrays}) == 1 and type(_root(arrays[0])).__name__ == "mmap"
+        assert all(a.ctypes.data % 64 == 0 for a in arrays) and all(a.flags.writeable for a in arrays)
+        assert all(_root(a) is _root(b) for layer in encoder._layers for a in layer for b in encoder._layers[0])
+    # Without the advice (another system): the layers as they were.
+    monkeypatch.delattr(numpy_bert.mmap, "MADV_HUGEPAGE", raising=False)
+    assert numpy_bert._in_huge_pages(layers) is layers
+
+
+def _root(array: np.ndarray) -> object:
+    """The object an array's memory comes from (through views and memoryviews)."""
+    base: object = array
+    while isinstance(base, np.ndarray) and base.base is not None:
+        base = base.base
+    return base.obj if isinstance(base, memoryview) else base
