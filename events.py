@@ -85,17 +85,38 @@ def _stream_writer_getter() -> Callable[[], Any]:
     return get_stream_writer
 
 
-def emit(event: str, **payload: Any) -> dict[str, Any]:
-    """Send an event on the custom stream of the running graph (no-op outside one)."""
-    ev = make_event(event, **payload)
+def _does_nothing(_: Any) -> None:
+    pass
+
+
+# Code object of a writer -> whether it does nothing (its body compiles to ``pass``'s: return None).
+_quiet_codes: dict[Any, bool] = {}
+
+
+def _quiet(writer: Any) -> bool:
+    """Whether ``writer`` is a function that does nothing with an event: LangGraph's writer for a
+    run that does not stream ``custom`` events (``invoke``, or other stream modes only)."""
+    code = getattr(writer, "__code__", None)
+    if code is None:
+        return False
+    quiet = _quiet_codes.get(code)
+    if quiet is None:
+        quiet = _quiet_codes[code] = code.co_code == _does_nothing.__code__.co_code and code.co_consts[:1] == (None,)
+    return quiet
+
+
+def emit(event: str, **payload: Any) -> None:
+    """Send an event on the custom stream of the running graph (no-op outside one, and in a run
+    that does not stream custom events: the event is not even built)."""
     try:
         writer = _stream_writer_getter()()
     except Exception:  # not inside a runnable context
-        return ev
+        return
+    if _quiet(writer):
+        return
     try:
         for pending in pending_run_errors():  # MCP servers of the run that did not start (run_tools.py)
             writer(make_event("error", **pending))
-        writer(ev)
+        writer(make_event(event, **payload))
     except Exception:  # (a writer that fails loses the event, never the run)
         pass
-    return ev
