@@ -3,7 +3,9 @@ step runs; approve, edit (validated again), reject, or an unreadable answer (ask
 
 from __future__ import annotations
 
-import pytest
+from collections import Counter
+from typing import Any
+
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 from planner_support import build, echo, make_registry, plan_call, steps
@@ -11,75 +13,67 @@ from planner_support import build, echo, make_registry, plan_call, steps
 from smart_agent.context import Context
 from smart_agent.testing.fake_models import ScriptedChatModel
 
-
-@pytest.fixture
-def tools():
-    return make_registry()
-
-
 APPROVE_CTX = Context(model="scripted:model", approve_plan=True)
 
 
-async def _interrupted(graph, config):
-    await graph.ainvoke({"task": "t"}, config, context=APPROVE_CTX)
-    snapshot = await graph.aget_state(config)
-    (intr,) = snapshot.interrupts
-    return intr.value
+class Paused:
+    """A planner run that planned one ``echo`` step and waits for its approval; ``answers``: the
+    model's replies after the plan (the synthesis). ``calls`` counts the tools' runs."""
+
+    calls: Counter
+    model: ScriptedChatModel
+    graph: Any
+    config: dict[str, Any]
+
+    async def start(self, thread: str, *answers: str) -> dict[str, Any]:
+        registry, self.calls = make_registry()
+        self.model = ScriptedChatModel(responses=[plan_call(steps(echo("s1", "x"))), *answers])
+        self.graph = build(self.model, registry, checkpointer=InMemorySaver())
+        self.config = {"configurable": {"thread_id": thread}}
+        await self.graph.ainvoke({"task": "t"}, self.config, context=APPROVE_CTX)
+        return await self.request()
+
+    async def request(self) -> dict[str, Any]:
+        """What the run waits on now."""
+        (intr,) = (await self.graph.aget_state(self.config)).interrupts
+        return intr.value
+
+    async def resume(self, answer: Any) -> dict[str, Any]:
+        return await self.graph.ainvoke(Command(resume=answer), self.config, context=APPROVE_CTX)
 
 
-async def test_approval_interrupt_then_approve(tools):
-    registry, calls = tools
-    model = ScriptedChatModel(responses=[plan_call(steps(echo("s1", "x"))), "approved run"])
-    graph = build(model, registry, checkpointer=InMemorySaver())
-    config = {"configurable": {"thread_id": "approve"}}
-    request = await _interrupted(graph, config)
+async def test_approval_interrupt_then_approve():
+    run = Paused()
+    request = await run.start("approve", "approved run")
     assert request["type"] == "plan_approval" and request["plan"]["steps"][0]["id"] == "s1"
-    assert calls["echo"] == 0  # nothing ran before approval
-    final = await graph.ainvoke(Command(resume={"action": "approve"}), config, context=APPROVE_CTX)
-    assert final["answer"] == "approved run" and calls["echo"] == 1
+    assert run.calls["echo"] == 0  # nothing ran before approval
+    final = await run.resume({"action": "approve"})
+    assert final["answer"] == "approved run" and run.calls["echo"] == 1
 
 
-async def test_approval_edit_is_revalidated(tools):
-    registry, calls = tools
-    model = ScriptedChatModel(responses=[plan_call(steps(echo("s1", "x"))), "edited run"])
-    graph = build(model, registry, checkpointer=InMemorySaver())
-    config = {"configurable": {"thread_id": "edit"}}
-    await _interrupted(graph, config)
-    await graph.ainvoke(
-        Command(resume={"action": "edit", "plan": steps({"id": "s1", "tool": "nope", "args": {}})}),
-        config,
-        context=APPROVE_CTX,
-    )
-    (again,) = (await graph.aget_state(config)).interrupts
-    assert any("unknown_tool" in e for e in again.value["errors"]) and calls["echo"] == 0
-    final = await graph.ainvoke(
-        Command(resume={"action": "edit", "plan": steps(echo("e1", "edited"))}), config, context=APPROVE_CTX
-    )
-    assert final["answer"] == "edited run" and calls["echo:edited"] == 1 and calls["echo:x"] == 0
+async def test_approval_edit_is_revalidated():
+    run = Paused()
+    await run.start("edit", "edited run")
+    await run.resume({"action": "edit", "plan": steps({"id": "s1", "tool": "nope", "args": {}})})
+    again = await run.request()
+    assert any("unknown_tool" in e for e in again["errors"]) and run.calls["echo"] == 0
+    final = await run.resume({"action": "edit", "plan": steps(echo("e1", "edited"))})
+    assert final["answer"] == "edited run" and run.calls["echo:edited"] == 1 and run.calls["echo:x"] == 0
     assert final["plan"]["steps"][0]["id"] == "e1"
 
 
-async def test_approval_reject(tools):
-    registry, calls = tools
-    model = ScriptedChatModel(responses=[plan_call(steps(echo("s1", "x")))])
-    graph = build(model, registry, checkpointer=InMemorySaver())
-    config = {"configurable": {"thread_id": "reject"}}
-    await _interrupted(graph, config)
-    final = await graph.ainvoke(
-        Command(resume={"action": "reject", "reason": "too risky"}), config, context=APPROVE_CTX
-    )
-    assert final["status"] == "rejected" and "too risky" in final["answer"] and sum(calls.values()) == 0
-    assert len(model.calls) == 1
+async def test_approval_reject():
+    run = Paused()
+    await run.start("reject")
+    final = await run.resume({"action": "reject", "reason": "too risky"})
+    assert final["status"] == "rejected" and "too risky" in final["answer"] and sum(run.calls.values()) == 0
+    assert len(run.model.calls) == 1
 
 
-async def test_unreadable_approval_asks_again(tools):
-    registry, calls = tools
-    model = ScriptedChatModel(responses=[plan_call(steps(echo("s1", "x"))), "ok"])
-    graph = build(model, registry, checkpointer=InMemorySaver())
-    config = {"configurable": {"thread_id": "garbage"}}
-    await _interrupted(graph, config)
-    await graph.ainvoke(Command(resume={"action": "maybe"}), config, context=APPROVE_CTX)
-    (again,) = (await graph.aget_state(config)).interrupts
-    assert "unrecognised approval response" in again.value["errors"][0]
-    final = await graph.ainvoke(Command(resume="yes"), config, context=APPROVE_CTX)
+async def test_unreadable_approval_asks_again():
+    run = Paused()
+    await run.start("garbage", "ok")
+    await run.resume({"action": "maybe"})
+    assert "unrecognised approval response" in (await run.request())["errors"][0]
+    final = await run.resume("yes")
     assert final["answer"] == "ok"
