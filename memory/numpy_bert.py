@@ -20,7 +20,7 @@ import json
 import math
 import mmap
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -133,33 +133,54 @@ def _blas_limiter() -> Any:
 
 
 _HUGE_PAGE = 2 << 20  # x86-64 and arm64 transparent huge pages
+_ALIGN = 64
 
 
-def _in_huge_pages(layers: list[_Layer]) -> list[_Layer]:
-    """``layers`` with their arrays copied into one anonymous mapping advised to use transparent
-    huge pages (Linux ``MADV_HUGEPAGE``; elsewhere, or when the mapping fails: ``layers`` as
-    they are). A query's forward pass reads all ~42 MB of dense weights once: on 4 KB pages
-    that is ~10,000 pages whose address translations are no longer cached when the next query
-    comes, on 2 MB pages ~21."""
+def _array_source(nbytes: int) -> Callable[[tuple[int, ...]], np.ndarray]:
+    """``take(shape)``: empty float32 arrays, each 64-byte aligned, carved out of one anonymous
+    mapping of ``nbytes`` (rounded up to 2 MB) advised to use transparent huge pages (Linux
+    ``MADV_HUGEPAGE``); elsewhere, or when the mapping fails, ``np.empty``. A query's forward
+    pass reads all ~42 MB of dense weights once: on 4 KB pages that is ~10,000 pages whose
+    address translations are no longer cached when the next query comes, on 2 MB pages ~21."""
     advice = getattr(mmap, "MADV_HUGEPAGE", None)
-    arrays = [a for layer in layers for a in layer]
-    spans = [-(-a.nbytes // 64) * 64 for a in arrays]  # each array 64-byte aligned
-    size = -(-sum(spans) // _HUGE_PAGE) * _HUGE_PAGE
-    if advice is None or not size:
-        return layers
     try:
-        arena = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        if advice is None:
+            raise OSError("no transparent huge pages here")
+        arena = mmap.mmap(-1, -(-nbytes // _HUGE_PAGE) * _HUGE_PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
         arena.madvise(advice)
     except (OSError, ValueError, AttributeError):
-        return layers
-    moved, offset = [], 0
-    for a, span in zip(arrays, spans, strict=True):
-        copy = np.frombuffer(arena, dtype=a.dtype, count=a.size, offset=offset).reshape(a.shape)
-        copy[...] = a  # (each view keeps the mapping alive)
-        moved.append(copy)
-        offset += span
-    n = len(_Layer._fields)
-    return [_Layer(*moved[i : i + n]) for i in range(0, len(moved), n)]
+        return lambda shape: np.empty(shape, dtype=np.float32)
+    offset = 0
+
+    def take(shape: tuple[int, ...]) -> np.ndarray:
+        nonlocal offset
+        count = math.prod(shape)
+        out = np.frombuffer(arena, dtype=np.float32, count=count, offset=offset).reshape(shape)
+        offset += -(-count * 4 // _ALIGN) * _ALIGN  # (each view keeps the mapping alive)
+        return out
+
+    return take
+
+
+def _stacked(parts: Sequence[np.ndarray], take: Callable[[tuple[int, ...]], np.ndarray]) -> np.ndarray:
+    """``parts`` stacked by rows into one C-contiguous float32 array from ``take``: ``[rows, in]``
+    for matrices, ``[rows, 1]`` (a column) for vectors."""
+    rows = sum(len(p) for p in parts)
+    vector = parts[0].ndim == 1
+    out = take((rows, 1) if vector else (rows, parts[0].shape[1]))
+    np.concatenate(parts, axis=0, out=out.reshape(rows) if vector else out)
+    return out
+
+
+def _layer_parts(p: str) -> list[tuple[str, ...]]:
+    """The safetensors names of each :class:`_Layer` field of the layer named ``p``, in field
+    order (Q, K and V fused: three names stacked by rows)."""
+    qkv = [p + f"attention.self.{n}" for n in ("query", "key", "value")]
+    fields = [tuple(n + ".weight" for n in qkv), tuple(n + ".bias" for n in qkv)]
+    for n in ("attention.output.dense", "attention.output.LayerNorm", "intermediate.dense", "output.dense",
+              "output.LayerNorm"):
+        fields += [(p + n + ".weight",), (p + n + ".bias",)]
+    return fields
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -236,35 +257,15 @@ class NumpyBertEncoder:
         def col(name: str) -> np.ndarray:
             return np.ascontiguousarray(w[name].reshape(-1, 1))
 
-        def mat(*names: str) -> np.ndarray:
-            return np.ascontiguousarray(np.concatenate([w[n] for n in names]))
-
         self._word = w["embeddings.word_embeddings.weight"]
         # Position + token type 0, added once here instead of per call.
         self._pos = w["embeddings.position_embeddings.weight"] + w["embeddings.token_type_embeddings.weight"][0]
         self._emb_norm = (col("embeddings.LayerNorm.weight"), col("embeddings.LayerNorm.bias"))
         self._mean_row = np.full((1, self.hidden), 1.0 / self.hidden, dtype=np.float32)
-        self._layers = []
-        for i in range(self.layers):
-            p = f"encoder.layer.{i}."
-            qkv = [p + f"attention.self.{n}" for n in ("query", "key", "value")]
-            self._layers.append(
-                _Layer(
-                    mat(*(n + ".weight" for n in qkv)),
-                    mat(*(n + ".bias" for n in qkv)).reshape(-1, 1),
-                    mat(p + "attention.output.dense.weight"),
-                    col(p + "attention.output.dense.bias"),
-                    col(p + "attention.output.LayerNorm.weight"),
-                    col(p + "attention.output.LayerNorm.bias"),
-                    mat(p + "intermediate.dense.weight"),
-                    col(p + "intermediate.dense.bias"),
-                    mat(p + "output.dense.weight"),
-                    col(p + "output.dense.bias"),
-                    col(p + "output.LayerNorm.weight"),
-                    col(p + "output.LayerNorm.bias"),
-                )
-            )
-        self._layers = _in_huge_pages(self._layers)
+        parts = [[[w[n] for n in names] for names in _layer_parts(f"encoder.layer.{i}.")] for i in range(self.layers)]
+        fields = [field for layer in parts for field in layer]
+        take = _array_source(sum(a.nbytes for field in fields for a in field) + _ALIGN * len(fields))
+        self._layers = [_Layer(*(_stacked(field, take) for field in layer)) for layer in parts]
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(max_length=self.max_len)

@@ -96,23 +96,24 @@ def test_gelu_matches_erf():
     assert np.abs(got - want).max() < 2e-6
 
 
-def test_the_dense_weights_move_to_one_huge_page_mapping_unchanged(encoder, monkeypatch):
+def test_the_dense_weights_are_stacked_into_one_huge_page_mapping(encoder, monkeypatch):
     rng = np.random.default_rng(1)
-    shapes = [(1152, 384), (1152, 1), (384, 384), (384, 1), (384, 1), (384, 1),
-              (1536, 384), (1536, 1), (384, 1536), (384, 1), (384, 1), (384, 1)]  # one layer's, in _Layer order
-    layers = [numpy_bert._Layer(*(rng.normal(size=s).astype(np.float32) for s in shapes)) for _ in range(2)]
-    moved = numpy_bert._in_huge_pages(layers)
-    arrays = [a for layer in moved for a in layer]
-    assert [a.shape for a in arrays] == [a.shape for layer in layers for a in layer]
-    assert all(np.array_equal(a, b) for a, b in zip(arrays, [a for layer in layers for a in layer], strict=True))
+    weights = [rng.normal(size=(384, 384)).astype(np.float32) for _ in range(3)]
+    parts = [weights, [rng.normal(size=384).astype(np.float32)]]
+    take = numpy_bert._array_source(sum(a.nbytes for field in parts for a in field) + 64 * len(parts))
+    qkv, bias = (numpy_bert._stacked(field, take) for field in parts)
+    assert qkv.shape == (1152, 384) and np.array_equal(qkv, np.concatenate(parts[0]))
+    assert bias.shape == (384, 1) and np.array_equal(bias[:, 0], parts[1][0])
+    assert all(a.flags.c_contiguous and a.flags.writeable and a.ctypes.data % 64 == 0 for a in (qkv, bias))
     thp = Path("/sys/kernel/mm/transparent_hugepage/enabled")  # Linux with huge pages: one mapping
     if hasattr(mmap, "MADV_HUGEPAGE") and thp.exists() and "[never]" not in thp.read_text():
-        assert len({id(_root(a)) for a in arrays}) == 1 and type(_root(arrays[0])).__name__ == "mmap"
-        assert all(a.ctypes.data % 64 == 0 for a in arrays) and all(a.flags.writeable for a in arrays)
-        assert all(_root(a) is _root(b) for layer in encoder._layers for a in layer for b in encoder._layers[0])
-    # Without the advice (another system): the layers as they were.
+        assert _root(qkv) is _root(bias) and type(_root(qkv)).__name__ == "mmap"
+        roots = {id(_root(a)) for layer in encoder._layers for a in layer}
+        assert len(roots) == 1 and encoder._layers[0].qkv_w.shape == (1152, 384)
+    # Without the advice (another system): plain arrays, the same values.
     monkeypatch.delattr(numpy_bert.mmap, "MADV_HUGEPAGE", raising=False)
-    assert numpy_bert._in_huge_pages(layers) is layers
+    plain = numpy_bert._stacked(parts[0], numpy_bert._array_source(10**9))
+    assert type(_root(plain)).__name__ == "ndarray" and np.array_equal(plain, qkv)
 
 
 def _root(array: np.ndarray) -> object:
