@@ -28,6 +28,12 @@ def public_resolver(host: str) -> list[str]:
     return [PUBLIC_IP]
 
 
+def mock_fetch(url: str, handler: Any, resolve: Any = public_resolver, **kw: Any) -> web.FetchResult:
+    """``fetch_url`` with private addresses refused, answered by ``handler`` (a mock transport),
+    host names resolved by ``resolve``."""
+    return fetch_url(url, allow_private_network=False, transport=httpx.MockTransport(handler), resolve=resolve, **kw)
+
+
 def seen(request: httpx.Request) -> str:
     """Which host a request was for, and where it was actually sent."""
     return f"{request.headers['host']} via {request.url}"
@@ -42,11 +48,8 @@ def test_redirect_to_a_private_address_is_refused() -> None:
             return httpx.Response(302, headers={"Location": "http://127.0.0.1:8765/secret"})
         return httpx.Response(200, text="internal secret")
 
-    transport = httpx.MockTransport(handler)
     with pytest.raises(ToolError, match="127.0.0.1 resolves to a private/loopback address"):
-        fetch_url(
-            "http://public.example/start", allow_private_network=False, transport=transport, resolve=public_resolver
-        )
+        mock_fetch("http://public.example/start", handler)
     assert requested == [f"public.example via http://{PUBLIC_IP}/start"]  # 127.0.0.1 was never contacted
 
 
@@ -84,12 +87,7 @@ def test_redirects_to_forbidden_targets_are_refused(location: str, error: str) -
 
     resolver = lambda host: [PUBLIC_IP] if host == "public.example" else ["127.0.0.1"]  # noqa: E731
     with pytest.raises(ToolError, match=error):
-        fetch_url(
-            "http://public.example/",
-            allow_private_network=False,
-            transport=httpx.MockTransport(handler),
-            resolve=resolver,
-        )
+        mock_fetch("http://public.example/", handler, resolve=resolver)
     assert requested == [f"public.example via http://{PUBLIC_IP}/"]
 
 
@@ -108,12 +106,7 @@ def test_connection_is_pinned_to_the_checked_address() -> None:
         requests.append(request)
         return httpx.Response(200, text="public page", headers={"Content-Type": "text/plain"})
 
-    result = fetch_url(
-        "https://rebind.example:8443/p?q=1",
-        allow_private_network=False,
-        transport=httpx.MockTransport(handler),
-        resolve=rebinding,
-    )
+    result = mock_fetch("https://rebind.example:8443/p?q=1", handler, resolve=rebinding)
     assert result.body == b"public page" and result.url == "https://rebind.example:8443/p?q=1"
     assert resolved == ["rebind.example"]
     (request,) = requests
@@ -136,9 +129,7 @@ def test_redirects_are_followed_and_rechecked() -> None:
             return httpx.Response(307, headers={"Location": "https://other.example/c"})
         return httpx.Response(200, text="arrived", headers={"Content-Type": "text/plain; charset=utf-8"})
 
-    result = fetch_url(
-        "http://one.example/a", allow_private_network=False, transport=httpx.MockTransport(handler), resolve=resolve
-    )
+    result = mock_fetch("http://one.example/a", handler, resolve=resolve)
     assert (result.url, result.status_code, result.body, result.content_type) == (
         "https://other.example/c",
         200,
@@ -157,12 +148,7 @@ def test_too_many_redirects() -> None:
         return httpx.Response(302, headers={"Location": f"/hop{count}"})
 
     with pytest.raises(ToolError, match="Too many redirects"):
-        fetch_url(
-            "http://loop.example/",
-            allow_private_network=False,
-            transport=httpx.MockTransport(handler),
-            resolve=public_resolver,
-        )
+        mock_fetch("http://loop.example/", handler)
     assert count == 6  # the first request + 5 redirects
 
 
@@ -180,13 +166,7 @@ def test_body_is_capped_while_streaming(monkeypatch: pytest.MonkeyPatch, rt: Too
 
     monkeypatch.setattr(web, "_transport", httpx.MockTransport(handler))
     monkeypatch.setattr(web, "_resolve", public_resolver)
-    result = fetch_url(
-        "http://big.example/",
-        allow_private_network=False,
-        transport=web._transport,
-        resolve=public_resolver,
-        max_bytes=100_000,
-    )
+    result = mock_fetch("http://big.example/", handler, max_bytes=100_000)
     assert result.truncated and len(result.body) == 100_000 and pulled == 2
 
     pulled = 0
@@ -237,12 +217,7 @@ def test_network_errors_become_tool_errors() -> None:
         raise httpx.ConnectError("connection refused", request=request)
 
     with pytest.raises(ToolError, match="Could not fetch http://down.example/: connection refused"):
-        fetch_url(
-            "http://down.example/",
-            allow_private_network=False,
-            transport=httpx.MockTransport(handler),
-            resolve=public_resolver,
-        )
+        mock_fetch("http://down.example/", handler)
 
 
 # -- browse_url against a real local server -------------------------------------------------
