@@ -33,23 +33,46 @@ def clean_text(text: str) -> str:
 
 
 def _clean(value: Any) -> Any:
+    """``value`` with :func:`clean_text` applied to every string in it, dict keys included: a
+    copy of its dicts and lists, however deep (a loop, not a recursion: a hostile reply may nest)."""
     if isinstance(value, str):
         return clean_text(value)
-    if isinstance(value, dict):
-        return {_clean(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_clean(v) for v in value]
-    return value
+    if not isinstance(value, (dict, list)):
+        return value
+    top: Any = {} if isinstance(value, dict) else []
+    stack = [(value, top)]
+    while stack:
+        source, copy = stack.pop()
+        for key, item in source.items() if isinstance(source, dict) else enumerate(source):
+            if isinstance(item, str):
+                new: Any = clean_text(item)
+            elif isinstance(item, (dict, list)):
+                new = {} if isinstance(item, dict) else []
+                stack.append((item, new))  # (filled later: this copy holds it already)
+            else:
+                new = item
+            if isinstance(copy, dict):
+                copy[clean_text(key) if isinstance(key, str) else key] = new
+            else:
+                copy.append(new)
+    return top
 
 
-def _has_surrogate(value: Any) -> bool:
-    """Whether ``_clean(value)`` would change anything."""
-    if isinstance(value, str):
-        return not value.isascii() and _SURROGATE.search(value) is not None
-    if isinstance(value, dict):
-        return any(_has_surrogate(k) or _has_surrogate(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_surrogate(v) for v in value)
+def _has_surrogate(*values: Any) -> bool:
+    """Whether ``_clean`` would change one of ``values``: one walk over their strings, dicts and
+    lists (however deep; no call per item: every reply's content and tool calls pass here)."""
+    stack = list(values)
+    pop, push = stack.pop, stack.extend
+    while stack:
+        value = pop()
+        if isinstance(value, str):
+            if not value.isascii() and _SURROGATE.search(value) is not None:
+                return True
+        elif isinstance(value, dict):
+            push(value.keys())
+            push(value.values())
+        elif isinstance(value, list):
+            push(value)
     return False
 
 
@@ -59,10 +82,7 @@ def sanitize_reply(message: Any) -> Any:
 
     if not isinstance(message, AIMessage):
         return message
-    if not (  # (nearly every reply: nothing to copy)
-        _has_surrogate(message.content) or _has_surrogate(message.tool_calls)
-        or _has_surrogate(message.invalid_tool_calls)
-    ):
+    if not _has_surrogate(message.content, message.tool_calls, message.invalid_tool_calls):  # (nearly every reply)
         return message
     fields = {
         "content": _clean(message.content),

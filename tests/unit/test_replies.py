@@ -111,3 +111,22 @@ def test_clip_is_the_one_shortener():
     assert clip("abc  defghi", 6) == "abc…" and len(clip("x" * 50, 10)) == 10
     assert clip("abcdef", 3, "... [{cut} more characters]", within=False) == "abc... [3 more characters]"
     assert preview("y" * 12, 4) == "yyyy… [12 chars]"
+
+
+def test_sanitize_reply_finds_lone_surrogates_anywhere_in_the_calls():
+    from smart_agent.replies.guard import sanitize_reply
+
+    clean = AIMessage("plain é text", tool_calls=[{"name": "t", "args": {"a": [1, {"b": "ok"}]}, "id": "c1"}])
+    assert sanitize_reply(clean) is clean  # nothing to replace: the reply itself, no copy
+    deep: dict = {"v": "x\ud800"}
+    for _ in range(2000):  # deeper than the recursion limit: the walk is a loop
+        deep = {"k": [deep]}
+    for args, where in (({"a": [1, {"b": "bad\udce9"}]}, "value"), ({"k\ud800": 1}, "key")):
+        reply = sanitize_reply(AIMessage("", tool_calls=[{"name": "t", "args": args, "id": "c1"}]))
+        assert "\ud800" not in repr(reply.tool_calls) and "\udce9" not in repr(reply.tool_calls), where
+    reply = sanitize_reply(AIMessage("", tool_calls=[{"name": "t", "args": deep, "id": "c1"}]))
+    inner = reply.tool_calls[0]["args"]
+    for _ in range(2000):
+        inner = inner["k"][0]
+    assert inner == {"v": "x\ufffd"}
+    assert sanitize_reply(AIMessage("caf\udce9")).content == "caf\ufffd"
