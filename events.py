@@ -105,6 +105,16 @@ def _quiet(writer: Any) -> bool:
     return quiet
 
 
+def streaming() -> bool:
+    """Whether an event emitted now goes anywhere (a run that streams ``custom`` events): a caller
+    whose payload costs something to build asks first (:func:`emit` would drop it unbuilt)."""
+    try:
+        writer = _stream_writer_getter()()
+    except Exception:  # not inside a runnable context
+        return False
+    return not _quiet(writer)
+
+
 def emit(event: str, **payload: Any) -> None:
     """Send an event on the custom stream of the running graph (no-op outside one, and in a run
     that does not stream custom events: the event is not even built)."""

@@ -33,7 +33,7 @@ import math
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from json.encoder import encode_basestring_ascii
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 from langchain_core.messages import (
     AIMessage,
@@ -102,40 +102,38 @@ def _value_len(value: Any) -> int:
     return len(encode_basestring_ascii(value)) if type(value) is str else len(json.dumps(value, default=str))
 
 
-def _object_len(fields: list[tuple[str, int]]) -> int:
-    """Length of ``json.dumps`` of an object of ASCII ``(key, value length)`` fields."""
-    return 2 + sum(len(key) + 4 + n for key, n in fields) + 2 * (len(fields) - 1)  # "key": v, ...
-
-
-def _list_len(lengths: list[int]) -> int:
-    return 2 + sum(lengths) + 2 * (len(lengths) - 1) if lengths else 2
+_ascii = encode_basestring_ascii
 
 
 def _call_len(call: Any) -> int:
-    """One tool call as convert_to_openai_messages writes it, serialized."""
-    function = _object_len([("name", _value_len(call["name"])), ("arguments", _value_len(unicode_json(call["args"])))])
-    return _object_len([("type", 10), ("id", _value_len(call["id"])), ("function", function)])  # "function"
+    """One tool call as convert_to_openai_messages writes it, serialized:
+    ``{"type": "function", "id": ..., "function": {"name": ..., "arguments": ...}}``."""
+    name, args, call_id = call["name"], unicode_json(call["args"]), call["id"]
+    function = 25 + (len(_ascii(name)) if type(name) is str else _value_len(name)) + len(_ascii(args))
+    return 42 + (len(_ascii(call_id)) if type(call_id) is str else _value_len(call_id)) + function
 
 
 def _message_parts(message: BaseMessage) -> tuple[int, int]:
     """``_json_parts(convert_to_openai_messages([message]))``. A message of the four plain kinds
     with text content (nearly every message of a thread) is measured here field by field, as
-    that function builds it and ``json.dumps`` writes it; anything else goes through them."""
+    that function builds it and ``json.dumps`` writes it (``"key": value``: the key's length + 4;
+    ``, `` between fields); anything else goes through them."""
     role = _ROLES.get(type(message))
-    extra = message.additional_kwargs
-    if role is None or not isinstance(message.content, str) or (extra and role == "system"):
+    extra, content = message.additional_kwargs, message.content
+    if role is None or not isinstance(content, str) or (extra and role == "system"):
         return _json_parts(convert_to_openai_messages([message]))
-    fields = [("role", len(role) + 2)]
+    size, fields = 2 + 8 + len(role) + 2, 1  # {"role": "..."
     if message.name:
-        fields.append(("name", _value_len(message.name)))
-    if isinstance(message, AIMessage) and message.tool_calls:
-        fields.append(("tool_calls", _list_len([_call_len(c) for c in message.tool_calls])))
+        size, fields = size + 8 + _value_len(message.name), fields + 1
+    calls = cast(AIMessage, message).tool_calls if role == "assistant" else None
+    if calls:  # "tool_calls": [call, call]
+        size, fields = size + 14 + 2 * len(calls) + sum(map(_call_len, calls)), fields + 1
     if extra.get("refusal"):
-        fields.append(("refusal", _value_len(extra["refusal"])))
-    if isinstance(message, ToolMessage):
-        fields.append(("tool_call_id", _value_len(message.tool_call_id)))
-    fields.append(("content", _value_len(message.content)))
-    return _object_len(fields), 1
+        size, fields = size + 11 + _value_len(extra["refusal"]), fields + 1
+    if role == "tool":
+        size, fields = size + 16 + _value_len(cast(ToolMessage, message).tool_call_id), fields + 1
+    size += 11 + (len(_ascii(content)) if type(content) is str else _value_len(content))  # "content": ...
+    return size + 2 * fields, 1  # (fields + 1 of them: 2 * fields for the ", " between)
 
 
 # Per message: its chat-completions form as JSON elements (one message may become several).

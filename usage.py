@@ -119,13 +119,20 @@ def _field(ctx: Any, name: str, default: Any) -> Any:
     return default if value is None else value
 
 
+NO_LIMITS = Limits()  # (what a context without budgets gets: every turn's check sees it at once)
+
+
 def limits_of(ctx: Any) -> Limits:
     """The budgets of a context (any class, a dict, or None)."""
-    return Limits(
-        int(_field(ctx, "max_model_calls", 0) or 0),
-        int(_field(ctx, "max_tokens", 0) or 0),
-        float(_field(ctx, "max_cost_usd", 0.0) or 0.0),
-    )
+    if isinstance(ctx, Mapping):
+        calls, tokens, cost = ctx.get("max_model_calls"), ctx.get("max_tokens"), ctx.get("max_cost_usd")
+    else:
+        calls = getattr(ctx, "max_model_calls", None)
+        tokens = getattr(ctx, "max_tokens", None)
+        cost = getattr(ctx, "max_cost_usd", None)
+    if not (calls or tokens or cost):
+        return NO_LIMITS
+    return Limits(int(calls or 0), int(tokens or 0), float(cost or 0.0))
 
 
 def budget_problem(ctx: Any) -> str | None:
@@ -190,8 +197,10 @@ class Meter:
     def __init__(
         self, usage: Any = None, limits: Limits | None = None, spec: str | None = None, parent: Meter | None = None
     ) -> None:
-        self.usage: dict[str, Any] = as_usage(usage)
-        self.limits: Limits = limits or (parent.limits if parent else Limits())
+        # A clean record is kept as it is (no copy): a meter never changes its record in place.
+        clean = type(usage) is dict and len(usage) == 4 and _is_record(usage)
+        self.usage: dict[str, Any] = usage if clean else as_usage(usage)
+        self.limits: Limits = limits or (parent.limits if parent else NO_LIMITS)
         self.spec: str | None = spec or (parent.spec if parent else None)
         self.parent = parent
         self.reserved_calls = 0
@@ -236,7 +245,7 @@ class Meter:
         cost = _number(call_cost(price, input_tokens, output_tokens), float) if price is not None else None
         self._add(0, _number(input_tokens, int), _number(output_tokens, int), cost)
         limits = self.root.limits
-        if limits.any():
+        if limits is not NO_LIMITS and limits.any():
             from .events import emit
 
             emit("budget", consumed=self.total(), limit=limits.as_dict(), action="ok")
@@ -244,6 +253,8 @@ class Meter:
     def stop(self, next_request_tokens: int | Callable[[], int]) -> str | None:
         """:func:`budget_stop` for the run's next turn. ``next_request_tokens`` may be a
         function: it measures the request only when a token or cost budget needs its size."""
+        if (self if self.parent is None else self.root).limits is NO_LIMITS:  # (no budgets: every turn)
+            return None
         limits = self.effective_limits()
         if not limits.any():
             return None
@@ -254,6 +265,8 @@ class Meter:
 
     def spent(self) -> str | None:
         """:func:`budget_spent`: no model call is left for this caller."""
+        if (self if self.parent is None else self.root).limits is NO_LIMITS:
+            return None
         limits = self.effective_limits()
         return budget_spent(self.root.usage, limits) if limits.any() else None
 

@@ -12,7 +12,7 @@ from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
 from ..context import AgentContext
-from ..events import emit, preview
+from ..events import emit, preview, streaming
 from ..history.budget import ContextBudget
 from ..messages import as_ai_message, message_text, usage_of
 from ..models import (
@@ -185,24 +185,29 @@ def make_agent_node(
         spec = None if model else ctx.model
         fallbacks = model_fallbacks(ctx)
         response = await call_model(llm, request, tools, spec=spec, fallbacks=fallbacks, binding=binding)
-        if not state.get("output_schema") and not stop:  # (with one, structuredOutput sends an empty answer back)
-            # At the tool limit a second empty reply gets the fixed answer below.
+        calls = pending_tool_calls(response)
+        if not calls and not state.get("output_schema") and not stop:
+            # (with an output schema, structuredOutput sends an empty answer back.) At the tool
+            # limit a second empty reply gets the fixed answer below.
             must_answer = bool(state.get("finalize") or tool_limit_reached(state))
             response = await ask_again_if_empty(
                 llm, request, tools, response, spec=spec, fail=not must_answer, fallbacks=fallbacks, binding=binding
             )
+            calls = pending_tool_calls(response)
         turns = count_of(state, "turns") + 1
-        emit("usage", turn=turns, **usage_of(response))
-        if pending_tool_calls(response) and (said := message_text(response).strip()):
-            emit("model_text", text=preview(said, 2000), turn=turns)  # what it says beside its calls
+        if streaming():  # (the events' payloads are built only for a run that streams them)
+            emit("usage", turn=turns, **usage_of(response))
+            if calls and (said := message_text(response).strip()):
+                emit("model_text", text=preview(said, 2000), turn=turns)  # what it says beside its calls
         update: dict[str, Any] = {"turns": turns}
-        if not tools and pending_tool_calls(response):
+        if not tools and calls:
             # Nothing was offered, so nothing can run: keep the text, drop the calls,
             # and never leave unanswered tool calls in the thread's history.
             response = AIMessage(content=message_text(response), id=response.id, usage_metadata=response.usage_metadata)
+            calls = []
         # A final answer (no tool calls) ends the loop here, unless the run has an output
         # schema: then the structuredOutput node validates it and sets the answer.
-        if not pending_tool_calls(response) and not state.get("output_schema"):
+        if not calls and not state.get("output_schema"):
             answer = message_text(response).strip()
             if not answer and stop:
                 answer = BUDGET_SPENT_ANSWER

@@ -113,6 +113,13 @@ def needs_human(
         messages = state.get("messages") or []
         if not messages:
             return False
+        # (the run's settings as review_context reads them: with the defaults, approval "none" and
+        # ask_user off, no call waits for anybody, and nothing needs looking up: nearly every turn)
+        approve, ask = state.get("approve"), state.get("ask_user")
+        if (approve if isinstance(approve, str) else ctx.approve) == APPROVE_NONE and not (
+            ask if isinstance(ask, bool) else ctx.ask_user
+        ):
+            return False
         reg = registry if isinstance(registry, ToolRegistry) else registry(state)
         review, questions = human_calls(reg, review_context(state, ctx), messages[-1])
         return bool(review or questions)

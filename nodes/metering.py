@@ -24,7 +24,9 @@ def metered_node(node: Node, *, run_start: bool = False) -> Node:
         seed = {**state, "usage": run_start_usage()} if run_start else state
         with metered(seed, BaseContext.of(runtime)) as meter:
             update = await node(state, runtime)
-            if run_start or meter.total() != as_usage(state.get("usage")):
+            usage = state.get("usage")
+            # (a new meter that counted nothing still holds the state's own record)
+            if run_start or (meter.root.usage is not usage and meter.total() != as_usage(usage)):
                 update = {**(update or {}), "usage": meter.total()}
             return update
 

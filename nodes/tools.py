@@ -28,7 +28,7 @@ from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
 from ..context import AgentContext, context_field
-from ..events import emit, preview
+from ..events import emit, preview, streaming
 from ..history.budget import ContextBudget
 from ..prompts import SKIPPED_RESULT
 from ..state import AgentState, count_of
@@ -190,32 +190,31 @@ def make_tools_node(
             config = get_config()
         except Exception:
             config = None
+        live = streaming()  # (the events' payloads are built only for a run that streams them)
 
         async def one(call: dict, call_state: Mapping[str, Any], spare: int, size: int | None = None) -> ToolOutcome:
             """Run ``call`` (``spare``: the retries the budget leaves), or refuse it when ``size``
             (its arguments' size, over ``max_tool_arg_chars``) is given."""
             if size is not None:  # refused before it runs; the event shows no arguments
-                emit(
-                    "tool_call",
-                    id=call.get("id"),
-                    name=call.get("name"),
-                    args={"_truncated": f"{size} chars"},
-                )
+                if live:
+                    emit("tool_call", id=call.get("id"), name=call.get("name"), args={"_truncated": f"{size} chars"})
                 outcome = ToolOutcome(
                     call.get("name") or "", call.get("id") or "", False,
                     OVERSIZED.format(chars=size, limit=max_chars), error="args_too_large",
                 )
             else:
-                emit("tool_call", id=call.get("id"), name=call.get("name"), args=call.get("args"))
+                if live:
+                    emit("tool_call", id=call.get("id"), name=call.get("name"), args=call.get("args"))
                 outcome = await execute_with_retries(
                     call, registry, ctx, retried, spare, backoff_base_s,
                     state=call_state, store=runtime.store, config=config,
                     stream_writer=runtime.stream_writer, allowed=allowed,
                 )
-            emit(
-                "tool_result", id=outcome.call_id, name=outcome.name, ok=outcome.ok,
-                error=outcome.error, duration_s=round(outcome.duration_s, 4), preview=preview(outcome.content),
-            )
+            if live:
+                emit(
+                    "tool_result", id=outcome.call_id, name=outcome.name, ok=outcome.ok,
+                    error=outcome.error, duration_s=round(outcome.duration_s, 4), preview=preview(outcome.content),
+                )
             return outcome
 
         lone = lone_call(last, state, registry, cap, max_chars, made, limit)

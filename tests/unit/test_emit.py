@@ -15,9 +15,11 @@ class State(TypedDict, total=False):
     n: int
 
 
-def graph() -> Any:
+def graph(seen: list[bool] | None = None) -> Any:
     def node(state: State) -> State:
         events.emit("usage", turn=1)
+        if seen is not None:
+            seen.append(events.streaming())
         return {"n": 1}
 
     builder = StateGraph(State)
@@ -45,6 +47,15 @@ async def test_custom_streams_get_the_event_and_other_runs_build_none(monkeypatc
     assert built == ["usage"]  # neither run built an event: nobody would have received it
     events.emit("usage", turn=2)  # outside a run: nothing, no error
     assert built == ["usage"]
+
+
+async def test_streaming_says_whether_an_event_would_go_anywhere():
+    seen: list[bool] = []
+    g = graph(seen)
+    [c async for c in g.astream({}, stream_mode=["custom", "values"])]
+    await g.ainvoke({})
+    [c async for c in g.astream({}, stream_mode="updates")]
+    assert seen == [True, False, False] and not events.streaming()  # (the last: outside a run)
 
 
 def test_only_writers_that_do_nothing_count_as_quiet():
