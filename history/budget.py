@@ -40,7 +40,7 @@ from ..tokens import (
     usable_tokens,
 )
 from .groups import drop_old_units, drop_orphan_results
-from .shrink import archive_tool_outputs, shrink_texts
+from .shrink import archivable, archive_tool_outputs, shrink_texts
 
 SIZES_KEPT = 64  # requests whose size a budget remembers (runs of one graph at once, each a few)
 
@@ -74,11 +74,14 @@ class RequestMeter(Protocol):
 
 def apply_update(state: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
     """The state after ``update`` (messages through ``add_messages``)."""
-    after = {**state, **{k: v for k, v in update.items() if k not in ("messages", "archived")}}
-    if "messages" in update:
-        after["messages"] = appended(state.get("messages") or [], update["messages"])
-    if "archived" in update:
-        after["archived"] = {**(state.get("archived") or {}), **(update["archived"] or {})}
+    after = dict(state)
+    for key, value in update.items():
+        if key == "messages":
+            after[key] = appended(state.get("messages") or [], value)
+        elif key == "archived":
+            after[key] = {**(state.get("archived") or {}), **(value or {})}
+        else:
+            after[key] = value
     return after
 
 
@@ -89,11 +92,14 @@ def appended(left: Sequence[Any], right: Sequence[Any]) -> list[Any]:
     converted again on every turn."""
     if type(right) is not list:
         right = list(right)
-    if all(type(m) in _PLAIN for m in right):
-        for m in right:
-            if m.id is None:
-                m.id = str(uuid.uuid4())
-        ids = {m.id for m in right}
+    ids = set()
+    for m in right:
+        if type(m) not in _PLAIN:
+            break
+        if m.id is None:
+            m.id = str(uuid.uuid4())
+        ids.add(m.id)
+    else:
         if len(ids) == len(right) and _disjoint(ids, left):
             return [*left, *right]
     return cast(list[Any], add_messages(list(left), right))
@@ -190,6 +196,11 @@ class ContextBudget:
         """Tools hook: archive large outputs (view + execution id)."""
         threshold = archive_threshold(ctx.context_token_limit, ctx.archive_threshold_chars)
         if not threshold:
+            return update
+        for message in update.get("messages") or ():
+            if archivable(message, threshold):
+                break
+        else:  # (nearly every turn: no result to archive, nothing to copy)
             return update
         last = (state.get("messages") or [None])[-1]
         out, archived = await archive_tool_outputs(

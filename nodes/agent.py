@@ -105,10 +105,8 @@ async def call_model(
     error); configuration and reachability failures become ModelConfigError. ``binding``
     binds the tools to a model (a node's :class:`ToolBinding` reuses its bindings)."""
 
-    def bind(llm: Any) -> Any:
-        return binding(llm, tools)
-
-    return as_ai_message(await invoke_model(bind(model), messages, spec=spec, fallbacks=rebind_all(fallbacks, bind)))
+    rebound = rebind_all(fallbacks, lambda llm: binding(llm, tools)) if fallbacks else ()
+    return as_ai_message(await invoke_model(binding(model, tools), messages, spec=spec, fallbacks=rebound))
 
 
 EMPTY_REPLY_NOTE = (

@@ -256,7 +256,8 @@ def remembered(edge: Edge) -> Callable[[dict[str, Any], RunnableConfig], str]:
     (:func:`route_at_end`; a state written from outside a run: the environment's default)."""
 
     def end(state: dict[str, Any], config: RunnableConfig) -> str:
-        return route_at_end(edge(state, config), _run_context(config))
+        step = edge(state, config)
+        return route_at_end(step, _run_context(config)) if step == END else step  # (the context: at the end only)
 
     end.__name__ = edge.__name__
     end.__doc__ = edge.__doc__

@@ -153,8 +153,10 @@ def split_free_retrievals(calls: list[dict], used: int, quota: int) -> tuple[lis
 def updates_state(registry: ToolRegistry, call: Mapping[str, Any]) -> bool:
     """Whether the call is to a tool that updates the run's state (a Command): such calls
     run one at a time, after the others."""
-    name = call.get("name") or ""
-    return call.get("type") != "invalid_tool_call" and name in registry and STATE_TAG in registry.meta(name).tags
+    if call.get("type") == "invalid_tool_call":
+        return False
+    entry = registry.entry(call.get("name") or "")
+    return entry is not None and STATE_TAG in entry[1].tags
 
 
 def lone_call(

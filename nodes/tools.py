@@ -35,7 +35,7 @@ from ..state import AgentState, count_of
 from ..tools.ask import ASK_TAG, ask_tools
 from ..tools.context_tools import CONTEXT_TOOL_NAMES, free_retrievals
 from ..tools.invoke import ToolOutcome, run_tool, tool_timeout
-from ..tools.registry import ToolRegistry
+from ..tools.registry import ToolMeta, ToolRegistry
 from ..tools.retry import BACKOFF_BASE_S, backoff_delay, jittered
 from .human import review_context, reviewed_message
 from .metering import metered_node
@@ -65,9 +65,13 @@ class Offered:
     ask_user: bool
 
     def __contains__(self, name: object) -> bool:
+        return self.admits(str(name), self.registry.meta(str(name)))
+
+    def admits(self, name: str, meta: ToolMeta) -> bool:
+        """``name in self`` for a tool of the registry whose ``meta`` the caller has."""
         if self.tools is not None and name not in self.tools:
             return False
-        return self.ask_user or ASK_TAG not in self.registry.meta(str(name)).tags
+        return self.ask_user or ASK_TAG not in meta.tags
 
     def names(self) -> list[str]:
         """The offered tools' names, for the "unknown tool" answer."""
@@ -100,7 +104,8 @@ async def execute_call(
             f"Invalid tool call to {name!r}: {detail}. Arguments received: {received}",
             error="invalid_json",
         )
-    if name not in registry or name not in allowed:
+    entry = registry.entry(name)
+    if entry is None or not allowed.admits(name, entry[1]):
         names = allowed.names()
         return ToolOutcome(
             name,
@@ -109,8 +114,9 @@ async def execute_call(
             f"Unknown tool {name!r}. Available tools: {', '.join(names) or '(none)'}",
             error="unknown_tool",
         )
+    tool, meta = entry
     return await run_tool(
-        registry.get(name),
+        tool,
         call.get("args") or {},
         call_id=call_id,
         context=ctx,
@@ -118,7 +124,7 @@ async def execute_call(
         store=store,
         config=config,
         stream_writer=stream_writer,
-        timeout_s=tool_timeout(registry.meta(name), ctx),
+        timeout_s=tool_timeout(meta, ctx),
     )
 
 

@@ -80,8 +80,8 @@ def outcome_from_command(name: str, call_id: str, command: Command, duration_s: 
 def tool_timeout(meta: Any, ctx: Any) -> float | None:
     """A tool's timeout in a run: the lower of its own (``ToolMeta.timeout_s``) and the
     run's ``tool_timeout_s``; None when neither sets one."""
-    candidates = [t for t in (getattr(meta, "timeout_s", None), getattr(ctx, "tool_timeout_s", None)) if t]
-    return min(candidates) if candidates else None
+    own, run = getattr(meta, "timeout_s", None), getattr(ctx, "tool_timeout_s", None)
+    return min(own, run) if own and run else (own or run or None)
 
 
 def runtime_param(tool: BaseTool) -> str | None:

@@ -170,6 +170,13 @@ class ToolRegistry:
             self.get(name)
         return meta[name]
 
+    def entry(self, name: str) -> tuple[BaseTool, ToolMeta] | None:
+        """``(tool, meta)`` of ``name`` from one view of the registry; None for an unknown name
+        (a tool call's name: the tools node asks this once per call)."""
+        tools, meta = self._view()
+        tool = tools.get(name)
+        return None if tool is None else (tool, meta[name])
+
     def tools(self, names: Iterable[str] | None = None) -> list[BaseTool]:
         """The tools with these names (all when ``names`` is None or empty), in registry order."""
         return _select(self._view()[0], names)
