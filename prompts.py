@@ -47,7 +47,8 @@ def render_todos(todos: list[dict]) -> str:
 
 def build_system_prompt(ctx: Any, state: Mapping[str, Any]) -> str:
     """The run's system prompt: the configured prompt plus the state's sections."""
-    parts = [ctx.system_prompt.strip()]
+    prompt = ctx.system_prompt.strip()
+    parts = [prompt] if prompt else []
     memory = (state.get("memory_context") or "").strip()
     if memory:
         parts.append(memory)
@@ -61,4 +62,4 @@ def build_system_prompt(ctx: Any, state: Mapping[str, Any]) -> str:
     notice = (state.get("notice") or "").strip()
     if notice:
         parts.append(notice)
-    return "\n\n".join(p for p in parts if p)
+    return "\n\n".join(parts)  # (every part is non-empty)

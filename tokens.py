@@ -138,7 +138,10 @@ def _message_parts(message: BaseMessage) -> tuple[int, int]:
 
 # Per message: its chat-completions form as JSON elements (one message may become several).
 _message_json: IdentityCache[BaseMessage, tuple[int, int]] = IdentityCache(_message_parts, 16384)
-_schema_json: IdentityCache[dict, tuple[int, int]] = IdentityCache(lambda s: _json_parts([s]), 2048)
+# Per tool (a tool object, or a schema dict as such): its schema's JSON element.
+_tool_json: IdentityCache[BaseTool | dict, tuple[int, int]] = IdentityCache(
+    lambda t: _json_parts(tool_schemas([t])), 2048
+)
 _EMPTY_BODY = len(json.dumps({"messages": []}))
 _TOOLS_KEY = len(json.dumps({"messages": [], "tools": []})) - _EMPTY_BODY
 
@@ -189,7 +192,12 @@ class PrefixFold(Generic[S]):
             runs = self._runs
             # A longer run replaces the one it starts with (found by identity: comparing runs
             # by value would compare their id tuples, a conversation's length each).
-            at = next((i for i in range(len(runs) - 1, -1, -1) if runs[i] is best), None) if best else None
+            at = None
+            if best is not None:
+                for i in range(len(runs) - 1, -1, -1):
+                    if runs[i] is best:
+                        at = i
+                        break
             if at is not None:
                 del runs[at]
             elif len(runs) >= self.size:
@@ -258,7 +266,12 @@ def _request_chars(chars: int, count: int, rest: Sequence[BaseMessage], tools: S
     if rest:
         more, n, _, _ = _message_runs.fold(rest)
         chars, count = chars + more, count + n
-    schemas, tools_n = _sum_parts(_cached(_schema_json, tool_schemas(tools)))
+    schemas = tools_n = 0
+    data = _tool_json._data
+    for tool in tools or ():  # (the lookup inlined: every turn measures every tool it offers)
+        hit = data.get(id(tool))
+        size, n = hit[1] if hit is not None and hit[0]() is tool else _tool_json(tool)
+        schemas, tools_n = schemas + size, tools_n + n
     size = _EMPTY_BODY + chars + 2 * max(0, count - 1)  # ", " between a list's elements
     return size + (_TOOLS_KEY + schemas + 2 * (tools_n - 1) if tools_n else 0)
 

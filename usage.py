@@ -203,11 +203,8 @@ class Meter:
         self.limits: Limits = limits or (parent.limits if parent else NO_LIMITS)
         self.spec: str | None = spec or (parent.spec if parent else None)
         self.parent = parent
+        self.root: Meter = self if parent is None else parent.root  # (the meter decisions read)
         self.reserved_calls = 0
-
-    @property
-    def root(self) -> Meter:
-        return self if self.parent is None else self.parent.root
 
     def total(self) -> dict[str, Any]:
         """The run's usage (the root's)."""
@@ -253,7 +250,7 @@ class Meter:
     def stop(self, next_request_tokens: int | Callable[[], int]) -> str | None:
         """:func:`budget_stop` for the run's next turn. ``next_request_tokens`` may be a
         function: it measures the request only when a token or cost budget needs its size."""
-        if (self if self.parent is None else self.root).limits is NO_LIMITS:  # (no budgets: every turn)
+        if self.root.limits is NO_LIMITS:  # (no budgets: every turn)
             return None
         limits = self.effective_limits()
         if not limits.any():
@@ -265,7 +262,7 @@ class Meter:
 
     def spent(self) -> str | None:
         """:func:`budget_spent`: no model call is left for this caller."""
-        if (self if self.parent is None else self.root).limits is NO_LIMITS:
+        if self.root.limits is NO_LIMITS:
             return None
         limits = self.effective_limits()
         return budget_spent(self.root.usage, limits) if limits.any() else None

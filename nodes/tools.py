@@ -24,6 +24,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
@@ -81,17 +82,9 @@ class Offered:
         return sorted(allowed if self.ask_user else allowed - ask_tools(self.registry))
 
 
-async def execute_call(
-    call: dict,
-    registry: ToolRegistry,
-    ctx: AgentContext,
-    *,
-    state: Mapping[str, Any],
-    store: Any,
-    config: RunnableConfig | None,
-    stream_writer: Any,
-    allowed: Offered,
-) -> ToolOutcome:
+def refused_call(call: dict, registry: ToolRegistry, allowed: Offered) -> ToolOutcome | tuple[BaseTool, ToolMeta]:
+    """The answer to a call that cannot run (malformed, or a tool not on offer), else its
+    ``(tool, meta)``."""
     name = call.get("name") or ""
     call_id = call.get("id") or ""
     if call.get("type") == "invalid_tool_call":
@@ -114,18 +107,7 @@ async def execute_call(
             f"Unknown tool {name!r}. Available tools: {', '.join(names) or '(none)'}",
             error="unknown_tool",
         )
-    tool, meta = entry
-    return await run_tool(
-        tool,
-        call.get("args") or {},
-        call_id=call_id,
-        context=ctx,
-        state=state,
-        store=store,
-        config=config,
-        stream_writer=stream_writer,
-        timeout_s=tool_timeout(meta, ctx),
-    )
+    return entry
 
 
 # Failures another attempt cannot fix, whatever the outcome says.
@@ -145,17 +127,30 @@ async def execute_with_retries(
     retried: list[int],
     spare: int,
     backoff_base_s: float,
-    **kwargs: Any,
+    *,
+    state: Mapping[str, Any],
+    store: Any,
+    config: RunnableConfig | None,
+    stream_writer: Any,
+    allowed: Offered,
 ) -> ToolOutcome:
-    """:func:`execute_call`, again after a retryable failure (``ToolOutcome.retryable``: a
-    timeout, a connection error, a RetryableToolError) up to the call's retries, with
-    exponential backoff and jitter. ``retried[0]`` counts the turn's extra attempts; one
-    starts only while it is below ``spare`` (what the run's tool budget leaves)."""
-    name = call.get("name") or ""
+    """Run ``call`` (:func:`refused_call` answers one that cannot run), again after a retryable
+    failure (``ToolOutcome.retryable``: a timeout, a connection error, a RetryableToolError) up
+    to the call's retries, with exponential backoff and jitter. ``retried[0]`` counts the turn's
+    extra attempts; one starts only while it is below ``spare`` (what the run's tool budget leaves)."""
+    checked = refused_call(call, registry, allowed)
+    if isinstance(checked, ToolOutcome):
+        return checked
+    tool, meta = checked
+    name, call_id, args = call.get("name") or "", call.get("id") or "", call.get("args") or {}
+    timeout_s = tool_timeout(meta, ctx)
     retries: int | None = None  # looked up at the first retryable failure
     attempt = 1
     while True:
-        outcome = await execute_call(call, registry, ctx, **kwargs)
+        outcome = await run_tool(
+            tool, args, call_id=call_id, context=ctx, state=state, store=store, config=config,
+            stream_writer=stream_writer, timeout_s=timeout_s,
+        )  # fmt: skip
         if outcome.ok or outcome.error in NOT_RETRIED or not outcome.retryable:
             return outcome
         if retries is None:
