@@ -240,7 +240,10 @@ class Meter:
         price = _safe_price(spec or self.spec)
         # None: unknown (no price for the model)
         cost = _number(call_cost(price, input_tokens, output_tokens), float) if price is not None else None
-        self._add(0, _number(input_tokens, int), _number(output_tokens, int), cost)
+        # (a provider's counts are ints >= 0 nearly always: _number only for anything else)
+        tokens_in = input_tokens if type(input_tokens) is int and input_tokens >= 0 else _number(input_tokens, int)
+        tokens_out = output_tokens if type(output_tokens) is int and output_tokens >= 0 else _number(output_tokens, int)
+        self._add(0, tokens_in, tokens_out, cost)
         limits = self.root.limits
         if limits is not NO_LIMITS and limits.any():
             from .events import emit
@@ -312,7 +315,8 @@ class metered:  # (lower case: used as a function, ``with metered(state, ctx) as
         if existing is not None:
             self.meter = existing
         else:
-            self.meter = Meter((state or {}).get("usage"), limits_of(ctx), _field(ctx, "model", None))
+            spec = ctx.get("model") if isinstance(ctx, Mapping) else getattr(ctx, "model", None)
+            self.meter = Meter((state or {}).get("usage"), limits_of(ctx), spec)
 
     def __enter__(self) -> Meter:
         if self.meter is not _METER.get():

@@ -40,16 +40,25 @@ def offered_tools(ctx: AgentContext, registry: ToolRegistry, state: Mapping[str,
         return []
     # Context tools (get_tool_response, manage_todo_list) are offered only when they apply,
     # memory tools only while the run's memory is on, ask_user only while the run's ask_user is.
-    # (Twice per turn - the route measures the request, the agent sends it: one lookup per tool.)
-    hidden = {"memory"} if not getattr(ctx, "memory", False) else set()
-    if not getattr(ctx, "ask_user", False):
+    # (Twice per turn - the route measures the request, the agent sends it: the registry keeps
+    # the offer of each setting until its tools change.)
+    memory, ask = bool(getattr(ctx, "memory", False)), bool(getattr(ctx, "ask_user", False))
+    names = tuple(ctx.tools) if ctx.tools else None
+    tools = registry.memo(("offered", names, memory, ask), lambda: _offer(registry, names, memory, ask))
+    extra = context_tools_for(ctx, registry, state)
+    return [*tools, *(t for t in extra if t not in tools)] if extra else [*tools]
+
+
+def _offer(registry: ToolRegistry, names: tuple[str, ...] | None, memory: bool, ask_user: bool) -> list[BaseTool]:
+    """The registry's tools of ``names`` (all: None) a turn may offer, before the context tools."""
+    hidden = set() if memory else {"memory"}
+    if not ask_user:
         hidden.add(ASK_TAG)
-    tools = [
+    return [
         t
-        for t, meta in registry.entries(ctx.tools)
+        for t, meta in registry.entries(names)
         if not (t.name in CONTEXT_TOOL_NAMES and CONTEXT_TAG in meta.tags) and not hidden.intersection(meta.tags)
     ]
-    return tools + [t for t in context_tools_for(ctx, registry, state) if t not in tools]
 
 
 class ToolBinding:

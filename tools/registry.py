@@ -24,11 +24,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from langchain_core.tools import BaseTool
 
 from ..run_tools import run_tools_matching
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +81,7 @@ class ToolRegistry:
     _meta: dict[str, ToolMeta] = field(default_factory=dict)
     _pending: list[RegistryStep] = field(default_factory=list, compare=False, repr=False)
     _run_patterns: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    _memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)  # (see memo)
 
     @property
     def pending(self) -> bool:
@@ -95,6 +98,18 @@ class ToolRegistry:
             self._pending.append(step)
         else:
             step(self)
+
+    def memo(self, key: Any, compute: Callable[[], T]) -> T:
+        """``compute()``, a value that depends on the registry's tools and metadata alone (and on
+        ``key``), remembered until a tool is registered or dropped (an agent's offer, asked twice
+        a turn). Computed afresh while steps are pending or the run's MCP tools are offered."""
+        if self._pending or self._run_patterns:
+            return compute()
+        try:
+            return cast(T, self._memo[key])
+        except KeyError:
+            value = self._memo[key] = compute()
+            return value
 
     def load(self) -> ToolRegistry:
         """Run the pending steps now: a caller on an event loop does it in a worker thread first
@@ -264,11 +279,13 @@ def _select(tools: dict[str, BaseTool], names: Iterable[str] | None) -> list[Bas
 def _set(registry: ToolRegistry, tool: BaseTool, meta: ToolMeta | None) -> None:
     registry._tools[tool.name] = tool
     registry._meta[tool.name] = meta or ToolMeta(source="user")
+    registry._memo.clear()
 
 
 def _drop(registry: ToolRegistry, name: str) -> None:
     registry._tools.pop(name, None)
     registry._meta.pop(name, None)
+    registry._memo.clear()
 
 
 def _is_pair(obj: Any) -> bool:

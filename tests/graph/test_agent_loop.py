@@ -225,6 +225,31 @@ def test_memory_tools_are_offered_only_while_memory_is_on(workspace):
     assert "remember" in on and "search_memory" in on
 
 
+@pytest.mark.unit
+def test_the_remembered_offer_follows_the_registry(workspace):
+    from smart_agent.nodes.agent import offered_tools
+    from smart_agent.tools.registry import ToolMeta
+
+    @tool
+    def extra(x: int) -> int:
+        """Echo x."""
+        return x
+
+    registry, run = default_registry(), ctx(workspace, memory=False)
+    first = [t.name for t in offered_tools(run, registry, {})]
+    assert "extra" not in first and offered_tools(run, registry, {}) == offered_tools(run, registry, {})
+    registry.register(extra)
+    assert [t.name for t in offered_tools(run, registry, {})] == [*first, "extra"]
+    registry.unregister("extra")
+    assert [t.name for t in offered_tools(run, registry, {})] == first
+    registry.defer(lambda r: r.register(extra, ToolMeta(tags=("memory",))))  # pending: read afresh
+    assert "extra" not in [t.name for t in offered_tools(run, registry, {})]  # (a memory tool: memory is off)
+    assert "extra" in [t.name for t in offered_tools(ctx(workspace, memory=True), registry, {})]
+    offered = offered_tools(run, registry, {})
+    offered.clear()  # a caller's list is its own
+    assert offered_tools(run, registry, {}) != []
+
+
 async def test_tool_timeout_is_the_lower_of_tool_and_run(scripted_server, workspace):
     @tool
     async def sleepy(seconds: float) -> str:
