@@ -47,6 +47,16 @@ def unanswered_tool_calls(messages: list[AnyMessage], upto: int) -> tuple[AIMess
     return None, []
 
 
+# Output keys (state.AgentOutputState) that a run may leave unwritten, and their empty values,
+# written when a thread has none yet. LangGraph reads every output key after each step, and a key
+# never written costs it two exceptions (EmptyChannelError) there at every step of every run.
+# (``todos`` stays unset until used: the CLI's --json shows it then.)
+UNSET_OUTPUTS: tuple[tuple[str, Callable[[], Any]], ...] = (
+    ("compactions", int), ("handoffs", int), ("active_agent", str), ("memory_context", str),
+    ("recalled_memories", list),
+)  # fmt: skip
+
+
 def resolve_input(state: Mapping[str, Any], ctx: AgentContext) -> dict[str, Any]:
     errors = validate_context(ctx)
     if errors:
@@ -104,6 +114,9 @@ def resolve_input(state: Mapping[str, Any], ctx: AgentContext) -> dict[str, Any]
         ask_user=bool(ctx.ask_user),
         usage=run_start_usage(),  # per run (usage.py); a nested run starts from its caller's
     )
+    for key, empty in UNSET_OUTPUTS:
+        if key not in state:
+            update[key] = empty()
     return update
 
 

@@ -82,7 +82,7 @@ async def test_memory_off_is_a_no_op(scripted_server, workspace, fake_memory):
     final = await run(graph, "hello", ctx(workspace, memory=False), events=events)
     assert final["answer"] == "ok"
     assert not [e for e in events if e["event"].startswith("memory_")]
-    assert fake_memory.count() == 0 and "memory_context" not in final
+    assert fake_memory.count() == 0 and final["memory_context"] == "" and final["recalled_memories"] == []
 
 
 async def test_stale_memory_block_is_cleared_when_memory_is_turned_off(scripted_server, workspace, fake_memory):

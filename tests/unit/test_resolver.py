@@ -59,3 +59,29 @@ def test_interrupted_tool_calls_are_answered_before_the_new_turn():
     assert isinstance(msgs[0], RemoveMessage) and msgs[0].id == "h2"
     assert isinstance(msgs[1], ToolMessage) and msgs[1].tool_call_id == "c2" and msgs[1].content == INTERRUPTED_RESULT
     assert isinstance(msgs[2], HumanMessage) and msgs[2].content == "next question"
+
+
+def test_output_keys_a_run_may_not_write_get_their_empty_value_once():
+    first = resolve_input({"task": "hi"}, Context())
+    assert {k: first[k] for k in ("compactions", "handoffs", "active_agent", "memory_context", "recalled_memories")} == {
+        "compactions": 0, "handoffs": 0, "active_agent": "", "memory_context": "", "recalled_memories": [],
+    }  # fmt: skip
+    assert "todos" not in first  # (unset until the todo list is used: --json shows it then)
+    kept = {"task": "again", "compactions": 2, "handoffs": 1, "active_agent": "b", "memory_context": "m",
+            "recalled_memories": [{"id": "x"}]}  # fmt: skip
+    later = resolve_input(kept, Context())
+    assert not {"compactions", "handoffs", "active_agent", "memory_context", "recalled_memories"} & set(later)
+
+
+async def test_a_run_leaves_no_output_key_unwritten_but_the_todo_list():
+    # LangGraph reads every output key after each step; one never written costs it two exceptions.
+    import typing
+
+    from smart_agent.graphs.agent import build_agent_graph
+    from smart_agent.state import AgentOutputState
+    from smart_agent.testing.fake_models import ScriptedChatModel
+    from smart_agent.tools.registry import ToolRegistry
+
+    graph = build_agent_graph(model=ScriptedChatModel(responses=[AIMessage("done")]), registry=ToolRegistry())
+    result = await graph.ainvoke({"task": "hi"}, context=Context(memory=False))
+    assert set(typing.get_type_hints(AgentOutputState)) - set(result) == {"todos"}
