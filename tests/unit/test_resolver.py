@@ -63,9 +63,8 @@ def test_interrupted_tool_calls_are_answered_before_the_new_turn():
 
 def test_output_keys_a_run_may_not_write_get_their_empty_value_once():
     first = resolve_input({"task": "hi"}, Context())
-    assert {k: first[k] for k in ("compactions", "handoffs", "active_agent", "memory_context", "recalled_memories")} == {
-        "compactions": 0, "handoffs": 0, "active_agent": "", "memory_context": "", "recalled_memories": [],
-    }  # fmt: skip
+    empty = {"compactions": 0, "handoffs": 0, "active_agent": "", "memory_context": "", "recalled_memories": []}
+    assert {k: first[k] for k in empty} == empty
     assert "todos" not in first  # (unset until the todo list is used: --json shows it then)
     kept = {"task": "again", "compactions": 2, "handoffs": 1, "active_agent": "b", "memory_context": "m",
             "recalled_memories": [{"id": "x"}]}  # fmt: skip
