@@ -232,6 +232,12 @@ def _add_message(total: Folded, message: BaseMessage) -> Folded:
 _message_runs: PrefixFold[Folded] = PrefixFold(_add_message, (0, 0, _NO_IDS, False))
 
 
+def fold_ahead(messages: Sequence[BaseMessage]) -> None:
+    """Measure ``messages`` now, for a later measurement of a request that extends them (which
+    then measures only the messages added after them)."""
+    _message_runs.fold(messages)
+
+
 def has_orphan_results(messages: Sequence[BaseMessage]) -> bool:
     """Whether a tool result of ``messages`` has no AI tool call right before it."""
     return _message_runs.fold(messages)[3]

@@ -30,6 +30,7 @@ from ..tokens import (
     ENVELOPE_TOKENS,
     TokenCounter,
     approx_counter,
+    fold_ahead,
     archive_threshold,
     count_messages,
     count_request,
@@ -178,6 +179,16 @@ class ContextBudget:
         """Tokens of the next request: system prompt + messages + tool schemas."""
         system, tools = self.assemble(ctx, state)
         return self._count(system, state.get("messages") or [], tools)
+
+    def measure_ahead(self, messages: Sequence[BaseMessage]) -> None:
+        """Measure the conversation so far, for the next request's measurement (which then
+        measures only what is added after it). The tools node asks for it while its tool runs
+        in a worker thread: the route after the tools has only the results left to measure."""
+        if self.counter is approx_counter:
+            try:
+                fold_ahead(messages)
+            except Exception:  # (a measurement ahead is an optimization: the route measures anyway)
+                pass
 
     # -- hooks of the loop's nodes -----------------------------------------
     def on_run_start(self, state: Mapping[str, Any], update: Mapping[str, Any], ctx: BudgetSettings) -> dict[str, Any]:
