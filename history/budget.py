@@ -12,6 +12,7 @@ it, and the hooks that keep requests within ``usable_tokens(context_token_limit)
 
 from __future__ import annotations
 
+import contextlib
 import math
 import operator
 import uuid
@@ -185,10 +186,8 @@ class ContextBudget:
         measures only what is added after it). The tools node asks for it while its tool runs
         in a worker thread: the route after the tools has only the results left to measure."""
         if self.counter is approx_counter:
-            try:
+            with contextlib.suppress(Exception):  # (an optimization: the route measures anyway)
                 fold_ahead(messages)
-            except Exception:  # (a measurement ahead is an optimization: the route measures anyway)
-                pass
 
     # -- hooks of the loop's nodes -----------------------------------------
     def on_run_start(self, state: Mapping[str, Any], update: Mapping[str, Any], ctx: BudgetSettings) -> dict[str, Any]:
