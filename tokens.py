@@ -174,8 +174,10 @@ class PrefixFold(Generic[S]):
         self._runs: list[tuple[tuple[int, ...], list[Any], S]] = []
         self._lock = threading.Lock()
 
-    def fold(self, items: Sequence[Any]) -> S:
-        ids = tuple(map(id, items))
+    def fold(self, items: Sequence[Any], ids: tuple[int, ...] | None = None) -> S:
+        """(``ids``: the items' ids, when the caller has them.)"""
+        if ids is None:
+            ids = tuple(map(id, items))
         n = len(ids)
         best: tuple[tuple[int, ...], list[Any], S] | None = None
         for run in reversed(self._runs):  # the latest run that starts ``items`` (usually the last one)
@@ -238,9 +240,9 @@ def fold_ahead(messages: Sequence[BaseMessage]) -> None:
     _message_runs.fold(messages)
 
 
-def has_orphan_results(messages: Sequence[BaseMessage]) -> bool:
-    """Whether a tool result of ``messages`` has no AI tool call right before it."""
-    return _message_runs.fold(messages)[3]
+def has_orphan_results(messages: Sequence[BaseMessage], ids: tuple[int, ...] | None = None) -> bool:
+    """Whether a tool result of ``messages`` has no AI tool call right before it (``ids``: theirs)."""
+    return _message_runs.fold(messages, ids)[3]
 
 
 @functools.lru_cache(maxsize=256)
@@ -260,17 +262,26 @@ def request_json_chars(messages: Sequence[BaseMessage], tools: Sequence[BaseTool
 
 
 def system_request_chars(
-    system: str, messages: Sequence[BaseMessage], tools: Sequence[BaseTool | dict] | None = None
+    system: str,
+    messages: Sequence[BaseMessage],
+    tools: Sequence[BaseTool | dict] | None = None,
+    ids: tuple[int, ...] | None = None,
 ) -> int:
     """``request_json_chars([SystemMessage(system), *messages], tools)``, without building the
     system message (rebuilt for every request, the same text: measured once per text)."""
-    return _request_chars(_system_json(system), 1, messages, tools)
+    return _request_chars(_system_json(system), 1, messages, tools, ids)
 
 
-def _request_chars(chars: int, count: int, rest: Sequence[BaseMessage], tools: Sequence[BaseTool | dict] | None) -> int:
+def _request_chars(
+    chars: int,
+    count: int,
+    rest: Sequence[BaseMessage],
+    tools: Sequence[BaseTool | dict] | None,
+    ids: tuple[int, ...] | None = None,
+) -> int:
     """The request's JSON length: ``chars`` and ``count`` elements of its head, then ``rest``."""
     if rest:
-        more, n, _, _ = _message_runs.fold(rest)
+        more, n, _, _ = _message_runs.fold(rest, ids)
         chars, count = chars + more, count + n
     schemas = tools_n = 0
     data = _tool_json._data

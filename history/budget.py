@@ -94,15 +94,16 @@ def appended(left: Sequence[Any], right: Sequence[Any]) -> list[Any]:
     converted again on every turn."""
     if type(right) is not list:
         right = list(right)
-    ids = set()
+    ids = set()  # (the ids the messages came with: one given here is new, it cannot be in ``left``)
     for m in right:
         if type(m) not in _PLAIN:
             break
         if m.id is None:
             m.id = str(uuid.uuid4())
-        ids.add(m.id)
+        else:
+            ids.add(m.id)
     else:
-        if len(ids) == len(right) and _disjoint(ids, left):
+        if (len(right) == 1 or len({m.id for m in right}) == len(right)) and (not ids or _disjoint(ids, left)):
             return [*left, *right]
     return cast(list[Any], add_messages(list(left), right))
 
@@ -137,26 +138,40 @@ class ContextBudget:
         self.default_schema = schema_of(output_schema)
         self._sizes: dict[tuple, tuple[int, list[Any]]] = {}
 
-    def count(self, request: Sequence[BaseMessage], tools: Sequence[BaseTool]) -> int:
+    def count(
+        self,
+        request: Sequence[BaseMessage],
+        tools: Sequence[BaseTool],
+        ids: tuple[int, ...] | None = None,
+    ) -> int:
         """``count_request`` of a request, measured once: the route that decides on the next
         turn and the agent node's guard measure the same request (the same system prompt,
-        message and tool objects), so the second asks the counter again for nothing."""
+        message and tool objects), so the second asks the counter again for nothing.
+        (``ids``: those of the request's messages after the first, when the caller has them.)"""
         head = request[0] if request else None
         if isinstance(head, SystemMessage) and isinstance(head.content, str):
-            return self._count(head.content, request[1:], tools, head)
+            return self._count(head.content, request[1:], tools, head, ids)
         return count_request(self.counter, request, tools)
 
     def _count(
-        self, system: str, messages: Sequence[BaseMessage], tools: Sequence[BaseTool], head: BaseMessage | None = None
+        self,
+        system: str,
+        messages: Sequence[BaseMessage],
+        tools: Sequence[BaseTool],
+        head: BaseMessage | None = None,
+        ids: tuple[int, ...] | None = None,
     ) -> int:
         """Tokens of the request ``system`` prompt (as ``head``, the message, when the caller has
-        one) + ``messages`` + ``tools``, remembered by the identity of its parts."""
-        key = (system, tuple(map(id, messages)), tuple(map(id, tools)))
+        one) + ``messages`` (``ids``: theirs, when the caller has them) + ``tools``, remembered by
+        the identity of its parts."""
+        if ids is None:
+            ids = tuple(map(id, messages))
+        key = (system, ids, tuple(map(id, tools)))
         hit = self._sizes.get(key)
         if hit is not None:
             return hit[0]
         if self.counter is approx_counter and (head is None or type(head) is SystemMessage and not head.name):
-            chars = system_request_chars(system, messages, tools)  # (no system message to build)
+            chars = system_request_chars(system, messages, tools, ids)  # (no system message to build)
             tokens = math.ceil(chars / CHARS_PER_TOKEN) + ENVELOPE_TOKENS
         else:
             tokens = count_request(self.counter, [head or SystemMessage(content=system), *messages], tools)
@@ -227,9 +242,12 @@ class ContextBudget:
     ) -> list[BaseMessage]:
         """The request, cut deterministically if it is over budget (pairs never split)."""
         usable = usable_tokens(ctx.context_token_limit)
-        if has_orphan_results(request[1:]):  # (nearly never: the request goes as it is)
-            request = [request[0], *drop_orphan_results(request[1:])]
-        before = self.count(request, tools)
+        messages = request[1:]
+        ids: tuple[int, ...] | None = tuple(map(id, messages))  # (both questions below look them up by id)
+        if has_orphan_results(messages, ids):  # (nearly never: the request goes as it is)
+            request = [request[0], *drop_orphan_results(messages)]
+            ids = None
+        before = self.count(request, tools, ids)
         if before <= usable:
             return request
         fixed = count_request(self.counter, request[:1], tools)

@@ -40,6 +40,8 @@ def test_new_messages_append_and_get_ids():
         [AIMessageChunk(content="chunk", id="n2")],
         [{"role": "user", "content": "a dict"}],
         [HumanMessage("new", id="n3")],
+        [ToolMessage("r", tool_call_id="c1"), AIMessage("replaced", id="a1")],  # a new id beside a reused one
+        [ToolMessage("r", tool_call_id="c1"), AIMessage("more", id="n4")],
     ],
 )
 def test_same_as_add_messages(right):
