@@ -215,18 +215,18 @@ class ContextBudget:
             "output_schema": ctx.output_schema if ctx.output_schema is not None else self.default_schema,
         }
 
+    def archives(self, ctx: BudgetSettings, update: Mapping[str, Any]) -> bool:
+        """Whether :meth:`after_tools` archives a result of ``update`` (nearly every turn: no)."""
+        threshold = archive_threshold(ctx.context_token_limit, ctx.archive_threshold_chars)
+        return bool(threshold) and any(archivable(m, threshold) for m in update.get("messages") or ())
+
     async def after_tools(
         self, ctx: BudgetSettings, state: Mapping[str, Any], update: dict[str, Any], store: Any = None
     ) -> dict[str, Any]:
         """Tools hook: archive large outputs (view + execution id)."""
+        if not self.archives(ctx, update):  # (nothing to copy)
+            return update
         threshold = archive_threshold(ctx.context_token_limit, ctx.archive_threshold_chars)
-        if not threshold:
-            return update
-        for message in update.get("messages") or ():
-            if archivable(message, threshold):
-                break
-        else:  # (nearly every turn: no result to archive, nothing to copy)
-            return update
         last = (state.get("messages") or [None])[-1]
         out, archived = await archive_tool_outputs(
             update.get("messages") or [], last, threshold, page_chars(ctx.context_token_limit), store

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -101,6 +101,24 @@ def bind_tools(llm: Any, tools: Sequence[BaseTool | dict[str, Any]]) -> Any:
     return llm.bind_tools(tools) if tools else llm
 
 
+Binding = Callable[[Any, Sequence[BaseTool | dict[str, Any]]], Any]
+
+
+def start_model_call(
+    model: BaseChatModel,
+    messages: list[BaseMessage],
+    tools: Sequence[BaseTool | dict[str, Any]],
+    *,
+    spec: str | None = None,
+    fallbacks: Sequence[Fallback] = (),
+    binding: Binding = bind_tools,
+) -> Awaitable[Any]:
+    """:func:`models.invoke_model` of the model with ``tools`` bound (``fallbacks`` rebound the
+    same way), not awaited: the caller awaits it (no coroutine of its own around every call)."""
+    rebound = rebind_all(fallbacks, lambda llm: binding(llm, tools)) if fallbacks else ()
+    return invoke_model(binding(model, tools), messages, spec=spec, fallbacks=rebound)
+
+
 async def call_model(
     model: BaseChatModel,
     messages: list[BaseMessage],
@@ -108,14 +126,13 @@ async def call_model(
     *,
     spec: str | None = None,
     fallbacks: Sequence[Fallback] = (),
-    binding: Callable[[Any, Sequence[BaseTool | dict[str, Any]]], Any] = bind_tools,
+    binding: Binding = bind_tools,
 ) -> AIMessage:
     """Invoke the model (then ``fallbacks``, each with the same tools bound, after a provider
     error); configuration and reachability failures become ModelConfigError. ``binding``
     binds the tools to a model (a node's :class:`ToolBinding` reuses its bindings)."""
-
-    rebound = rebind_all(fallbacks, lambda llm: binding(llm, tools)) if fallbacks else ()
-    return as_ai_message(await invoke_model(binding(model, tools), messages, spec=spec, fallbacks=rebound))
+    call = start_model_call(model, messages, tools, spec=spec, fallbacks=fallbacks, binding=binding)
+    return as_ai_message(await call)
 
 
 EMPTY_REPLY_NOTE = (
@@ -134,8 +151,7 @@ def finish_reason(response: AIMessage) -> str:
 
 async def ask_again_if_empty(
     llm: BaseChatModel, request: list[BaseMessage], tools: list[BaseTool], response: AIMessage, *,
-    spec: str | None, fail: bool = True, fallbacks: Sequence[Fallback] = (),
-    binding: Callable[[Any, Sequence[BaseTool | dict[str, Any]]], Any] = bind_tools,
+    spec: str | None, fail: bool = True, fallbacks: Sequence[Fallback] = (), binding: Binding = bind_tools,
 ) -> AIMessage:
     """An empty reply (content filter, or nothing at all) is asked again once with a
     short note; a second empty reply fails the run with a one-line ModelReplyError
@@ -165,8 +181,27 @@ def make_agent_node(
         ctx = AgentContext.of(runtime)
         with metered(state, ctx) as meter:  # the run's model calls, tokens and cost (usage.py)
             spent = meter.spent()
-            update = await turn(state, ctx, meter) if not spent else spent_turn(state, meter, spent)
-            return {**update, "usage": meter.total()}
+            if spent:
+                return {**spent_turn(state, meter, spent), "usage": meter.total()}
+            # Building a client reads certificates from disk: keep it off the event loop.
+            llm = model or await aload_chat_model(ctx.model, **model_options(ctx))
+            tools, request, stop = prepare(state, ctx, meter)
+            spec = None if model else ctx.model
+            fallbacks = model_fallbacks(ctx)
+            response = as_ai_message(
+                await start_model_call(llm, request, tools, spec=spec, fallbacks=fallbacks, binding=binding)
+            )
+            calls = pending_tool_calls(response)
+            if not calls and not state.get("output_schema") and not stop:
+                # (with an output schema, structuredOutput sends an empty answer back.) At the tool
+                # limit a second empty reply gets the fixed answer below.
+                must_answer = bool(state.get("finalize") or tool_limit_reached(state))
+                response = await ask_again_if_empty(
+                    llm, request, tools, response, spec=spec, fail=not must_answer, fallbacks=fallbacks,
+                    binding=binding,
+                )  # fmt: skip
+                calls = pending_tool_calls(response)
+            return {**finish(state, response, calls, bool(tools), stop), "usage": meter.total()}
 
     def spent_turn(state: AgentState, meter: Meter, reason: str) -> dict[str, Any]:
         """No model call is left (a worker or sub-agent of a run whose budget is spent): answer without one."""
@@ -176,9 +211,11 @@ def make_agent_node(
         emit("final_answer", answer=BUDGET_SPENT_ANSWER, turns=turns, tool_calls_made=made)
         return {"turns": turns, "answer": BUDGET_SPENT_ANSWER, "messages": [AIMessage(content=BUDGET_SPENT_ANSWER)]}
 
-    async def turn(state: AgentState, ctx: AgentContext, meter: Meter) -> dict[str, Any]:
-        # Building a client reads certificates from disk: keep it off the event loop.
-        llm = model or await aload_chat_model(ctx.model, **model_options(ctx))
+    def prepare(
+        state: AgentState, ctx: AgentContext, meter: Meter
+    ) -> tuple[list[BaseTool], list[BaseMessage], str | None]:
+        """The turn's tools, its request (within the context budget) and why the run's budget
+        makes it the last one (None: it is not)."""
         tools = offered_tools(ctx, registry, state)
         request: list[BaseMessage] = [system_message(build_system_prompt(ctx, state)), *state.get("messages", [])]
         if budget is not None:
@@ -189,25 +226,19 @@ def make_agent_node(
             meter.finalize_event(stop)
             tools = []
             request = [SystemMessage(content=f"{message_text(request[0])}\n\n{BUDGET_NOTICE}"), *request[1:]]
-        spec = None if model else ctx.model
-        fallbacks = model_fallbacks(ctx)
-        response = await call_model(llm, request, tools, spec=spec, fallbacks=fallbacks, binding=binding)
-        calls = pending_tool_calls(response)
-        if not calls and not state.get("output_schema") and not stop:
-            # (with an output schema, structuredOutput sends an empty answer back.) At the tool
-            # limit a second empty reply gets the fixed answer below.
-            must_answer = bool(state.get("finalize") or tool_limit_reached(state))
-            response = await ask_again_if_empty(
-                llm, request, tools, response, spec=spec, fail=not must_answer, fallbacks=fallbacks, binding=binding
-            )
-            calls = pending_tool_calls(response)
+        return tools, request, stop
+
+    def finish(
+        state: AgentState, response: AIMessage, calls: list[dict], offered: bool, stop: str | None
+    ) -> dict[str, Any]:
+        """The turn's update from the model's reply (``offered``: whether the turn offered tools)."""
         turns = count_of(state, "turns") + 1
         if streaming():  # (the events' payloads are built only for a run that streams them)
             emit("usage", turn=turns, **usage_of(response))
             if calls and (said := message_text(response).strip()):
                 emit("model_text", text=preview(said, 2000), turn=turns)  # what it says beside its calls
         update: dict[str, Any] = {"turns": turns}
-        if not tools and calls:
+        if not offered and calls:
             # Nothing was offered, so nothing can run: keep the text, drop the calls,
             # and never leave unanswered tool calls in the thread's history.
             response = AIMessage(content=message_text(response), id=response.id, usage_metadata=response.usage_metadata)

@@ -10,7 +10,7 @@ from typing import Any, TypeVar, cast
 from langgraph.runtime import Runtime
 
 from ..context import BaseContext
-from ..usage import as_usage, metered, run_start_usage
+from ..usage import Meter, as_usage, metered, run_start_usage
 
 Node = TypeVar("Node", bound=Callable[..., Awaitable[dict[str, Any]]])
 
@@ -24,12 +24,20 @@ def metered_node(node: Node, *, run_start: bool = False) -> Node:
         seed = {**state, "usage": run_start_usage()} if run_start else state
         with metered(seed, BaseContext.of(runtime)) as meter:
             update = await node(state, runtime)
-            usage = state.get("usage")
-            # (a new meter that counted nothing still holds the state's own record)
-            if run_start or (meter.root.usage is not usage and meter.total() != as_usage(usage)):
-                update = {**(update or {}), "usage": meter.total()}
-            return update
+            if run_start:
+                return {**(update or {}), "usage": meter.total()}
+            return with_run_usage(update or {}, meter, state)
 
     wrapped.__name__ = getattr(node, "__name__", "node")
     wrapped.__doc__ = node.__doc__
     return cast(Node, wrapped)
+
+
+def with_run_usage(update: dict[str, Any], meter: Meter, state: Mapping[str, Any]) -> dict[str, Any]:
+    """``update``, and the run's ``usage`` when ``meter`` counted what the state's ``usage`` does
+    not hold (the node's tools or sub-agents called a model; a new meter that counted nothing
+    still holds the state's own record)."""
+    usage = state.get("usage")
+    if meter.root.usage is not usage and meter.total() != as_usage(usage):
+        return {**update, "usage": meter.total()}
+    return update

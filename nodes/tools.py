@@ -18,7 +18,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,8 +38,9 @@ from ..tools.context_tools import CONTEXT_TOOL_NAMES, free_retrievals
 from ..tools.invoke import ToolOutcome, run_tool, tool_timeout
 from ..tools.registry import ToolMeta, ToolRegistry
 from ..tools.retry import BACKOFF_BASE_S, backoff_delay, jittered
+from ..usage import metered
 from .human import review_context, reviewed_message
-from .metering import metered_node
+from .metering import with_run_usage
 from .routes import call_signature, pending_tool_calls
 from .tool_turn import (  # (loop_excess, plan_calls: also imported from here)
     OVERSIZED,
@@ -193,29 +194,29 @@ def make_tools_node(
             config = None
         live = streaming()  # (the events' payloads are built only for a run that streams them)
 
+        def execute(call: dict, call_state: Mapping[str, Any], spare: int) -> Awaitable[ToolOutcome]:
+            """:func:`execute_with_retries` of ``call`` (``spare``: the retries the budget leaves)."""
+            return execute_with_retries(
+                call, registry, ctx, retried, spare, backoff_base_s, state=call_state, store=runtime.store,
+                config=config, stream_writer=runtime.stream_writer, allowed=allowed,
+            )  # fmt: skip
+
         async def one(call: dict, call_state: Mapping[str, Any], spare: int, size: int | None = None) -> ToolOutcome:
-            """Run ``call`` (``spare``: the retries the budget leaves), or refuse it when ``size``
-            (its arguments' size, over ``max_tool_arg_chars``) is given."""
+            """Run ``call`` with its events, or refuse it when ``size`` (its arguments' size, over
+            ``max_tool_arg_chars``) is given."""
             if size is not None:  # refused before it runs; the event shows no arguments
                 if live:
-                    emit("tool_call", id=call.get("id"), name=call.get("name"), args={"_truncated": f"{size} chars"})
+                    call_event({**call, "args": {"_truncated": f"{size} chars"}})
                 outcome = ToolOutcome(
                     call.get("name") or "", call.get("id") or "", False,
                     OVERSIZED.format(chars=size, limit=max_chars), error="args_too_large",
                 )
             else:
                 if live:
-                    emit("tool_call", id=call.get("id"), name=call.get("name"), args=call.get("args"))
-                outcome = await execute_with_retries(
-                    call, registry, ctx, retried, spare, backoff_base_s,
-                    state=call_state, store=runtime.store, config=config,
-                    stream_writer=runtime.stream_writer, allowed=allowed,
-                )
+                    call_event(call)
+                outcome = await execute(call, call_state, spare)
             if live:
-                emit(
-                    "tool_result", id=outcome.call_id, name=outcome.name, ok=outcome.ok,
-                    error=outcome.error, duration_s=round(outcome.duration_s, 4), preview=preview(outcome.content),
-                )
+                result_event(outcome)
             return outcome
 
         if budget is not None:  # (runs while the tool does, in its worker thread: the conversation so far)
@@ -223,14 +224,22 @@ def make_tools_node(
         lone = lone_call(last, state, registry, cap, max_chars, made, limit)
         if lone is not None:  # the common turn: its one call runs as the plan below would run it
             call, signature = lone
-            outcome = await one(call, state, limit - made - 1)
+            if live:
+                call_event(call)
+            with metered(state, ctx) as meter:  # a sub_agent's model calls count in the run's usage
+                outcome = await execute(call, state, limit - made - 1)
+            if live:
+                result_event(outcome)
             update: dict[str, Any] = {
                 **(outcome.update or {}),
                 "messages": [outcome.to_message()],
                 "tool_calls_made": made + 1 + retried[0],
             }
             update.update(track_repeats(state, [call], [signature]))
-            return update if budget is None else await budget.after_tools(ctx, state, update, runtime.store)
+            update = with_run_usage(update, meter, state)
+            if budget is not None and budget.archives(ctx, update):
+                update = await budget.after_tools(ctx, state, update, runtime.store)
+            return update
 
         calls = pending_tool_calls(last) if isinstance(last, AIMessage) else []
         replacement, calls, dropped, sizes = (
@@ -256,25 +265,26 @@ def make_tools_node(
         stateful = [c for c, u in zip(runnable, updating, strict=True) if u]
         parallel = [c for c, u in zip(runnable, updating, strict=True) if not u]
         outcomes: dict[int, ToolOutcome] = {}
-        if len(parallel) == 1:  # (a call alone needs no task of its own, which gather starts, nor the semaphore)
-            results = [await one(parallel[0], state, spare, oversized.get(id(parallel[0])))]
-        else:
-            sem = asyncio.Semaphore(max(1, ctx.max_parallel_tools))  # at most max_parallel_tools at once
-
-            async def limited(call: dict) -> ToolOutcome:
-                async with sem:
-                    return await one(call, state, spare, oversized.get(id(call)))
-
-            results = await asyncio.gather(*(limited(c) for c in parallel))
-        for call, outcome in zip(parallel, results, strict=True):
-            outcomes[position[id(call)]] = outcome
         state_updates: dict[str, Any] = {}
-        for i in sorted(outcomes):
-            state_updates.update(outcomes[i].update or {})
-        for call in stateful:
-            outcome = await one(call, {**state, **state_updates}, spare, oversized.get(id(call)))
-            outcomes[position[id(call)]] = outcome
-            state_updates.update(outcome.update or {})
+        with metered(state, ctx) as meter:  # a sub_agent's model calls count in the run's usage
+            if len(parallel) == 1:  # (a call alone needs no task of its own, which gather starts, nor the semaphore)
+                results = [await one(parallel[0], state, spare, oversized.get(id(parallel[0])))]
+            else:
+                sem = asyncio.Semaphore(max(1, ctx.max_parallel_tools))  # at most max_parallel_tools at once
+
+                async def limited(call: dict) -> ToolOutcome:
+                    async with sem:
+                        return await one(call, state, spare, oversized.get(id(call)))
+
+                results = await asyncio.gather(*(limited(c) for c in parallel))
+            for call, outcome in zip(parallel, results, strict=True):
+                outcomes[position[id(call)]] = outcome
+            for i in sorted(outcomes):
+                state_updates.update(outcomes[i].update or {})
+            for call in stateful:
+                outcome = await one(call, {**state, **state_updates}, spare, oversized.get(id(call)))
+                outcomes[position[id(call)]] = outcome
+                state_updates.update(outcome.update or {})
         out_messages: list[ToolMessage] = []
 
         def skip(call: dict, content: str, error: str, note: str) -> None:
@@ -322,8 +332,20 @@ def make_tools_node(
         if reviews:
             update["reviews"] = {}
         update.update(track_repeats(state, calls, signatures))
-        if budget is not None:
+        update = with_run_usage(update, meter, state)
+        if budget is not None and budget.archives(ctx, update):
             update = await budget.after_tools(ctx, state, update, runtime.store)
         return update
 
-    return metered_node(tools)  # a sub_agent's model calls count in the run's usage
+    return tools
+
+
+def call_event(call: Mapping[str, Any]) -> None:
+    emit("tool_call", id=call.get("id"), name=call.get("name"), args=call.get("args"))
+
+
+def result_event(outcome: ToolOutcome) -> None:
+    emit(
+        "tool_result", id=outcome.call_id, name=outcome.name, ok=outcome.ok, error=outcome.error,
+        duration_s=round(outcome.duration_s, 4), preview=preview(outcome.content),
+    )  # fmt: skip

@@ -22,7 +22,7 @@ import contextvars
 import itertools
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
@@ -138,14 +138,20 @@ async def run_in_daemon_thread(
         timer.cancel()
 
 
-async def ainvoke_tool(
+def ainvoke_tool(
     tool: BaseTool, args: dict[str, Any], config: RunnableConfig | None = None, timeout_s: float | None = None
-) -> Any:
-    """``tool.ainvoke(args, config)``, except that a sync tool runs in a daemon thread;
+) -> Awaitable[Any]:
+    """``tool.ainvoke(args, config)`` to await, except that a sync tool runs in a daemon thread;
     TimeoutError after ``timeout_s`` seconds (none when 0 or None)."""
     if is_sync_tool(tool):
-        return await run_in_daemon_thread(
+        return run_in_daemon_thread(
             lambda: tool.invoke(args, config=config), name=f"smart-agent-tool-{tool.name}", timeout_s=timeout_s
         )
+    return _ainvoke_async(tool, args, config, timeout_s)
+
+
+async def _ainvoke_async(
+    tool: BaseTool, args: dict[str, Any], config: RunnableConfig | None, timeout_s: float | None
+) -> Any:
     async with asyncio.timeout(timeout_s or None):  # (cancels the call in this task)
         return await tool.ainvoke(args, config=config)
