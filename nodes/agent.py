@@ -120,19 +120,13 @@ def start_model_call(
 
 
 async def call_model(
-    model: BaseChatModel,
-    messages: list[BaseMessage],
-    tools: Sequence[BaseTool | dict[str, Any]],
-    *,
-    spec: str | None = None,
-    fallbacks: Sequence[Fallback] = (),
-    binding: Binding = bind_tools,
+    model: BaseChatModel, messages: list[BaseMessage], tools: Sequence[BaseTool | dict[str, Any]], **options: Any
 ) -> AIMessage:
-    """Invoke the model (then ``fallbacks``, each with the same tools bound, after a provider
-    error); configuration and reachability failures become ModelConfigError. ``binding``
-    binds the tools to a model (a node's :class:`ToolBinding` reuses its bindings)."""
-    call = start_model_call(model, messages, tools, spec=spec, fallbacks=fallbacks, binding=binding)
-    return as_ai_message(await call)
+    """Invoke the model (then its fallbacks, each with the same tools bound, after a provider
+    error); configuration and reachability failures become ModelConfigError. ``options``: those
+    of :func:`start_model_call` (``spec``, ``fallbacks``, ``binding``: a node's
+    :class:`ToolBinding` reuses its bindings)."""
+    return as_ai_message(await start_model_call(model, messages, tools, **options))
 
 
 EMPTY_REPLY_NOTE = (
