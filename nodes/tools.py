@@ -115,10 +115,9 @@ def refused_call(call: dict, registry: ToolRegistry, allowed: Offered) -> ToolOu
 NOT_RETRIED = {"invalid_json", "unknown_tool", "invalid_args", "args_too_large"}
 
 
-def call_retries(registry: ToolRegistry, name: str, ctx: AgentContext) -> int:
+def call_retries(meta: ToolMeta, ctx: AgentContext) -> int:
     """Extra attempts of a call: the tool's ``ToolMeta.retries`` when set, else the run's ``tool_retries``."""
-    own = registry.meta(name).retries if name in registry else 0
-    return int(own or context_field(ctx, "tool_retries", 0))
+    return int(meta.retries or context_field(ctx, "tool_retries", 0))
 
 
 async def execute_with_retries(
@@ -155,7 +154,7 @@ async def execute_with_retries(
         if outcome.ok or outcome.error in NOT_RETRIED or not outcome.retryable:
             return outcome
         if retries is None:
-            retries = call_retries(registry, name, ctx)
+            retries = call_retries(meta, ctx)
         if attempt > retries:
             return outcome
         if retried[0] >= spare:
