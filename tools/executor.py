@@ -139,19 +139,31 @@ async def run_in_daemon_thread(
 
 
 def ainvoke_tool(
-    tool: BaseTool, args: dict[str, Any], config: RunnableConfig | None = None, timeout_s: float | None = None
+    tool: BaseTool,
+    args: dict[str, Any],
+    config: RunnableConfig | None = None,
+    timeout_s: float | None = None,
+    then: Callable[[Any], Any] | None = None,
 ) -> Awaitable[Any]:
     """``tool.ainvoke(args, config)`` to await, except that a sync tool runs in a daemon thread;
-    TimeoutError after ``timeout_s`` seconds (none when 0 or None)."""
+    TimeoutError after ``timeout_s`` seconds (none when 0 or None). ``then``: applied to the
+    tool's return value where the tool ran (a sync tool's worker thread), the result awaited."""
     if is_sync_tool(tool):
-        return run_in_daemon_thread(
-            lambda: tool.invoke(args, config=config), name=f"smart-agent-tool-{tool.name}", timeout_s=timeout_s
-        )
-    return _ainvoke_async(tool, args, config, timeout_s)
+        if then is None:
+            job: Callable[[], Any] = lambda: tool.invoke(args, config=config)  # noqa: E731
+        else:
+            job = lambda: then(tool.invoke(args, config=config))  # noqa: E731
+        return run_in_daemon_thread(job, name=f"smart-agent-tool-{tool.name}", timeout_s=timeout_s)
+    return _ainvoke_async(tool, args, config, timeout_s, then)
 
 
 async def _ainvoke_async(
-    tool: BaseTool, args: dict[str, Any], config: RunnableConfig | None, timeout_s: float | None
+    tool: BaseTool,
+    args: dict[str, Any],
+    config: RunnableConfig | None,
+    timeout_s: float | None,
+    then: Callable[[Any], Any] | None,
 ) -> Any:
     async with asyncio.timeout(timeout_s or None):  # (cancels the call in this task)
-        return await tool.ainvoke(args, config=config)
+        result = await tool.ainvoke(args, config=config)
+    return result if then is None else then(result)

@@ -56,8 +56,13 @@ class ToolOutcome:
     # Whether another attempt may succeed (a timeout, a connection error, an exception
     # marked retryable: tools/retry.py); the planner retries only these.
     retryable: bool = False
+    # The result message, built where the tool ran (run_tool: a sync tool's worker thread).
+    message: ToolMessage | None = field(default=None, repr=False, compare=False)
 
     def to_message(self) -> ToolMessage:
+        built = self.message
+        if built is not None and built.content is self.content and built.status == ("success" if self.ok else "error"):
+            return built
         return ToolMessage(
             content=self.content,
             tool_call_id=self.call_id,
@@ -65,6 +70,32 @@ class ToolOutcome:
             status="success" if self.ok else "error",
             artifact=self.artifact,
         )
+
+
+class _Done:
+    """A tool's successful outcome, built where it ran (:func:`run_tool`'s ``then``)."""
+
+    __slots__ = ("outcome",)
+
+    def __init__(self, outcome: ToolOutcome) -> None:
+        self.outcome = outcome
+
+
+def _finisher(tool: BaseTool, call_id: str) -> Any:
+    """What turns a tool's return value into its outcome and result message, applied where the
+    tool ran: a sync tool's worker thread builds them before the event loop wakes up for them."""
+
+    def finish(result: Any) -> Any:
+        if isinstance(result, Command):
+            return result
+        artifact = None
+        if isinstance(result, tuple) and getattr(tool, "response_format", None) == "content_and_artifact":
+            result, artifact = result
+        outcome = ToolOutcome(tool.name, call_id, True, stringify(result), raw=result, artifact=artifact)
+        outcome.message = outcome.to_message()
+        return _Done(outcome)
+
+    return finish
 
 
 def outcome_from_command(name: str, call_id: str, command: Command, duration_s: float) -> ToolOutcome:
@@ -165,7 +196,7 @@ async def run_tool(
     try:
         # (a sync tool runs in a daemon thread, abandoned at the timeout; an async one is
         # cancelled in this task: no task of its own, which wait_for would start)
-        result = await ainvoke_tool(tool, call_args, config, timeout_s)
+        result = await ainvoke_tool(tool, call_args, config, timeout_s, then=_finisher(tool, call_id))
     except TimeoutError:
         return ToolOutcome(
             tool.name,
@@ -198,17 +229,7 @@ async def run_tool(
             duration_s=time.perf_counter() - start,
             retryable=is_retryable(exc),
         )
-    if isinstance(result, Command):
-        return outcome_from_command(tool.name, call_id, result, time.perf_counter() - start)
-    artifact = None
-    if isinstance(result, tuple) and getattr(tool, "response_format", None) == "content_and_artifact":
-        result, artifact = result
-    return ToolOutcome(
-        tool.name,
-        call_id,
-        True,
-        stringify(result),
-        raw=result,
-        artifact=artifact,
-        duration_s=time.perf_counter() - start,
-    )
+    if isinstance(result, _Done):
+        result.outcome.duration_s = time.perf_counter() - start
+        return result.outcome
+    return outcome_from_command(tool.name, call_id, result, time.perf_counter() - start)

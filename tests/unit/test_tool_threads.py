@@ -82,3 +82,40 @@ async def test_a_timeout_abandons_the_thread_and_a_result_in_time_cancels_the_ti
 
     assert await run_in_daemon_thread(lambda: "quick", timeout_s=30) == "quick"
     assert not [h for h in getattr(loop, "_scheduled", []) if not h.cancelled() and h.when() > loop.time() + 20]
+
+
+async def test_a_sync_tools_result_message_is_built_where_the_tool_ran(monkeypatch):
+    from smart_agent.tools import invoke
+    from smart_agent.tools.invoke import ToolOutcome, run_tool
+
+    built_on: list[str] = []
+    to_message = ToolOutcome.to_message
+
+    def recording(self: ToolOutcome):
+        message = to_message(self)
+        built_on.append(threading.current_thread().name)
+        return message
+
+    monkeypatch.setattr(invoke.ToolOutcome, "to_message", recording)
+
+    @tool
+    def echo(text: str) -> str:
+        """Echo the text."""
+        return text
+
+    outcome = await run_tool(echo, {"text": "hi"}, call_id="c1")
+    assert outcome.ok and outcome.content == "hi" and outcome.duration_s > 0
+    assert len(built_on) == 1 and built_on[0].startswith("smart-agent-tool-echo-")  # built in the worker
+    message = outcome.to_message()  # the node's call: the message built there, not a new one
+    assert message is outcome.message and message.content == "hi" and message.tool_call_id == "c1"
+    outcome.content += " (not retried)"  # a changed outcome gets a message that says what it says
+    changed = outcome.to_message()
+    assert changed is not message and changed.content == "hi (not retried)"
+
+    @tool
+    async def aecho(text: str) -> str:
+        """Echo the text."""
+        return text
+
+    outcome = await run_tool(aecho, {"text": "yo"}, call_id="c2")  # an async tool: built on the loop
+    assert outcome.to_message() is outcome.message and outcome.message.content == "yo"
