@@ -234,6 +234,12 @@ def _add_message(total: Folded, message: BaseMessage) -> Folded:
 _message_runs: PrefixFold[Folded] = PrefixFold(_add_message, (0, 0, _NO_IDS, False))
 
 
+def measure_message(message: BaseMessage) -> None:
+    """Measure ``message`` now (its JSON length, remembered for the requests that will carry it):
+    a tool's worker thread measures the result message it built."""
+    _message_json(message)
+
+
 def fold_ahead(messages: Sequence[BaseMessage]) -> None:
     """Measure ``messages`` now, for a later measurement of a request that extends them (which
     then measures only the messages added after them)."""

@@ -25,6 +25,7 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command
 from pydantic import ValidationError
 
+from ..tokens import measure_message
 from .executor import ainvoke_tool
 from .retry import is_retryable
 
@@ -93,6 +94,7 @@ def _finisher(tool: BaseTool, call_id: str) -> Any:
             result, artifact = result
         outcome = ToolOutcome(tool.name, call_id, True, stringify(result), raw=result, artifact=artifact)
         outcome.message = outcome.to_message()
+        measure_message(outcome.message)  # (for the next request's size, measured after the tools)
         return _Done(outcome)
 
     return finish
