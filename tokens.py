@@ -102,15 +102,11 @@ def _value_len(value: Any) -> int:
     return len(encode_basestring_ascii(value)) if type(value) is str else len(json.dumps(value, default=str))
 
 
-_ascii = encode_basestring_ascii
-
-
 def _call_len(call: Any) -> int:
     """One tool call as convert_to_openai_messages writes it, serialized:
     ``{"type": "function", "id": ..., "function": {"name": ..., "arguments": ...}}``."""
-    name, args, call_id = call["name"], unicode_json(call["args"]), call["id"]
-    function = 25 + (len(_ascii(name)) if type(name) is str else _value_len(name)) + len(_ascii(args))
-    return 42 + (len(_ascii(call_id)) if type(call_id) is str else _value_len(call_id)) + function
+    function = 25 + _value_len(call["name"]) + _value_len(unicode_json(call["args"]))
+    return 42 + _value_len(call["id"]) + function
 
 
 def _message_parts(message: BaseMessage) -> tuple[int, int]:
@@ -132,7 +128,7 @@ def _message_parts(message: BaseMessage) -> tuple[int, int]:
         size, fields = size + 11 + _value_len(extra["refusal"]), fields + 1
     if role == "tool":
         size, fields = size + 16 + _value_len(cast(ToolMessage, message).tool_call_id), fields + 1
-    size += 11 + (len(_ascii(content)) if type(content) is str else _value_len(content))  # "content": ...
+    size += 11 + _value_len(content)  # "content": ...
     return size + 2 * fields, 1  # (fields + 1 of them: 2 * fields for the ", " between)
 
 
@@ -289,12 +285,7 @@ def _request_chars(
     if rest:
         more, n, _, _ = _message_runs.fold(rest, ids)
         chars, count = chars + more, count + n
-    schemas = tools_n = 0
-    data = _tool_json._data
-    for tool in tools or ():  # (the lookup inlined: every turn measures every tool it offers)
-        hit = data.get(id(tool))
-        size, n = hit[1] if hit is not None and hit[0]() is tool else _tool_json(tool)
-        schemas, tools_n = schemas + size, tools_n + n
+    schemas, tools_n = _sum_parts(_cached(_tool_json, tools or ()))
     size = _EMPTY_BODY + chars + 2 * max(0, count - 1)  # ", " between a list's elements
     return size + (_TOOLS_KEY + schemas + 2 * (tools_n - 1) if tools_n else 0)
 

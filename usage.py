@@ -124,12 +124,7 @@ NO_LIMITS = Limits()  # (what a context without budgets gets: every turn's check
 
 def limits_of(ctx: Any) -> Limits:
     """The budgets of a context (any class, a dict, or None)."""
-    if isinstance(ctx, Mapping):
-        calls, tokens, cost = ctx.get("max_model_calls"), ctx.get("max_tokens"), ctx.get("max_cost_usd")
-    else:
-        calls = getattr(ctx, "max_model_calls", None)
-        tokens = getattr(ctx, "max_tokens", None)
-        cost = getattr(ctx, "max_cost_usd", None)
+    calls, tokens, cost = (_field(ctx, name, 0) for name in ("max_model_calls", "max_tokens", "max_cost_usd"))
     if not (calls or tokens or cost):
         return NO_LIMITS
     return Limits(int(calls or 0), int(tokens or 0), float(cost or 0.0))
@@ -315,8 +310,7 @@ class metered:  # (lower case: used as a function, ``with metered(state, ctx) as
         if existing is not None:
             self.meter = existing
         else:
-            spec = ctx.get("model") if isinstance(ctx, Mapping) else getattr(ctx, "model", None)
-            self.meter = Meter((state or {}).get("usage"), limits_of(ctx), spec)
+            self.meter = Meter((state or {}).get("usage"), limits_of(ctx), _field(ctx, "model", None))
 
     def __enter__(self) -> Meter:
         if self.meter is not _METER.get():

@@ -71,13 +71,20 @@ def review_context(state: Mapping[str, Any], ctx: AgentContext) -> AgentContext:
     resolver copies them into the state at run start): a resume carries a context of its
     own — none at all from some clients — and must not change which calls wait for a
     decision, nor let a call run whose decision it ignored."""
-    approve, ask = state.get("approve"), state.get("ask_user")
+    approve, ask = review_settings(state, ctx)
     changes: dict[str, Any] = {}
-    if isinstance(approve, str) and approve != ctx.approve:
+    if approve != ctx.approve:
         changes["approve"] = approve
-    if isinstance(ask, bool) and ask != ctx.ask_user:
+    if ask != ctx.ask_user:
         changes["ask_user"] = ask
     return dataclasses.replace(ctx, **changes) if changes else ctx
+
+
+def review_settings(state: Mapping[str, Any], ctx: AgentContext) -> tuple[str, bool]:
+    """``(approve, ask_user)`` of the run that made the turn: the state's (copied there by the
+    resolver) where it holds them, else the context's."""
+    approve, ask = state.get("approve"), state.get("ask_user")
+    return (approve if isinstance(approve, str) else ctx.approve), (ask if isinstance(ask, bool) else ctx.ask_user)
 
 
 def approval_needed(registry: ToolRegistry, ctx: AgentContext, call: Mapping[str, Any]) -> bool:
@@ -113,12 +120,10 @@ def needs_human(
         messages = state.get("messages") or []
         if not messages:
             return False
-        # (the run's settings as review_context reads them: with the defaults, approval "none" and
-        # ask_user off, no call waits for anybody, and nothing needs looking up: nearly every turn)
-        approve, ask = state.get("approve"), state.get("ask_user")
-        if (approve if isinstance(approve, str) else ctx.approve) == APPROVE_NONE and not (
-            ask if isinstance(ask, bool) else ctx.ask_user
-        ):
+        # (with the defaults, approval "none" and ask_user off, no call waits for anybody and
+        # nothing needs looking up: nearly every turn)
+        approve, ask = review_settings(state, ctx)
+        if approve == APPROVE_NONE and not ask:
             return False
         reg = registry if isinstance(registry, ToolRegistry) else registry(state)
         review, questions = human_calls(reg, review_context(state, ctx), messages[-1])

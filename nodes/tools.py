@@ -18,7 +18,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -193,16 +193,9 @@ def make_tools_node(
             config = None
         live = streaming()  # (the events' payloads are built only for a run that streams them)
 
-        def execute(call: dict, call_state: Mapping[str, Any], spare: int) -> Awaitable[ToolOutcome]:
-            """:func:`execute_with_retries` of ``call`` (``spare``: the retries the budget leaves)."""
-            return execute_with_retries(
-                call, registry, ctx, retried, spare, backoff_base_s, state=call_state, store=runtime.store,
-                config=config, stream_writer=runtime.stream_writer, allowed=allowed,
-            )  # fmt: skip
-
         async def one(call: dict, call_state: Mapping[str, Any], spare: int, size: int | None = None) -> ToolOutcome:
-            """Run ``call`` with its events, or refuse it when ``size`` (its arguments' size, over
-            ``max_tool_arg_chars``) is given."""
+            """Run ``call`` with its events (``spare``: the retries the budget leaves), or refuse it
+            when ``size`` (its arguments' size, over ``max_tool_arg_chars``) is given."""
             if size is not None:  # refused before it runs; the event shows no arguments
                 if live:
                     call_event({**call, "args": {"_truncated": f"{size} chars"}})
@@ -213,7 +206,10 @@ def make_tools_node(
             else:
                 if live:
                     call_event(call)
-                outcome = await execute(call, call_state, spare)
+                outcome = await execute_with_retries(
+                    call, registry, ctx, retried, spare, backoff_base_s, state=call_state, store=runtime.store,
+                    config=config, stream_writer=runtime.stream_writer, allowed=allowed,
+                )  # fmt: skip
             if live:
                 result_event(outcome)
             return outcome
@@ -223,12 +219,8 @@ def make_tools_node(
         lone = lone_call(last, state, registry, cap, max_chars, made, limit)
         if lone is not None:  # the common turn: its one call runs as the plan below would run it
             call, signature = lone
-            if live:
-                call_event(call)
             with metered(state, ctx) as meter:  # a sub_agent's model calls count in the run's usage
-                outcome = await execute(call, state, limit - made - 1)
-            if live:
-                result_event(outcome)
+                outcome = await one(call, state, limit - made - 1)
             update: dict[str, Any] = {
                 **(outcome.update or {}),
                 "messages": [outcome.to_message()],

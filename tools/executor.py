@@ -149,10 +149,11 @@ def ainvoke_tool(
     TimeoutError after ``timeout_s`` seconds (none when 0 or None). ``then``: applied to the
     tool's return value where the tool ran (a sync tool's worker thread), the result awaited."""
     if is_sync_tool(tool):
-        if then is None:
-            job: Callable[[], Any] = lambda: tool.invoke(args, config=config)  # noqa: E731
-        else:
-            job = lambda: then(tool.invoke(args, config=config))  # noqa: E731
+
+        def job() -> Any:
+            result = tool.invoke(args, config=config)
+            return result if then is None else then(result)
+
         return run_in_daemon_thread(job, name=f"smart-agent-tool-{tool.name}", timeout_s=timeout_s)
     return _ainvoke_async(tool, args, config, timeout_s, then)
 
