@@ -236,12 +236,6 @@ def measure_message(message: BaseMessage) -> None:
     _message_json(message)
 
 
-def fold_ahead(messages: Sequence[BaseMessage]) -> None:
-    """Measure ``messages`` now, for a later measurement of a request that extends them (which
-    then measures only the messages added after them)."""
-    _message_runs.fold(messages)
-
-
 def has_orphan_results(messages: Sequence[BaseMessage], ids: tuple[int, ...] | None = None) -> bool:
     """Whether a tool result of ``messages`` has no AI tool call right before it (``ids``: theirs)."""
     return _message_runs.fold(messages, ids)[3]

@@ -12,7 +12,6 @@ it, and the hooks that keep requests within ``usable_tokens(context_token_limit)
 
 from __future__ import annotations
 
-import contextlib
 import math
 import operator
 import uuid
@@ -34,7 +33,6 @@ from ..tokens import (
     archive_threshold,
     count_messages,
     count_request,
-    fold_ahead,
     has_orphan_results,
     page_chars,
     resolve_counter,
@@ -195,14 +193,6 @@ class ContextBudget:
         """Tokens of the next request: system prompt + messages + tool schemas."""
         system, tools = self.assemble(ctx, state)
         return self._count(system, state.get("messages") or [], tools)
-
-    def measure_ahead(self, messages: Sequence[BaseMessage]) -> None:
-        """Measure the conversation so far, for the next request's measurement (which then
-        measures only what is added after it). The tools node asks for it while its tool runs
-        in a worker thread: the route after the tools has only the results left to measure."""
-        if self.counter is approx_counter:
-            with contextlib.suppress(Exception):  # (an optimization: the route measures anyway)
-                fold_ahead(messages)
 
     # -- hooks of the loop's nodes -----------------------------------------
     def on_run_start(self, state: Mapping[str, Any], update: Mapping[str, Any], ctx: BudgetSettings) -> dict[str, Any]:

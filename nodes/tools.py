@@ -214,8 +214,6 @@ def make_tools_node(
                 result_event(outcome)
             return outcome
 
-        if budget is not None:  # (runs while the tool does, in its worker thread: the conversation so far)
-            asyncio.get_running_loop().call_soon(budget.measure_ahead, messages)
         lone = lone_call(last, state, registry, cap, max_chars, made, limit)
         if lone is not None:  # the common turn: its one call runs as the plan below would run it
             call, signature = lone

@@ -188,37 +188,3 @@ async def test_the_loop_routes_on_the_event_loop():
     assert result["answer"] == "done" and len(model.calls) == 4
     assert executor.submitted == 0
 
-
-async def test_the_conversation_is_measured_while_the_tool_runs(monkeypatch):
-    """The tools node measures the conversation so far while its (sync) tool runs in a worker
-    thread; the route after the tools then measures only the tool's result."""
-    import threading
-
-    from smart_agent import tokens
-
-    stepped: list[tuple[str, int]] = []  # (message type, tool calls returned by then)
-    returned = [0]
-    step = tokens._message_runs.step
-
-    def counting(total, message):
-        stepped.append((type(message).__name__, returned[0]))
-        return step(total, message)
-
-    def slow(n: int) -> str:
-        """Look up item n (slowly)."""
-        threading.Event().wait(0.05)  # (the loop thread is free meanwhile)
-        returned[0] += 1
-        return f"item {n}"
-
-    monkeypatch.setattr(tokens._message_runs, "step", counting)
-    registry = ToolRegistry()
-    registry.register(StructuredTool.from_function(func=slow, name="lookup"), ToolMeta(source="user"))
-    script = [AIMessage("", tool_calls=[{"name": "lookup", "args": {"n": i}, "id": f"c{i}"}]) for i in range(3)]
-    graph = build_agent_graph(model=ScriptedChatModel(responses=[*script, "done"]), registry=registry)
-    result = await graph.ainvoke({"task": "go"}, context=Context(memory=False))
-    assert result["answer"] == "done" and returned[0] == 3
-    # Each call's message was measured before its tool returned (call i: after i tools had returned).
-    assert stepped == [
-        ("HumanMessage", 0), ("AIMessage", 0), ("ToolMessage", 1), ("AIMessage", 1), ("ToolMessage", 2),
-        ("AIMessage", 2), ("ToolMessage", 3),
-    ]  # fmt: skip
