@@ -6,12 +6,49 @@ Large tool outputs never ride in ``messages``: see ``archive`` (context manageme
 
 from __future__ import annotations
 
+import operator
+import uuid
 from collections.abc import Mapping
 from typing import Annotated, Any
 
-from langchain_core.messages import AnyMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
+
+# Message classes that add_messages takes as they are (not chunks, not RemoveMessage).
+_PLAIN = frozenset({AIMessage, HumanMessage, ToolMessage, SystemMessage})
+_message_id = operator.attrgetter("id")
+
+
+def merge_messages(left: Any, right: Any) -> Any:
+    """The ``messages`` reducer of every state here: LangGraph's ``add_messages(left, right)``
+    (a new list; neither argument is changed), with its common case taken at once. A node's
+    new messages (an AI reply, tool results) usually only append: then they are added as they
+    are, ids given as ``add_messages`` gives them, after one check in C that no message of the
+    thread has one of their ids or none at all - instead of every message of the thread being
+    converted and indexed again at every step (~27 us at 200 messages, ~8 us this way).
+    Anything else (one message alone, a dict, a chunk, a RemoveMessage, a reused id, a thread
+    holding a message without an id or in dict form) goes to ``add_messages`` itself. The one
+    difference: a message chunk already in the thread (only ``Overwrite`` can put one there)
+    stays a chunk when new messages are appended."""
+    if type(right) is not list or type(left) is not list:
+        return add_messages(left, right)
+    ids: set[Any] = {None}  # (the ids the messages came with: one given here is new, it cannot be in ``left``)
+    for m in right:
+        if type(m) not in _PLAIN:
+            return add_messages(left, right)
+        if m.id is None:
+            m.id = str(uuid.uuid4())
+        else:
+            ids.add(m.id)
+    if len(right) > 1 and len({m.id for m in right}) != len(right):
+        return add_messages(left, right)
+    try:
+        if ids.isdisjoint(map(_message_id, left)):
+            return [*left, *right]
+    except AttributeError:  # a message in dict form (a state written from outside a run)
+        pass
+    return add_messages(left, right)
 
 
 def merge_archived(left: dict[str, dict] | None, right: dict[str, dict] | None) -> dict[str, dict]:
@@ -28,12 +65,12 @@ def count_of(state: Mapping[str, Any], key: str, default: int = 0) -> int:
 class InputState(TypedDict, total=False):
     """What a caller passes: a task string, messages, or both (the task is appended)."""
 
-    messages: Annotated[list[AnyMessage], add_messages]
+    messages: Annotated[list[AnyMessage], merge_messages]
     task: str
 
 
 class OutputState(TypedDict, total=False):
-    messages: Annotated[list[AnyMessage], add_messages]
+    messages: Annotated[list[AnyMessage], merge_messages]
     answer: str
     # What the run used: {model_calls, input_tokens, output_tokens, cost_usd} (usage.py).
     usage: dict[str, Any]

@@ -13,17 +13,15 @@ it, and the hooks that keep requests within ``usable_tokens(context_token_limit)
 from __future__ import annotations
 
 import math
-import operator
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, cast
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import BaseMessage, SystemMessage
 from langchain_core.tools import BaseTool
-from langgraph.graph.message import add_messages
 
 from ..events import emit
 from ..prompts import build_system_prompt
+from ..state import merge_messages
 from ..structured_output import schema_of
 from ..tokens import (
     CHARS_PER_TOKEN,
@@ -73,52 +71,16 @@ class RequestMeter(Protocol):
 
 
 def apply_update(state: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
-    """The state after ``update`` (messages through ``add_messages``)."""
+    """The state after ``update`` (messages through the state's reducer, ``merge_messages``)."""
     after = dict(state)
     for key, value in update.items():
         if key == "messages":
-            after[key] = appended(state.get("messages") or [], value)
+            after[key] = merge_messages(state.get("messages") or [], value)
         elif key == "archived":
             after[key] = {**(state.get("archived") or {}), **(value or {})}
         else:
             after[key] = value
     return after
-
-
-def appended(left: Sequence[Any], right: Sequence[Any]) -> list[Any]:
-    """``add_messages(left, right)`` (a new list; neither argument is changed). A node's new
-    messages (an AI reply, tool results) usually only append: then they are added as they are,
-    ids given as ``add_messages`` gives them, instead of every message of the thread being
-    converted again on every turn."""
-    if type(right) is not list:
-        right = list(right)
-    ids = set()  # (the ids the messages came with: one given here is new, it cannot be in ``left``)
-    for m in right:
-        if type(m) not in _PLAIN:
-            break
-        if m.id is None:
-            m.id = str(uuid.uuid4())
-        else:
-            ids.add(m.id)
-    else:
-        if (len(right) == 1 or len({m.id for m in right}) == len(right)) and (not ids or _disjoint(ids, left)):
-            return [*left, *right]
-    return cast(list[Any], add_messages(list(left), right))
-
-
-_message_id = operator.attrgetter("id")
-
-
-def _disjoint(ids: set[Any], messages: Sequence[Any]) -> bool:
-    """No message of ``messages`` has one of ``ids`` (looked up in a C loop: every turn)."""
-    try:
-        return ids.isdisjoint(map(_message_id, messages))
-    except AttributeError:  # a message in dict form (a state written from outside a run)
-        return ids.isdisjoint(m.id for m in messages if isinstance(m, BaseMessage))
-
-
-# Message classes that add_messages takes as they are (not chunks, not RemoveMessage).
-_PLAIN = frozenset({AIMessage, HumanMessage, ToolMessage, SystemMessage})
 
 
 class ContextBudget:
