@@ -102,7 +102,11 @@ def track_repeats(
     if signatures is None:
         signatures = [call_signature(c) for c in calls]
     last, streak = streak_after(state.get("loop_call") or "", before, signatures)
-    update: dict[str, Any] = {"loop_call": last, "loop_streak": streak}
+    update: dict[str, Any] = {}  # (only what changed: each key written is a channel update a step)
+    if last != state.get("loop_call"):
+        update["loop_call"] = last
+    if streak != state.get("loop_streak"):
+        update["loop_streak"] = streak
     stage = loop_stage(streak, limit)
     if stage == "notice":
         tool = calls[-1].get("name") or ""

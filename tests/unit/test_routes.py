@@ -151,3 +151,15 @@ def test_memory_routes_outside_a_run_follow_the_environment(monkeypatch):
     monkeypatch.setenv("SMART_AGENT_MEMORY", "false")
     assert not remembers(None) and route_at_end(END, None) == END
 
+
+
+def test_track_repeats_writes_only_what_changed():
+    from smart_agent.nodes.tool_turn import track_repeats
+
+    first = track_repeats({"loop_limit": 3}, [calc("1")])
+    assert first == {"loop_call": call_signature(calc("1")), "loop_streak": 1}
+    state = {"loop_limit": 3, **first}
+    assert track_repeats(state, [calc("2")]) == {"loop_call": call_signature(calc("2"))}  # streak stays 1
+    assert track_repeats(state, [calc("1")]) == {"loop_streak": 2}  # the same call again
+    assert track_repeats({**state, "loop_streak": 2}, [calc("1")])["loop_streak"] == 3  # and its notice
+    assert track_repeats(state, []) == {}
