@@ -57,7 +57,7 @@ def test_same_as_add_messages(right):
     same(thread(), right)
 
 
-def test_a_replacement_is_not_merge_messages():
+def test_a_replacement_replaces_the_message_in_place():
     got = merge_messages(thread(), [AIMessage("shorter", id="a1")])
     assert [m.content for m in got] == ["q", "shorter"]
 
