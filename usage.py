@@ -198,8 +198,15 @@ class Meter:
         self.limits: Limits = limits or (parent.limits if parent else NO_LIMITS)
         self.spec: str | None = spec or (parent.spec if parent else None)
         self.parent = parent
-        self.root: Meter = self if parent is None else parent.root  # (the meter decisions read)
+        # The top meter, whose total decisions read: a child's (a root meter does not refer to
+        # itself, which would leave every run's meter to the garbage collector).
+        self._top: Meter | None = None if parent is None else parent.root
         self.reserved_calls = 0
+
+    @property
+    def root(self) -> Meter:
+        """The meter decisions read (this one, or the top of its parents)."""
+        return self._top or self
 
     def total(self) -> dict[str, Any]:
         """The run's usage (the root's)."""

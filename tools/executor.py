@@ -85,6 +85,9 @@ class _Workers:
             with self.lock:
                 self.idle += 1
             deliver()
+            # An idle worker keeps nothing of its last call: the job's closure holds the call's
+            # config, and through it the run that made the call (its state, its graph).
+            del job, deliver
 
 
 _workers = _Workers()
