@@ -147,7 +147,7 @@ def _cached(cache: IdentityCache[K, V], objs: Sequence[K]) -> Iterator[V]:
     data = cache._data
     for obj in objs:
         hit = data.get(id(obj))
-        yield hit[1] if hit is not None and hit[0]() is obj else cache(obj)
+        yield hit.value if hit is not None and hit() is obj else cache(obj)
 
 
 def _sum_parts(parts: Iterator[tuple[int, int]], chars: int = 0, count: int = 0) -> tuple[int, int]:
@@ -213,7 +213,7 @@ _NO_IDS: frozenset = frozenset()
 
 def _add_message(total: Folded, message: BaseMessage) -> Folded:
     hit = _message_json._data.get(id(message))
-    size, n = hit[1] if hit is not None and hit[0]() is message else _message_json(message)
+    size, n = hit.value if hit is not None and hit() is message else _message_json(message)
     chars, count, open_ids, orphan = total
     if isinstance(message, ToolMessage):
         orphan = orphan or message.tool_call_id not in open_ids
