@@ -206,10 +206,10 @@ async def measure(turns: int, repeat: int, tool_kind: str, modes: Sequence[str] 
             "turns": turns,
             "mode": mode,
             "ms_per_step": round(ms, 3),
-            "ratio": round(ms / per_step(wall["create_agent"]), 2),
+            "ratio": round(ms / per_step(wall["create_agent"]), 3),
             "round_ratios": f"{min(rounds):.2f}–{max(rounds):.2f}",
             "cpu_ms_per_step": round(cpu_ms, 3),
-            "cpu_ratio": round(cpu_ms / per_step(cpu["create_agent"]), 2),
+            "cpu_ratio": round(cpu_ms / per_step(cpu["create_agent"]), 3),
             "runs_ms": [round(s * 1000, 1) for s in wall[mode]],
         })
     return out
@@ -254,8 +254,8 @@ def main(argv: list[str] | None = None) -> int:
     print("| ---: | --- | ---: | ---: | ---: | ---: | ---: |")
     for r in table:
         print(
-            f"| {r['turns']} | {r['mode']} | {r['ms_per_step']:.2f} | {r['ratio']:.2f} | {r['round_ratios']} | "
-            f"{r['cpu_ms_per_step']:.2f} | {r['cpu_ratio']:.2f} |"
+            f"| {r['turns']} | {r['mode']} | {r['ms_per_step']:.2f} | {r['ratio']:.3f} | {r['round_ratios']} | "
+            f"{r['cpu_ms_per_step']:.2f} | {r['cpu_ratio']:.3f} |"
         )
     print(f"\nreproduce: {command}\nsaved: {out}")
     return 0
