@@ -6,7 +6,7 @@ At each store size, in one process, on one FAISS (OpenMP) thread, each query tim
 method in turn (interleaved), medians:
 
 * raw FAISS on the same vectors: ``IndexFlatIP`` (exact, the ground truth), ``IndexIVFFlat``
-  (2·√n lists, nprobe 12: the store's settings) and ``IndexHNSWFlat`` (M 32, efConstruction 80,
+  (2·√n lists, nprobe 8: the store's settings) and ``IndexHNSWFlat`` (M 32, efConstruction 80,
   efSearch 64), search k=5;
 * ``FaissMemoryStore``: its index's search (``store search``), a full ``recall`` (FAISS candidates,
   ranking on light columns, the returned rows read from SQLite; query vector precomputed) and
