@@ -76,6 +76,8 @@ def table(rows: list[dict[str, Any]], columns: list[tuple[str, str, int]]) -> st
 # machine, and the median of 7 moved by ~±3 % between runs of the same code; the median of 31 by
 # ~±1.5 % (0.95-1.00 at 20 turns over four processes). About 100 s.
 STEP_ROUNDS = 31
+
+
 def step_section(quick: bool) -> tuple[list[dict[str, Any]], str]:
     turns = (20,) if quick else (20, 100)
     modes = ("create_agent", "memory off", "memory on", "create_agent+limits", "langgraph floor")
