@@ -47,9 +47,11 @@ class TaskArgs(BaseModel):
 
 
 def agent_depth(config: Mapping[str, Any] | None) -> int:
-    """Nesting depth of the agent running under ``config`` (0 for a top-level agent)."""
+    """Nesting depth of the agent running under ``config`` (0 for a top-level agent). A served
+    graph's client may set the run's ``configurable`` (langgraph_api): a negative depth, which would
+    let children nest past ``max_agent_depth``, counts as 0."""
     value = ((config or {}).get("configurable") or {}).get(DEPTH_KEY, 0)
-    return int(value) if isinstance(value, int) and not isinstance(value, bool) else 0
+    return max(0, value) if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def agent_id(config: dict | None) -> str:
