@@ -21,8 +21,9 @@ NOT_THE_PACKAGE = (
 
 @pytest.fixture
 def package_copy(tmp_path: Path) -> Path:
-    dst = tmp_path / "smart_agent"
-    shutil.copytree(ROOT, dst, ignore=shutil.ignore_patterns(*NOT_THE_PACKAGE))
+    # (named as git names a clone: not a valid package name; mypy still calls it smart_agent)
+    dst = tmp_path / "smart-agent"
+    shutil.copytree(ROOT, dst, symlinks=True, ignore=shutil.ignore_patterns(*NOT_THE_PACKAGE))
     return dst
 
 
@@ -30,6 +31,11 @@ def tool(name: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", name, *args], cwd=cwd, capture_output=True, text=True, timeout=600, check=False
     )
+
+
+def test_mypy_passes_in_a_clone_folder_named_smart_agent(package_copy: Path) -> None:
+    result = tool("mypy", "--cache-dir", str(package_copy.parent / "mypy_cache"), cwd=package_copy)
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_mypy_reports_a_bad_call_in_a_node(package_copy: Path) -> None:
@@ -41,7 +47,7 @@ def test_mypy_reports_a_bad_call_in_a_node(package_copy: Path) -> None:
     assert result.returncode == 1, result.stdout + result.stderr
     errors = [line for line in result.stdout.splitlines() if ": error:" in line]
     assert len(errors) == 1, result.stdout
-    assert errors[0].startswith("nodes/agent.py:") and '"make_agent_node"' in errors[0], errors
+    assert errors[0].startswith(".typing/smart_agent/nodes/agent.py:") and '"make_agent_node"' in errors[0], errors
 
 
 def test_ruff_reports_an_unused_import(package_copy: Path) -> None:
