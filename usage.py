@@ -397,14 +397,20 @@ _shared: weakref.WeakValueDictionary[str, Meter] = weakref.WeakValueDictionary()
 def shared_meter(
     key: str, usage: Any, ctx: Any, reserve_calls: int = 0, tools: tuple[int, int | None] | None = None
 ) -> Meter:
-    """The root meter parallel workers of one round share (``key``: the round's), created
-    from ``usage`` and the context's budgets by the first of them; it lives while they run.
+    """The meter parallel workers of one round share (``key``: the round's), created by the first
+    of them; it lives while they run. A root meter from ``usage`` and the context's budgets (one
+    model call kept back when ``reserve_calls``), or, when the round runs inside another run's
+    node (a fleet or a planner as a tool), a child of that run's meter, whose budgets it shares.
     ``tools``: ``(made, limit)``, the run's tool executions before the round and its
     ``max_tool_calls`` (:meth:`Meter.seed_tools`)."""
     meter = _shared.get(key)
     if meter is None:
-        meter = Meter(usage, limits_of(ctx), _field(ctx, "model", None))
-        meter.reserved_calls = reserve_calls if meter.limits.model_calls else 0
+        enclosing = _METER.get()
+        if enclosing is not None:
+            meter = Meter(parent=enclosing)
+        else:
+            meter = Meter(usage, limits_of(ctx), _field(ctx, "model", None))
+            meter.reserved_calls = reserve_calls if meter.limits.model_calls else 0
         if tools is not None:
             meter.seed_tools(*tools)
         _shared[key] = meter

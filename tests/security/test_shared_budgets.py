@@ -137,6 +137,43 @@ def test_sub_agents_share_the_callers_max_tool_calls(scripted_server, tmp_path, 
     assert any(r.startswith(SKIPPED) for r in tool_results(server))
 
 
+@pytest.mark.graph
+async def test_a_fleet_run_as_a_tool_spends_its_callers_max_tool_calls(scripted_server):
+    from smart_agent.graphs.agent import build_agent_graph
+    from smart_agent.graphs.fleet import build_fleet_graph
+    from smart_agent.tools.agents import as_tool
+
+    calls: Counter = Counter()
+
+    @tool
+    def count(label: str) -> str:
+        """Count one thing."""
+        calls[label] += 1
+        return label
+
+    def other(req):
+        names = offered(req)
+        if "fleet" in names and not any(m["role"] == "tool" for m in req["messages"]):
+            return tool_call("fleet", {"task": "count the fruit"})
+        if SUBMIT_SUBTASKS in names:
+            return tool_call(SUBMIT_SUBTASKS, {"subtasks": ["count apples", "count pears", "count plums"]})
+        return text("done")
+
+    server = scripted_server(responder=counting_responder(other))
+    model = openai_model(server)
+    workers = ToolRegistry()
+    workers.register(count, ToolMeta())
+    fleet = build_fleet_graph(model=model, registry=workers, checkpointer=False)
+    caller = ToolRegistry()
+    caller.register(as_tool(fleet, "fleet", "Run a fleet of workers on a goal."), ToolMeta())
+    graph = build_agent_graph(model=model, registry=caller)
+
+    final = await run_graph(graph, "count", Context(memory=False, loop_limit=0, max_tool_calls=3, max_workers=3))
+
+    assert sum(calls.values()) == 2, calls  # the fleet call is one of the three; its workers share the other two
+    assert final["tool_calls_made"] == 3
+
+
 # --------------------------------------------------------------------------- planner (graph)
 def flaky_registry(calls: Counter, *, fails: int = 1, retries: int | None = 1) -> ToolRegistry:
     """``flaky(label)`` fails transiently ``fails`` times per label, then answers (counted)."""
