@@ -78,8 +78,9 @@ class BaseContext(RunControls):
     max_tool_calls: int = field(
         default_factory=lambda: _env("max_tool_calls", 20),
         metadata=_d(
-            "Hard bound on tool executions per run. When reached, the next model turn is "
-            "offered no tools and must answer."
+            "Hard bound on tool executions per run, retries included: one budget for the whole run, "
+            "shared by a fleet's workers, sub-agents and planner steps. When reached, the next model "
+            "turn is offered no tools and must answer."
         ),
     )
     max_parallel_tools: int = field(
@@ -134,7 +135,10 @@ class BaseContext(RunControls):
     )
     model_max_retries: int = field(
         default_factory=lambda: _env("model_max_retries", 2),
-        metadata=_d("Retries of a model request that timed out or could not connect (0: no retry)."),
+        metadata=_d(
+            "Retries of a model request that failed (timed out, could not connect, HTTP 408/409/429/5xx; "
+            "0: no retry). With an OpenAI-compatible model each retry is a model call of max_model_calls."
+        ),
     )
     max_write_bytes: int = field(
         default_factory=lambda: _env("max_write_bytes", 10_000_000),

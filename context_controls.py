@@ -49,8 +49,10 @@ class RunControls:
     max_model_calls: int = field(
         default_factory=lambda: _env("max_model_calls", 0),
         metadata=_d(
-            "Most model calls of a run (every graph; a fleet's workers share it). The last call "
-            "allowed is offered no tools and answers. 0: no limit."
+            "Most model calls of a run (every graph; a fleet's workers and sub-agents share it). Every "
+            "request sent to a provider counts: the OpenAI client's own retries (model_max_retries) "
+            "and each fallback model's call; a retry or fallback the budget has no call for is not "
+            "sent. The last call allowed is offered no tools and answers. 0: no limit."
         ),
     )
     max_tokens: int = field(

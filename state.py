@@ -224,8 +224,11 @@ class PlannerState(InputState, total=False):
     # attempt counts; dispatch never sends more attempts than are left.
     max_tool_calls: int
     tool_calls_made: int
-    # Attempts each step of the current superstep may make (its share of the budget).
+    # Attempts each step of the current superstep may make: 0 (the budget paid no first attempt)
+    # or 1 + its retries, each retry paid from the run's budget when it starts.
     step_budgets: dict[str, int]
+    # The key of the meter the steps of the current superstep share (usage.shared_meter).
+    budget_key: str
     # step id -> the human's decision on a step whose tool needs approval (approval.py).
     step_reviews: Annotated[dict[str, Any], merge_step_results]
     # [{id, name, args}]: the ready steps whose tool needs approval and that have no decision
@@ -247,6 +250,8 @@ class FleetOutputState(OutputState, total=False):
     subtasks: list[dict[str, Any]]
     results: dict[str, Any]
     status: str
+    # Tool executions of the run, every worker's included.
+    tool_calls_made: int
 
 
 class FleetState(InputState, total=False):
@@ -270,6 +275,9 @@ class FleetState(InputState, total=False):
     usage: dict[str, Any]
     # The key of the meter the workers of the current round share (usage.shared_meter).
     budget_key: str
+    # Tool executions of the run: every worker's (and its sub-agents'), counted against the run's
+    # max_tool_calls, which the workers share.
+    tool_calls_made: int
 
 
 
@@ -278,6 +286,8 @@ class DualOutputState(OutputState, total=False):
     thoughts: list[str]
     assets: dict[str, Any]
     iterations: int
+    # Tool executions of the run: every planner run's.
+    tool_calls_made: int
 
 
 class DualState(InputState, total=False):
@@ -299,3 +309,5 @@ class DualState(InputState, total=False):
     decision_error: str
     # {model_calls, input_tokens, output_tokens, cost_usd} of the run, planner included (usage.py).
     usage: dict[str, Any]
+    # Tool executions of the run: every planner run's, all within the run's one max_tool_calls.
+    tool_calls_made: int

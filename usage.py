@@ -14,6 +14,12 @@
   a node (a fleet worker, the dual graph's planner, a sub-agent) inherits the meter, so the
   budget is the whole run's; the fleet's parallel workers share one through
   :func:`shared_meter`.
+* The run's tool budget (``max_tool_calls``) lives on the meter too, so nested runs share it
+  the same way: a meter holds the tool executions counted on it (``tool_calls``, its children's
+  included) and may hold a limit (``tool_limit``); a call is reserved with
+  :meth:`Meter.take_tools` before it runs, against every limit of the meter's chain, so
+  parallel workers never overshoot. A run started in a node reads what is left with
+  :meth:`Meter.tools_left` and adds what it spent to its caller's meter as it goes.
 
 A call whose provider reports no usage still counts as a call; its tokens are estimated
 like the context budget's (serialized request / 4 characters per token in, reply text /
@@ -202,6 +208,10 @@ class Meter:
         # itself, which would leave every run's meter to the garbage collector).
         self._top: Meter | None = None if parent is None else parent.root
         self.reserved_calls = 0
+        # Tool executions counted here (a child meter's as well) and this meter's own limit, if any
+        # (a run's max_tool_calls; None: only the limits of the meters above it apply).
+        self.tool_calls = 0
+        self.tool_limit: int | None = None
 
     @property
     def root(self) -> Meter:
@@ -278,6 +288,44 @@ class Meter:
         emit("budget", consumed=self.total(), limit=self.root.limits.as_dict(), action="finalize", reason=reason,
              **extra)
 
+    def seed_tools(self, made: int, limit: int | None) -> Meter:
+        """Start this meter's tool count at ``made`` (executions the run made before it) with the
+        run's ``limit`` (``max_tool_calls``); returns the meter."""
+        self.tool_calls = max(0, int(made))
+        self.tool_limit = None if limit is None else max(0, int(limit))
+        return self
+
+    def tools_left(self) -> int | None:
+        """Tool executions the run may still start: the least room of this meter and the meters
+        above it that have a limit (None: no tool budget on the chain)."""
+        left: int | None = None
+        meter: Meter | None = self
+        while meter is not None:
+            if meter.tool_limit is not None:
+                room = max(0, meter.tool_limit - meter.tool_calls)
+                left = room if left is None else min(left, room)
+            meter = meter.parent
+        return left
+
+    def take_tools(self, calls: int) -> int:
+        """Reserve up to ``calls`` tool executions (counted now, on this meter and the meters above
+        it, so parallel callers see them); returns how many the budget granted. No ``await``
+        between the check and the count: concurrent workers of one event loop cannot overshoot."""
+        left = self.tools_left()
+        granted = max(0, calls if left is None else min(calls, left))
+        meter: Meter | None = self
+        while granted and meter is not None:
+            meter.tool_calls += granted
+            meter = meter.parent
+        return granted
+
+    def release_tools(self, calls: int) -> None:
+        """Give back ``calls`` reserved with :meth:`take_tools` (or seeded) that never ran."""
+        meter: Meter | None = self
+        while meter is not None:
+            meter.tool_calls = max(0, meter.tool_calls - calls)
+            meter = meter.parent
+
     @contextlib.contextmanager
     def reserve(self, calls: int = 1) -> Iterator[None]:
         """Keep ``calls`` back (while nested work runs) when a call budget is set."""
@@ -317,7 +365,10 @@ class metered:  # (lower case: used as a function, ``with metered(state, ctx) as
         if existing is not None:
             self.meter = existing
         else:
-            self.meter = Meter((state or {}).get("usage"), limits_of(ctx), _field(ctx, "model", None))
+            state = state or {}
+            self.meter = Meter(state.get("usage"), limits_of(ctx), _field(ctx, "model", None))
+            # The run's tool budget, for the runs this node starts (sub-agents, a planner)
+            self.meter.seed_tools(_count(state.get("tool_calls_made")), tool_limit_of(state, ctx))
 
     def __enter__(self) -> Meter:
         if self.meter is not _METER.get():
@@ -343,15 +394,51 @@ def using(meter: Meter) -> Iterator[Meter]:
 _shared: weakref.WeakValueDictionary[str, Meter] = weakref.WeakValueDictionary()
 
 
-def shared_meter(key: str, usage: Any, ctx: Any, reserve_calls: int = 0) -> Meter:
-    """The root meter parallel workers of one round share (``key``: the round's), created
-    from ``usage`` and the context's budgets by the first of them; it lives while they run."""
+def shared_meter(
+    key: str, usage: Any, ctx: Any, reserve_calls: int = 0, tools: tuple[int, int | None] | None = None
+) -> Meter:
+    """The meter parallel workers of one round share (``key``: the round's), created by the first
+    of them; it lives while they run. A root meter from ``usage`` and the context's budgets (one
+    model call kept back when ``reserve_calls``), or, when the round runs inside another run's
+    node (a fleet or a planner as a tool), a child of that run's meter, whose budgets it shares.
+    ``tools``: ``(made, limit)``, the run's tool executions before the round and its
+    ``max_tool_calls`` (:meth:`Meter.seed_tools`)."""
     meter = _shared.get(key)
     if meter is None:
-        meter = Meter(usage, limits_of(ctx), _field(ctx, "model", None))
-        meter.reserved_calls = reserve_calls if meter.limits.model_calls else 0
+        enclosing = _METER.get()
+        if enclosing is not None:
+            meter = Meter(parent=enclosing)
+        else:
+            meter = Meter(usage, limits_of(ctx), _field(ctx, "model", None))
+            meter.reserved_calls = reserve_calls if meter.limits.model_calls else 0
+        if tools is not None:
+            meter.seed_tools(*tools)
         _shared[key] = meter
     return meter
+
+
+def _count(value: Any) -> int:
+    try:
+        return max(0, int(value or 0))
+    except (TypeError, ValueError, OverflowError):
+        return 0
+
+
+def tool_limit_of(state: Mapping[str, Any] | None, ctx: Any) -> int | None:
+    """The run's ``max_tool_calls``: the state's (copied at run start), else the context's
+    (None: neither has one)."""
+    value = (state or {}).get("max_tool_calls")
+    if value is None:
+        value = _field(ctx, "max_tool_calls", None)
+    return None if value is None else _count(value)
+
+
+def child_meter() -> Meter | None:
+    """A meter for a run started in the current node (a sub-agent, a planner step's work): it
+    counts that run's own usage and tool executions and adds them to the current meter's, whose
+    budgets it shares. None outside a metered node."""
+    meter = _METER.get()
+    return Meter(parent=meter) if meter is not None else None
 
 
 def run_start_usage() -> dict[str, Any]:

@@ -97,12 +97,15 @@ class CassetteSession:
         """``http_client`` and ``http_async_client`` for ``ChatOpenAI(...)`` (the same two
         objects on every call, so models built with them are cached once per session)."""
         if self._clients is None:
+            from ..models import budget_hooks
+
             httpx = sdk_httpx()
             sync_cls, async_cls = _transport_classes(httpx)
             self._clients = {
                 "http_client": httpx.Client(transport=sync_cls(self, httpx.HTTPTransport()), follow_redirects=True),
                 "http_async_client": httpx.AsyncClient(
-                    transport=async_cls(self, httpx.AsyncHTTPTransport()), follow_redirects=True
+                    transport=async_cls(self, httpx.AsyncHTTPTransport()), follow_redirects=True,
+                    event_hooks=budget_hooks(),  # (the client's retries are model calls of the run)
                 ),
             }
         return dict(self._clients)

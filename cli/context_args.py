@@ -73,7 +73,8 @@ def add_context_args(p: argparse.ArgumentParser, *, review_flags: bool = True) -
         help="seconds a model request may wait for the service (default 120)",
     )
     p.add_argument(
-        "--model-retries", type=int, metavar="N", help="retries of a timed-out or unreachable model request (default 2)"
+        "--model-retries", type=int, metavar="N",
+        help="retries of a failed model request (timeout, unreachable, HTTP 429/5xx; default 2): each is a model call"
     )
     p.add_argument(
         "--tool-retries",

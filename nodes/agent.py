@@ -17,6 +17,7 @@ from ..history.budget import ContextBudget
 from ..messages import as_ai_message, message_text, usage_of
 from ..models import (
     Fallback,
+    ModelBudgetError,
     ModelReplyError,
     aload_chat_model,
     invoke_model,
@@ -182,19 +183,23 @@ def make_agent_node(
             tools, request, stop = prepare(state, ctx, meter)
             spec = None if model else ctx.model
             fallbacks = model_fallbacks(ctx)
-            response = as_ai_message(
-                await start_model_call(llm, request, tools, spec=spec, fallbacks=fallbacks, binding=binding)
-            )
-            calls = pending_tool_calls(response)
-            if not calls and not state.get("output_schema") and not stop:
-                # (with an output schema, structuredOutput sends an empty answer back.) At the tool
-                # limit a second empty reply gets the fixed answer below.
-                must_answer = bool(state.get("finalize") or tool_limit_reached(state))
-                response = await ask_again_if_empty(
-                    llm, request, tools, response, spec=spec, fail=not must_answer, fallbacks=fallbacks,
-                    binding=binding,
-                )  # fmt: skip
+            try:
+                response = as_ai_message(
+                    await start_model_call(llm, request, tools, spec=spec, fallbacks=fallbacks, binding=binding)
+                )
                 calls = pending_tool_calls(response)
+                if not calls and not state.get("output_schema") and not stop:
+                    # (with an output schema, structuredOutput sends an empty answer back.) At the tool
+                    # limit a second empty reply gets the fixed answer below.
+                    must_answer = bool(state.get("finalize") or tool_limit_reached(state))
+                    response = await ask_again_if_empty(
+                        llm, request, tools, response, spec=spec, fail=not must_answer, fallbacks=fallbacks,
+                        binding=binding,
+                    )  # fmt: skip
+                    calls = pending_tool_calls(response)
+            except ModelBudgetError as exc:  # the request failed and the budget leaves no retry: answer
+                emit("error", node="agent", error=str(exc))
+                return {**spent_turn(state, meter, meter.spent() or "model_calls"), "usage": meter.total()}
             return {**finish(state, response, calls, bool(tools), stop), "usage": meter.total()}
 
     def spent_turn(state: AgentState, meter: Meter, reason: str) -> dict[str, Any]:

@@ -128,6 +128,7 @@ def make_prepare_node() -> Callable:
             "goal": goal, "thoughts": [], "decisions": [], "iterations": 0, "decision_error": "",
             "objective": "", "answer": "", "max_iterations": ctx.max_iterations,
             "usage": run_start_usage(),  # per run (usage.py)
+            "tool_calls_made": 0,  # every planner run's, against the run's one max_tool_calls
         }
         task = (state.get("task") or "").strip()
         if task:
@@ -252,21 +253,25 @@ def make_execute_node(planner: Any) -> Callable:
         asset_id = f"a{len(state.get('assets') or {}) + 1}"
         emit("step_start", step=asset_id, objective=objective)
         meter = current_meter()
+        before = meter.tool_calls if meter is not None else 0
         try:
-            # The planner shares the run's budget (its nodes find this meter) and leaves one
-            # call for the final decision.
+            # The planner shares the run's budgets (its nodes find this meter: the tool calls the
+            # run has left bound its steps) and leaves one model call for the final decision.
             with meter.reserve() if meter is not None else contextlib.nullcontext():
                 out = await run_executor(planner, objective, runtime, asset_id)
             answer = str(out.get("answer") or "")
             status = "ok" if out.get("status") in (None, "done") else str(out.get("status"))
             error = out.get("error")
+            ran = count_of(out, "tool_calls_made")
         except GraphBubbleUp:
             raise  # the planner's plan approval pauses the whole run
         except Exception as exc:  # the reasoning loop sees the failure and can try another way
             answer, status, error = "", "failed", f"{type(exc).__name__}: {exc}"
+            ran = meter.tool_calls - before if meter is not None else 0
         asset = {"id": asset_id, "objective": objective, "answer": answer or (error or ""), "status": status}
         emit("step_result", step=asset_id, ok=status == "ok", status=status, error=error, preview=preview(answer))
-        return {"assets": {asset_id: asset}, "objective": objective}
+        return {"assets": {asset_id: asset}, "objective": objective,
+                "tool_calls_made": count_of(state, "tool_calls_made") + ran}
 
     return metered_node(execute)  # the planner's model calls count in the run's usage
 

@@ -170,7 +170,7 @@ def make_decompose_node(model: BaseChatModel | None = None) -> Callable:
         emit("plan", subtasks=items)
         return {
             **update, "goal": goal, "subtasks": items, "ready": [], "round": 0,
-            "max_workers": ctx.max_workers, "status": "running", "error": None, "answer": "",
+            "max_workers": ctx.max_workers, "status": "running", "error": None, "answer": "", "tool_calls_made": 0,
         }
 
     return metered_node(decompose, run_start=True)  # the run's usage starts here
@@ -187,13 +187,16 @@ def make_dispatch_node() -> Callable:
             return {"ready": []}
         # What the workers of the round that just ended used (each result carries its own).
         round_ = count_of(state, "round")
-        used = [r.get("usage") for r in (state.get("results") or {}).values() if r and r.get("round") == round_]
+        done = [r for r in (state.get("results") or {}).values() if r and r.get("round") == round_]
+        used = [r.get("usage") for r in done]
         usage = reduce(add_usage, used, as_usage(state.get("usage"))) if used else as_usage(state.get("usage"))
+        made = count_of(state, "tool_calls_made") + sum(int(r.get("tool_calls_made") or 0) for r in done)
         limit = max(1, count_of(state, "max_workers", 1))
         ready = pending_subtasks(state)[:limit]
         if not ready:
-            return {"ready": [], "status": "aggregating", "usage": usage}
-        return {"ready": ready, "round": round_ + 1, "usage": usage, "budget_key": uuid.uuid4().hex}
+            return {"ready": [], "status": "aggregating", "usage": usage, "tool_calls_made": made}
+        return {"ready": ready, "round": round_ + 1, "usage": usage, "tool_calls_made": made,
+                "budget_key": uuid.uuid4().hex}
 
     return dispatch
 
@@ -204,6 +207,7 @@ def worker_input(state: Mapping[str, Any], worker_id: str) -> dict[str, Any]:
     return {
         "id": worker_id, "task": task, "goal": state.get("goal") or "", "round": count_of(state, "round"),
         "budget_key": state.get("budget_key") or "", "usage": state.get("usage"),
+        "tool_calls_made": count_of(state, "tool_calls_made"),
     }
 
 
@@ -249,9 +253,13 @@ def make_worker_node(agent_graph: Any) -> Callable:
         emit("step_start", step=wid, task=task, round=item.get("round"))
         start = time.perf_counter()
         result: dict[str, Any] = {"id": wid, "task": task, "round": item.get("round", 0)}
-        # The workers of a round share the run's budget live (one call kept for the aggregation);
-        # this worker's own count goes into its result.
-        shared = shared_meter(item.get("budget_key") or wid, item.get("usage"), ctx, reserve_calls=1)
+        # The workers of a round share the run's budgets live (one model call kept for the
+        # aggregation; every tool call of every worker is one of the run's max_tool_calls, reserved
+        # before it runs); this worker's own count goes into its result.
+        shared = shared_meter(
+            item.get("budget_key") or wid, item.get("usage"), ctx, reserve_calls=1,
+            tools=(int(item.get("tool_calls_made") or 0), int(ctx.max_tool_calls)),
+        )
         own = Meter(parent=shared)
         try:
             with using(own):
@@ -260,12 +268,7 @@ def make_worker_node(agent_graph: Any) -> Callable:
                     context=child_ctx, config=worker_config(wid),
                     forward=tag_events(parent_stream_writer(runtime.stream_writer), wid),
                 )
-            result.update(
-                ok=True,
-                answer=str(out.get("answer") or ""),
-                error=None,
-                tool_calls_made=int(out.get("tool_calls_made") or 0),
-            )
+            result.update(ok=True, answer=str(out.get("answer") or ""), error=None)
         except GraphBubbleUp:
             raise  # interrupts and control flow belong to LangGraph
         except Exception as exc:  # one worker's failure is recorded; the others go on
@@ -273,6 +276,7 @@ def make_worker_node(agent_graph: Any) -> Callable:
             result.update(ok=False, answer="", error=f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
         result["duration_s"] = round(time.perf_counter() - start, 4)
         result["usage"] = own.usage
+        result["tool_calls_made"] = own.tool_calls  # (a failed worker's calls count too)
         emit("step_result", step=wid, ok=result["ok"], error=result["error"], duration_s=result["duration_s"],
              round=result["round"], preview=preview(result["answer"]) if result["ok"] else None)
         return {"results": {wid: result}}

@@ -38,7 +38,7 @@ from ..tools.context_tools import CONTEXT_TOOL_NAMES, free_retrievals
 from ..tools.invoke import ToolOutcome, run_tool, tool_timeout
 from ..tools.registry import ToolMeta, ToolRegistry
 from ..tools.retry import BACKOFF_BASE_S, backoff_delay, jittered
-from ..usage import metered
+from ..usage import Meter, metered
 from .human import review_context, reviewed_message
 from .metering import with_run_usage
 from .routes import call_signature, pending_tool_calls
@@ -120,12 +120,29 @@ def call_retries(meta: ToolMeta, ctx: AgentContext) -> int:
     return int(meta.retries or context_field(ctx, "tool_retries", 0))
 
 
+class Retries:
+    """The extra attempts of one turn, shared by its calls: each one is a tool call of the run.
+    One starts only while the turn's ``spare`` (what this loop's own ``max_tool_calls`` leaves)
+    lasts and the run's meter grants it (the budget the run shares with its workers and
+    sub-agents, reserved when the attempt starts)."""
+
+    __slots__ = ("made", "meter", "spare")
+
+    def __init__(self, spare: int, meter: Meter) -> None:
+        self.spare, self.meter, self.made = spare, meter, 0
+
+    def take(self) -> bool:
+        if self.made >= self.spare or self.meter.take_tools(1) < 1:
+            return False
+        self.made += 1
+        return True
+
+
 async def execute_with_retries(
     call: dict,
     registry: ToolRegistry,
     ctx: AgentContext,
-    retried: list[int],
-    spare: int,
+    retries_left: Retries,
     backoff_base_s: float,
     *,
     state: Mapping[str, Any],
@@ -136,8 +153,8 @@ async def execute_with_retries(
 ) -> ToolOutcome:
     """Run ``call`` (:func:`refused_call` answers one that cannot run), again after a retryable
     failure (``ToolOutcome.retryable``: a timeout, a connection error, a RetryableToolError) up
-    to the call's retries, with exponential backoff and jitter. ``retried[0]`` counts the turn's
-    extra attempts; one starts only while it is below ``spare`` (what the run's tool budget leaves)."""
+    to the call's retries, with exponential backoff and jitter, each one granted by ``retries_left``
+    (the run's tool budget: when it grants none, the failure says so)."""
     checked = refused_call(call, registry, allowed)
     if isinstance(checked, ToolOutcome):
         return checked
@@ -157,10 +174,9 @@ async def execute_with_retries(
             retries = call_retries(meta, ctx)
         if attempt > retries:
             return outcome
-        if retried[0] >= spare:
+        if not retries_left.take():
             outcome.content += f" (not retried: tool budget exhausted, max_tool_calls={ctx.max_tool_calls})"
             return outcome
-        retried[0] += 1
         delay = jittered(backoff_delay(attempt, backoff_base_s))
         emit(
             "tool_retry", id=call.get("id"), name=name, attempt=attempt + 1, of=retries + 1,
@@ -178,22 +194,38 @@ def make_tools_node(
 
     async def tools(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         ctx = AgentContext.of(runtime)
+        # The run's meter: the model calls of a sub_agent (and its tool calls) count on it, and the
+        # tool budget this loop shares with the run it belongs to (a fleet's, a caller's) is on it.
+        with metered(state, ctx) as meter:
+            update = await turn(state, runtime, ctx, meter)
+        if budget is not None and budget.archives(ctx, update):
+            update = await budget.after_tools(ctx, state, update, runtime.store)
+        return update
+
+    async def turn(
+        state: AgentState, runtime: Runtime[AgentContext], ctx: AgentContext, meter: Meter
+    ) -> dict[str, Any]:
         messages = state.get("messages") or []
         last = messages[-1] if messages else None
         cap, max_chars = ctx.max_tool_calls_per_turn, ctx.max_tool_arg_chars
         made = count_of(state, "tool_calls_made")
         limit = int(state.get("max_tool_calls", ctx.max_tool_calls))
+        # What the run's budget leaves: less than this loop's own limit when the loop is a fleet
+        # worker or a sub-agent whose run (its other workers, its caller) spent the rest.
+        before, left = meter.tool_calls, meter.tools_left()
+        run_limit = limit if left is None or made + left >= limit else made + left
         # (ask_user not offered is not run either: it would wait for an answer)
         named = frozenset(ctx.tools) | CONTEXT_TOOL_NAMES if ctx.tools else None
         allowed = Offered(registry, named, review_context(state, ctx).ask_user)
-        retried = [0]  # extra attempts of this turn, shared by its calls: each one spends the budget
         try:
             config = get_config()
         except Exception:
             config = None
         live = streaming()  # (the events' payloads are built only for a run that streams them)
 
-        async def one(call: dict, call_state: Mapping[str, Any], spare: int, size: int | None = None) -> ToolOutcome:
+        async def one(
+            call: dict, call_state: Mapping[str, Any], spare: Retries, size: int | None = None
+        ) -> ToolOutcome:
             """Run ``call`` with its events (``spare``: the retries the budget leaves), or refuse it
             when ``size`` (its arguments' size, over ``max_tool_arg_chars``) is given."""
             if size is not None:  # refused before it runs; the event shows no arguments
@@ -207,28 +239,21 @@ def make_tools_node(
                 if live:
                     call_event(call)
                 outcome = await execute_with_retries(
-                    call, registry, ctx, retried, spare, backoff_base_s, state=call_state, store=runtime.store,
+                    call, registry, ctx, spare, backoff_base_s, state=call_state, store=runtime.store,
                     config=config, stream_writer=runtime.stream_writer, allowed=allowed,
                 )  # fmt: skip
             if live:
                 result_event(outcome)
             return outcome
 
-        lone = lone_call(last, state, registry, cap, max_chars, made, limit)
+        lone = lone_call(last, state, registry, cap, max_chars, made, run_limit)
         if lone is not None:  # the common turn: its one call runs as the plan below would run it
             call, signature = lone
-            with metered(state, ctx) as meter:  # a sub_agent's model calls count in the run's usage
-                outcome = await one(call, state, limit - made - 1)
-            update: dict[str, Any] = {
-                **(outcome.update or {}),
-                "messages": [outcome.to_message()],
-                "tool_calls_made": made + 1 + retried[0],
-            }
+            meter.take_tools(1)  # (granted: run_limit leaves it, and nothing ran since)
+            outcome = await one(call, state, Retries(limit - made - 1, meter))
+            update: dict[str, Any] = {**(outcome.update or {}), "messages": [outcome.to_message()]}
             update.update(track_repeats(state, [call], [signature]))
-            update = with_run_usage(update, meter, state)
-            if budget is not None and budget.archives(ctx, update):
-                update = await budget.after_tools(ctx, state, update, runtime.store)
-            return update
+            return with_run_usage(spent(update, made, limit, before, meter), meter, state)
 
         calls = pending_tool_calls(last) if isinstance(last, AIMessage) else []
         replacement, calls, dropped, sizes = (
@@ -242,9 +267,10 @@ def make_tools_node(
         looped = loop_excess(state, calls[:cap], signatures)
         unreviewed = [c for c in calls[:cap] if id(c) not in reviewed and id(c) not in looped]
         free, counted = split_free_retrievals(unreviewed, retrievals, free_retrievals(limit))
-        to_run, skipped = plan_calls(counted, made, limit)
+        to_run, skipped = plan_calls(counted, made, run_limit)
+        meter.take_tools(len(to_run))  # reserved before any runs (granted: run_limit leaves them)
         oversized = {id(c): sizes[id(c)] for c in [*free, *to_run] if sizes[id(c)] > max_chars}
-        spare = limit - made - len(to_run)
+        spare = Retries(limit - made - len(to_run), meter)
 
         # Results keep the calls' order. Tools that update the state (a Command) run one
         # at a time after the others, each seeing the updates before it.
@@ -255,25 +281,24 @@ def make_tools_node(
         parallel = [c for c, u in zip(runnable, updating, strict=True) if not u]
         outcomes: dict[int, ToolOutcome] = {}
         state_updates: dict[str, Any] = {}
-        with metered(state, ctx) as meter:  # a sub_agent's model calls count in the run's usage
-            if len(parallel) == 1:  # (a call alone needs no task of its own, which gather starts, nor the semaphore)
-                results = [await one(parallel[0], state, spare, oversized.get(id(parallel[0])))]
-            else:
-                sem = asyncio.Semaphore(max(1, ctx.max_parallel_tools))  # at most max_parallel_tools at once
+        if len(parallel) == 1:  # (a call alone needs no task of its own, which gather starts, nor the semaphore)
+            results = [await one(parallel[0], state, spare, oversized.get(id(parallel[0])))]
+        else:
+            sem = asyncio.Semaphore(max(1, ctx.max_parallel_tools))  # at most max_parallel_tools at once
 
-                async def limited(call: dict) -> ToolOutcome:
-                    async with sem:
-                        return await one(call, state, spare, oversized.get(id(call)))
+            async def limited(call: dict) -> ToolOutcome:
+                async with sem:
+                    return await one(call, state, spare, oversized.get(id(call)))
 
-                results = await asyncio.gather(*(limited(c) for c in parallel))
-            for call, outcome in zip(parallel, results, strict=True):
-                outcomes[position[id(call)]] = outcome
-            for i in sorted(outcomes):
-                state_updates.update(outcomes[i].update or {})
-            for call in stateful:
-                outcome = await one(call, {**state, **state_updates}, spare, oversized.get(id(call)))
-                outcomes[position[id(call)]] = outcome
-                state_updates.update(outcome.update or {})
+            results = await asyncio.gather(*(limited(c) for c in parallel))
+        for call, outcome in zip(parallel, results, strict=True):
+            outcomes[position[id(call)]] = outcome
+        for i in sorted(outcomes):
+            state_updates.update(outcomes[i].update or {})
+        for call in stateful:
+            outcome = await one(call, {**state, **state_updates}, spare, oversized.get(id(call)))
+            outcomes[position[id(call)]] = outcome
+            state_updates.update(outcome.update or {})
         out_messages: list[ToolMessage] = []
 
         def skip(call: dict, content: str, error: str, note: str) -> None:
@@ -307,26 +332,32 @@ def make_tools_node(
             elif any(call is c for c in too_many):
                 note = TOO_MANY_IN_TURN.format(count=len(calls) + dropped, cap=cap, dropped=dropped)
                 skip(call, note, "skipped_turn_limit", f"skipped: {dropped + 1} calls over the per-turn limit")
-            else:
-                skip(call, SKIPPED_RESULT.format(limit=limit), "skipped_limit", "skipped: tool-call limit")
+            else:  # (past the run's shared budget, the limit named is the run's)
+                shown = limit if run_limit == limit else (meter.root.tool_limit or limit)
+                skip(call, SKIPPED_RESULT.format(limit=shown), "skipped_limit", "skipped: tool-call limit")
         # The bounded AI message replaces the original (same id) before its results.
         head = [replacement] if replacement is not None else []
-        update = {
-            **state_updates,
-            "messages": [*head, *out_messages],
-            "tool_calls_made": made + len(to_run) + retried[0],
-        }
+        update = {**state_updates, "messages": [*head, *out_messages]}
         if free:
             update["retrievals_made"] = retrievals + len(free)
         if reviews:
             update["reviews"] = {}
         update.update(track_repeats(state, calls, signatures))
-        update = with_run_usage(update, meter, state)
-        if budget is not None and budget.archives(ctx, update):
-            update = await budget.after_tools(ctx, state, update, runtime.store)
-        return update
+        return with_run_usage(spent(update, made, limit, before, meter), meter, state)
 
     return tools
+
+
+def spent(update: dict[str, Any], made: int, limit: int, before: int, meter: Meter) -> dict[str, Any]:
+    """``update`` with the loop's ``tool_calls_made``: ``made`` and what the turn added to the
+    meter (its calls, their retries, and every tool call of the sub-agents it ran). Once the
+    run's shared budget is spent below the loop's own limit (a fleet worker, a sub-agent), the
+    loop's ``max_tool_calls`` becomes what it made, so it finalizes like at its own limit."""
+    now = made + meter.tool_calls - before
+    update["tool_calls_made"] = now
+    if now < limit and meter.tools_left() == 0:
+        update["max_tool_calls"] = now
+    return update
 
 
 def call_event(call: Mapping[str, Any]) -> None:

@@ -31,7 +31,7 @@ from pydantic import BaseModel, Field
 
 from ..context import Context, coerce_context
 from ..events import make_event, preview
-from ..usage import current_meter
+from ..usage import child_meter, current_meter, using
 from .registry import ToolRegistry
 
 DEPTH_KEY = "smart_agent_depth"
@@ -142,8 +142,13 @@ async def run_child(
     )
     answer, ok, problem = "", False, None
     try:
-        meter = current_meter()  # the child shares the run's budget and leaves one call for this agent's answer
-        with meter.reserve() if meter is not None else contextlib.nullcontext():
+        # The child shares the run's budgets and leaves one model call for this agent's answer; its
+        # own meter adds what it spends (model and tool calls) to this agent's as it goes.
+        meter, own = current_meter(), child_meter()
+        with (
+            meter.reserve() if meter is not None else contextlib.nullcontext(),
+            using(own) if own is not None else contextlib.nullcontext(),
+        ):
             final = await run_detached(
                 graph, {"task": task}, context=ctx, config=config, forward=tag_events(writer, child)
             )

@@ -11,11 +11,24 @@ from ...tools.registry import ToolRegistry
 
 
 def remaining_budget(state: Mapping[str, Any], ctx: Any) -> int:
-    """Tool calls the run may still make: its ``max_tool_calls`` minus every step attempt so far."""
+    """Tool calls the run may still make: its ``max_tool_calls`` minus every step attempt (and
+    every tool call of a step's sub-agents) so far."""
     budget = state.get("max_tool_calls")
     budget = int(ctx.max_tool_calls if budget is None else budget)
-    used = sum(int((r or {}).get("attempts") or 0) for r in (state.get("step_results") or {}).values())
-    return max(0, budget - used)
+    return max(0, budget - attempts_used(state.get("step_results") or {}))
+
+
+def attempts_used(results: Mapping[str, Any]) -> int:
+    """Tool executions of the run so far: every attempt of every step (retries included) and
+    every tool call of the sub-agents a step ran (``tool_calls``, when it has one)."""
+    return sum(step_calls(r) for r in results.values())
+
+
+def step_calls(result: Mapping[str, Any] | None) -> int:
+    """The tool executions of one step result: its ``tool_calls`` (attempts and what they ran),
+    else its ``attempts``."""
+    result = result or {}
+    return int(result.get("tool_calls") or result.get("attempts") or 0)
 
 
 def select_registry(registry: ToolRegistry, names: list[str] | None) -> ToolRegistry:

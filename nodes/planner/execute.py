@@ -14,7 +14,9 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import uuid
 from collections.abc import Callable, Mapping
+from functools import reduce
 from typing import Any
 
 from langchain_core.messages import HumanMessage
@@ -26,8 +28,8 @@ from ...state import PlannerState, count_of
 from ...tools.invoke import run_tool, tool_timeout
 from ...tools.registry import ToolMeta, ToolRegistry
 from ...tools.retry import BACKOFF_BASE_S, backoff_delay
-from ...usage import run_start_usage
-from .common import offered_registry, task_text
+from ...usage import Meter, add_usage, as_usage, current_meter, run_start_usage, shared_meter, using
+from .common import attempts_used, offered_registry, task_text
 from .prompts import clip
 from .refs import ReferenceResolutionError, referenced_steps, resolve
 from .review import review_calls
@@ -42,11 +44,18 @@ NOT_RETRIED = {"invalid_args", "reference", "unknown_tool"}
 BUDGET = "budget"
 
 
+def step_retries(step: Step, meta: ToolMeta | None, ctx: Any) -> int:
+    """Extra attempts of a step: its own ``retries``, else the tool's ``ToolMeta.retries`` when
+    set, else the run's ``tool_retries`` (as a call of the agent loop)."""
+    if step.retries is not None:
+        return int(step.retries)
+    return int((meta.retries if meta is not None else 0) or getattr(ctx, "tool_retries", 0) or 0)
+
+
 def step_policy(step: Step, meta: ToolMeta | None, ctx: PlannerContext) -> tuple[int, float | None]:
     """(retries, timeout_s) of a step: its own values, else the tool's, else the run's."""
-    retries = step.retries if step.retries is not None else (meta.retries if meta else 0)
     timeout = step.timeout_s if step.timeout_s is not None else tool_timeout(meta, ctx)
-    return int(retries), timeout
+    return step_retries(step, meta, ctx), timeout
 
 
 def json_safe(value: Any) -> Any:
@@ -71,6 +80,7 @@ async def execute_step(
     max_attempts: int | None = None,
     clock: Callable[[], float] = time.monotonic,
     edited_args: dict[str, Any] | None = None,
+    take_retry: Callable[[], bool] | None = None,
 ) -> dict[str, Any]:
     """Run one step with reference resolution, timeout and retries; never raises for tool failures.
 
@@ -78,8 +88,10 @@ async def execute_step(
     through here: the step is neither failed nor retried, and re-runs with the answer on resume.
 
     Retries only follow a retryable failure (``ToolOutcome.retryable``). ``max_attempts``
-    is the share of the run's ``max_tool_calls`` this step may use (0: the step fails
-    with "tool budget exhausted" without running). ``ctx.step_time_cap_s`` bounds the
+    is what the run's ``max_tool_calls`` lets this step make (0: the step fails with "tool
+    budget exhausted" without running); ``take_retry`` pays each retry from what the budget
+    has left when it starts (shared live by the steps of a wave; False: the budget is spent,
+    the retry is not made and the error says so). ``ctx.step_time_cap_s`` bounds the
     whole step: each attempt's timeout is cut to what is left, and no attempt or
     backoff wait starts past it. ``edited_args``: the arguments a human set in review
     (``review.py``), checked like a plan's (``validate_args``) and used as given instead of
@@ -128,35 +140,28 @@ async def execute_step(
         result.update(error=outcome.content, kind=outcome.error)
         if outcome.error in NOT_RETRIED or not outcome.retryable or attempt > retries:
             break
-        if max_attempts is not None and attempt >= max_attempts:
-            result["error"] += f" (not retried: tool budget exhausted, max_tool_calls={ctx.max_tool_calls})"
-            break
         delay = backoff_delay(attempt, backoff_base_s)
         if clock() - started + delay >= cap:
             result["error"] += f" (not retried: the step's time cap step_time_cap_s={cap:g} s is reached)"
+            break
+        if (max_attempts is not None and attempt >= max_attempts) or (take_retry is not None and not take_retry()):
+            result["error"] += f" (not retried: tool budget exhausted, max_tool_calls={ctx.max_tool_calls})"
             break
         await sleep(delay)
     result["duration_s"] = round(total, 3)
     return result
 
 
-def attempts_used(results: dict[str, Any]) -> int:
-    """Tool executions of the run so far: every attempt of every step (retries included)."""
-    return sum(int((r or {}).get("attempts") or 0) for r in results.values())
-
-
-def share_budget(plan: Any, ready: list[str], remaining: int) -> dict[str, int]:
-    """Attempts each ready step may make: one each in plan order while the budget lasts,
-    then what is left goes to their retries in the same order (never more than ``remaining``)."""
+def share_budget(
+    plan: Any, ready: list[str], remaining: int, retries_of: Callable[[Step], int] = lambda _step: 0
+) -> dict[str, int]:
+    """Attempts each ready step may make: its first one in plan order while the budget lasts
+    (0: the step is not run), then its own retries (``retries_of``: :func:`step_retries`).
+    The first attempts are paid now; each retry is paid from what the budget has left when it
+    starts (``execute_step``'s ``take_retry``), so no step takes more than its own retries
+    and none is refused one while the budget still has a call for it."""
     steps = {s.id: s for s in plan.steps}
-    shares = {sid: (1 if i < remaining else 0) for i, sid in enumerate(ready)}
-    left = max(0, remaining - sum(shares.values()))
-    for sid in ready:
-        if shares[sid] and left:
-            extra = min(left, int(steps[sid].retries if steps[sid].retries is not None else left))
-            shares[sid] += extra
-            left -= extra
-    return shares
+    return {sid: (1 + max(0, retries_of(steps[sid])) if i < remaining else 0) for i, sid in enumerate(ready)}
 
 
 # -- nodes ---------------------------------------------------------------------
@@ -230,6 +235,18 @@ def make_dispatch_node(registry: ToolRegistry | None = None) -> Callable:
         budget = state.get("max_tool_calls")
         budget = int(ctx.max_tool_calls if budget is None else budget)
         used = attempts_used(results)
+        shown = budget  # (the limit an unpaid step's error names)
+        # A planner run inside another run (the dual graph's executor, a planner as a tool) shares
+        # that run's tool budget: what it has left bounds this one's.
+        meter = current_meter()
+        left = meter.tools_left() if meter is not None else None
+        if left is not None and used + left < budget:
+            budget, shown = used + left, int(ctx.max_tool_calls)
+        offered = offered_registry(registry, ctx) if registry is not None else None
+
+        def retries_of(step: Step) -> int:
+            return step_retries(step, offered.meta(step.tool) if offered is not None and step.tool in offered else None,
+                                ctx)
         approve = state.get("approve")  # the run's (prepare), not a resume's context
         approve = approve if isinstance(approve, str) else ctx.approve
         written: dict[str, Any] = {}
@@ -241,7 +258,7 @@ def make_dispatch_node(registry: ToolRegistry | None = None) -> Callable:
                 emit("step_result", step=sid, tool=entry["tool"], status="skipped", ok=False, error=entry["error"],
                      attempts=0, duration_s=0.0, round=round_)
             written.update(decision.skipped)
-            shares = share_budget(plan, decision.ready, budget - used)
+            shares = share_budget(plan, decision.ready, budget - used, retries_of)
             unpaid = [sid for sid in decision.ready if shares[sid] < 1]
             if decision.halt is not None or not unpaid:
                 break
@@ -251,7 +268,7 @@ def make_dispatch_node(registry: ToolRegistry | None = None) -> Callable:
                     **skipped_result(plan.steps[index], "", index=index, round_=round_, plan_round=replans),
                     "status": FAILED,
                     "kind": BUDGET,
-                    "error": f"tool budget exhausted: the run used all of its max_tool_calls={budget} tool call(s); "
+                    "error": f"tool budget exhausted: the run used all of its max_tool_calls={shown} tool call(s); "
                     f"step {sid!r} was not run",
                 }
                 emit("step_result", step=sid, tool=entry["tool"], status=FAILED, ok=False, error=entry["error"],
@@ -259,6 +276,22 @@ def make_dispatch_node(registry: ToolRegistry | None = None) -> Callable:
                 written[sid] = entry
         update: dict[str, Any] = {"step_results": written, "ready": decision.ready, "tool_calls_made": used,
                                   "step_budgets": {sid: shares[sid] for sid in decision.ready}, "awaiting_review": []}
+        if budget != state.get("max_tool_calls"):
+            update["max_tool_calls"] = budget  # (the enclosing run's budget is the smaller: routes read it)
+        if meter is None:  # (nested, the enclosing run's meter already holds the steps' usage)
+            round_usage = [  # (what the steps of the wave that just ended used: their sub-agents' model calls)
+                r["usage"] for r in results.values()
+                if r and r.get("usage") and r.get("round") == round_ and r.get("plan_round") == replans
+            ]
+            if round_usage:
+                update["usage"] = reduce(add_usage, round_usage, as_usage(state.get("usage")))
+        paid = sum(1 for sid in decision.ready if shares[sid] > 0)
+        if decision.ready and decision.halt is None:
+            # The wave's first attempts are paid now: the enclosing run's meter holds them, or the
+            # wave's own meter starts with them (step_task); retries are paid as they start.
+            if meter is not None:
+                meter.take_tools(paid)
+            update["budget_key"] = uuid.uuid4().hex
         if decision.halt is not None:
             update.update(status="halted", halt=decision.halt)
         elif decision.ready:
@@ -289,7 +322,19 @@ def step_task(state: Mapping[str, Any], step_id: str) -> dict[str, Any]:
         "plan_round": count_of(state, "replans"),
         "max_attempts": (state.get("step_budgets") or {}).get(step_id),
         "review": (state.get("step_reviews") or {}).get(step_id),
+        # The wave's shared budget (run_step): its meter's key, and (the run's tool executions with
+        # the wave's first attempts, its max_tool_calls) for the meter the first step creates.
+        "budget_key": state.get("budget_key") or "",
+        "usage": state.get("usage"),
+        "tools": [count_of(state, "tool_calls_made") + paid_first_attempts(state), state.get("max_tool_calls")],
     }
+
+
+def paid_first_attempts(state: Mapping[str, Any]) -> int:
+    """The first attempts dispatch paid for in the current wave, of the steps still to run (a step
+    a human rejected has its result already)."""
+    results = state.get("step_results") or {}
+    return sum(1 for sid, n in (state.get("step_budgets") or {}).items() if n and n > 0 and sid not in results)
 
 
 def make_run_step_node(registry: ToolRegistry, *, backoff_base_s: float = BACKOFF_BASE_S) -> Callable:
@@ -299,12 +344,32 @@ def make_run_step_node(registry: ToolRegistry, *, backoff_base_s: float = BACKOF
         emit("step_start", step=step.id, tool=step.tool, round=task.get("round"), depends_on=step.depends_on)
         offered = offered_registry(registry, ctx)  # an edited plan cannot reach tools the run does not offer
         review = task.get("review") or {}
-        result = await execute_step(
-            step, dict(task.get("outputs") or {}), offered, ctx,
-            store=runtime.store, stream_writer=runtime.stream_writer, backoff_base_s=backoff_base_s,
-            max_attempts=task.get("max_attempts"),
-            edited_args=review.get("args") if review.get("type") == "edit" else None,
-        )
+        # The steps of a wave share the run's budgets live: the enclosing run's meter when this
+        # planner runs inside another run, else the wave's own (its first attempts already on it).
+        # This step's meter counts its retries and every call of the sub-agents it runs.
+        enclosing = current_meter()
+        paid = enclosing
+        if paid is None:
+            made, limit = (list(task.get("tools") or []) + [0, None])[:2]
+            paid = shared_meter(
+                task.get("budget_key") or step.id, task.get("usage"), ctx, reserve_calls=1,
+                tools=(int(made or 0), int(ctx.max_tool_calls if limit is None else limit)),
+            )
+        own = Meter(parent=paid)
+        with using(own):
+            result = await execute_step(
+                step, dict(task.get("outputs") or {}), offered, ctx,
+                store=runtime.store, stream_writer=runtime.stream_writer, backoff_base_s=backoff_base_s,
+                # (0: the budget paid no attempt; a retry is paid when it starts, take_retry)
+                max_attempts=0 if task.get("max_attempts") == 0 else None,
+                edited_args=review.get("args") if review.get("type") == "edit" else None,
+                take_retry=lambda: own.take_tools(1) == 1,
+            )
+        if (task.get("max_attempts") or 0) > 0 and not result["attempts"]:
+            paid.release_tools(1)  # its first attempt was paid for and never ran
+        result["tool_calls"] = (1 if result["attempts"] else 0) + own.tool_calls
+        if enclosing is None and own.usage["model_calls"]:
+            result["usage"] = own.usage  # (dispatch adds it to the run's)
         result.update(index=task.get("index", 0), round=task.get("round", 0), plan_round=task.get("plan_round", 0))
         preview = clip(
             result["output"] if isinstance(result["output"], str) else json.dumps(result["output"], default=str),

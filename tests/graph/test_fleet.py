@@ -136,9 +136,10 @@ def test_validate_subtasks():
 def test_route_after_dispatch():
     usage = {"model_calls": 1, "input_tokens": 5, "output_tokens": 1, "cost_usd": 0.0}
     state = {"status": "running", "ready": ["w2"], "goal": "g", "round": 1, "budget_key": "k1", "usage": usage,
-             "subtasks": [{"id": "w1", "task": "a"}, {"id": "w2", "task": "b"}]}
+             "tool_calls_made": 3, "subtasks": [{"id": "w1", "task": "a"}, {"id": "w2", "task": "b"}]}
     assert route_after_dispatch(state) == [
-        Send("worker", {"id": "w2", "task": "b", "goal": "g", "round": 1, "budget_key": "k1", "usage": usage})
-    ]  # the round's shared budget (usage.shared_meter) and the run's usage so far
+        Send("worker", {"id": "w2", "task": "b", "goal": "g", "round": 1, "budget_key": "k1", "usage": usage,
+                        "tool_calls_made": 3})
+    ]  # the round's shared budgets (usage.shared_meter): the run's usage and tool calls so far
     assert route_after_dispatch({**state, "status": "aggregating", "ready": []}) == "aggregate"
     assert route_after_dispatch({"status": "done", "subtasks": []}) == "__end__"
