@@ -340,13 +340,18 @@ def tools_command(args: argparse.Namespace) -> int:
 
     rows = mcp_tool_rows(args, _printer(sys.stderr, False, RunSummary()))
     if args.json:
-        print(json.dumps([{k: (v.__dict__ if k == "meta" else v) for k, v in r.items()} for r in rows], default=str))
+        print(json.dumps([{k: (meta_json(v) if k == "meta" else v) for k, v in r.items()} for r in rows], default=str))
         return 0
     for r in rows:
         meta = r["meta"]
         flags = ", ".join(x for x in ["side effects" if meta.side_effects else "", meta.source] if x)
         print(f"{r['name']:<18} {short(r['description'], 90)}  ({flags})")
     return 0
+
+
+def meta_json(meta: Any) -> dict[str, Any]:
+    """A ``ToolMeta`` for ``tools --json``: its fields, ``canonical`` as whether the tool has one."""
+    return {**meta.__dict__, "canonical": getattr(meta, "canonical", None) is not None}
 
 
 def graph_command(args: argparse.Namespace) -> int:
