@@ -23,6 +23,19 @@ LOOP_FINALIZE_NOTICE = (
     "information gathered so far supports, and say briefly what is still uncertain."
 )
 
+LOOP_CYCLE_NOTICE = (
+    "REPEATED CALLS: you have made the same {period} calls ({tools}) with the same arguments, in "
+    "the same order, {count} times in a row. Repeating them will not tell you anything new: use "
+    "the results you have, try something different, or answer now. One more call of this cycle "
+    "ends your tool use."
+)
+
+LOOP_CYCLE_FINALIZE_NOTICE = (
+    "LOOP DETECTED: you made the same {period} calls ({tools}) with the same arguments, in the same "
+    "order, {count} times in a row. No tools are available any more. Answer the user now with the "
+    "best answer the information gathered so far supports, and say briefly what is still uncertain."
+)
+
 SKIPPED_RESULT = (
     "Skipped: tool-call limit reached ({limit} tool calls per run). This call was not "
     "executed; answer with the information you already have."

@@ -90,13 +90,17 @@ class AgentState(InputState, total=False):
     max_tool_calls: int
     # Text added to the system prompt of the next model turn (finalization notice).
     notice: str
-    # --- loop detection (nodes/routes.py repeat_streak): reset by the resolver at each run start
+    # --- loop detection (nodes/routes.py loop_stage): reset by the resolver at each run start
     # The run's loop_limit (0: off), copied from the context by the resolver.
     loop_limit: int
-    # The last tool call as call_signature(): name + canonical JSON arguments.
-    loop_call: str
-    # How many times in a row that same call has been made (calls of one turn count one by one).
-    loop_streak: int
+    # The last calls (at most LOOP_PERIODS) as call_signature() of their canonical effect:
+    # name + canonical JSON arguments, oldest first.
+    loop_calls: list[str]
+    # For each period p = 1..LOOP_PERIODS: how many calls in a row, up to the last, each repeat
+    # the call p before them (counting the first p): a cycle of p calls made n times is n * p.
+    loop_runs: list[int]
+    # The cycle loop detection found ({action: notice|finalize, period, repeats, tools}; {}: none).
+    loop_cycle: dict[str, Any]
     # --- handoffs (a team of agents, build_agent_graph(agents=...))
     # The member that holds the thread; kept across runs of the thread.
     active_agent: str

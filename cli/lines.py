@@ -73,6 +73,12 @@ def _tool_limit(ev: dict) -> str:
 
 def _loop_detected(ev: dict) -> str:
     then = "the next turn must answer" if ev.get("action") == "finalize" else "the model is told so"
+    cycle = ev.get("cycle")
+    if isinstance(cycle, list) and len(cycle) > 1:
+        return (
+            f"  ! loop detected: the same {len(cycle)} calls ({', '.join(map(str, cycle))}) made "
+            f"{ev.get('repeats')} times in a row with the same arguments: {then}"
+        )
     return (
         f"  ! loop detected: {ev.get('tool')} called {ev.get('repeats')} times in a row with the same "
         f"arguments: {then}"

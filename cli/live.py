@@ -81,6 +81,18 @@ class Lines:
         """Leave the screen clean (the status line erased, the last line ended)."""
 
 
+def status_text(activities: dict[str, tuple[str, float]], now: float) -> str:
+    """The status line: the latest activity, how many others run (``+N more``) and its seconds.
+    A node's own activity (``task:``, "running tools") holds the calls and steps it runs: while
+    any of those runs it is not one more of them."""
+    key, (label, since) = list(activities.items())[-1]
+    inner = sum(1 for k in activities if not k.startswith("task:"))
+    counted = inner or len(activities)  # (the calls and steps when any runs, else the nodes)
+    others = counted - 1 if not inner or not key.startswith("task:") else counted
+    more = f" (+{others} more)" if others > 0 else ""
+    return f"{label}{more} · {now - since:.1f} s"
+
+
 class _Status:
     """The status line's renderable: a spinner, the latest activity and its seconds."""
 
@@ -95,9 +107,7 @@ class _Status:
 
         if not self.activities:
             return
-        label, since = list(self.activities.values())[-1]
-        more = f" (+{len(self.activities) - 1} more)" if len(self.activities) > 1 else ""
-        self.spinner.update(text=Text(f"{label}{more} · {time.monotonic() - since:.1f} s", style="dim"))
+        self.spinner.update(text=Text(status_text(self.activities, time.monotonic()), style="dim"))
         yield self.spinner
 
 

@@ -202,7 +202,7 @@ async def chat_command(args: argparse.Namespace) -> int:
     from .backends import open_run_backends
     from .cassette import cassette_session
     from .mcp import open_mcp_registry
-    from .review import ask_terminal, on_terminal, report_interrupted, run_metadata
+    from .review import ask_terminal, interrupt_kind, on_terminal, report_interrupted, resume_value, run_metadata
 
     ctx = context_from_args(args)
     thread_id = args.thread or str(uuid.uuid4())
@@ -216,7 +216,37 @@ async def chat_command(args: argparse.Namespace) -> int:
 
     def ask(pending: list[Any]) -> Any:
         return ask_terminal(pending, read=read_line)
+
     number = refused = failed = 0
+
+    def answer_line() -> str | None:
+        """The next stdin line that can be sent, as a question's answer (None at the end of input);
+        a line that cannot is refused with one error line, as a turn's would be."""
+        nonlocal number, refused
+        while raw := stdin.readline():
+            number += 1
+            text, problem = chat_line(raw)
+            if not problem:
+                return text
+            refused += 1
+            print(f"smart-agent chat: error: input line {number} {problem}; skipped", file=sys.stderr, flush=True)
+        return None
+
+    def ask_from_input(pending: list[Any]) -> Any:
+        """Not on a terminal: the model's questions (ask_user) are answered by the next stdin lines,
+        and the lines after them are the next turns. Anything else (a tool call to approve) is not
+        decided from a pipe: None, the turn waits for ``smart-agent resume``."""
+        if any(interrupt_kind(getattr(i, "value", None)) != "question" for i in pending):
+            return None
+        answers = []
+        for _ in pending:
+            answer = answer_line()
+            if answer is None:  # the input ended first: the turn waits for `smart-agent resume --answer`
+                return None
+            answers.append(answer)
+            if not (args.quiet or args.json):
+                print(f"  ↳ answered from input line {number}: {short(answer, 200)}", file=sys.stderr, flush=True)
+        return resume_value(pending, answers)
     print(f"smart-agent chat · thread {thread_id} · /exit to quit", file=sys.stderr)
     on_start = _printer(sys.stderr, args.quiet or args.json, RunSummary())  # (an MCP server that does not start)
     async with (
@@ -256,7 +286,7 @@ async def chat_command(args: argparse.Namespace) -> int:
                         context=ctx,
                         thread_id=thread_id,
                         on_event=display.on_event,
-                        ask=display.pausing(ask if on_terminal(args) else None),
+                        ask=display.pausing(ask if on_terminal(args) else ask_from_input),
                         metadata=metadata,
                         on_progress=display.on_progress if display.progress else None,
                     )
@@ -270,7 +300,7 @@ async def chat_command(args: argparse.Namespace) -> int:
             finally:
                 display.close()  # the status line erased, the streamed answer's line ended
             status = run_status(final)
-            if status == INTERRUPTED:  # not a terminal: the turn waits for `smart-agent resume`
+            if status == INTERRUPTED:  # a call to approve off a terminal, or no line left to answer: `resume`
                 result = result_json(final, thread_id, summary)
                 return report_interrupted(args.json, result, thread_id, final["__interrupt__"])
             if args.json:
@@ -340,13 +370,18 @@ def tools_command(args: argparse.Namespace) -> int:
 
     rows = mcp_tool_rows(args, _printer(sys.stderr, False, RunSummary()))
     if args.json:
-        print(json.dumps([{k: (v.__dict__ if k == "meta" else v) for k, v in r.items()} for r in rows], default=str))
+        print(json.dumps([{k: (meta_json(v) if k == "meta" else v) for k, v in r.items()} for r in rows], default=str))
         return 0
     for r in rows:
         meta = r["meta"]
         flags = ", ".join(x for x in ["side effects" if meta.side_effects else "", meta.source] if x)
         print(f"{r['name']:<18} {short(r['description'], 90)}  ({flags})")
     return 0
+
+
+def meta_json(meta: Any) -> dict[str, Any]:
+    """A ``ToolMeta`` for ``tools --json``: its fields, ``canonical`` as whether the tool has one."""
+    return {**meta.__dict__, "canonical": getattr(meta, "canonical", None) is not None}
 
 
 def graph_command(args: argparse.Namespace) -> int:

@@ -107,8 +107,8 @@ def resolve_input(state: Mapping[str, Any], ctx: AgentContext) -> dict[str, Any]
         turns=0,
         max_tool_calls=ctx.max_tool_calls,
         loop_limit=ctx.loop_limit,
-        loop_call="",
-        loop_streak=0,
+        loop_calls=[],  # (loop_runs: read only with the calls they follow, none now)
+        loop_cycle={},
         reviews={},
         approve=ctx.approve,
         ask_user=bool(ctx.ask_user),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from json.encoder import encode_basestring
 from typing import Any, Final, Literal, Protocol, TypeVar, cast
 
@@ -61,51 +61,146 @@ def tool_limit_reached(state: Mapping[str, Any]) -> bool:
 # these options, without its per-call set-up).
 _args_text = encoder_text(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
 
+#: A tool's canonical effect (``ToolMeta.canonical``): its arguments mapped to those that decide
+#: what the call does (presentation-only arguments dropped, a URL without its fragment...).
+Canonical = Callable[[Mapping[str, Any]], Any]
 
-def call_signature(call: Mapping[str, Any]) -> str:
+
+def call_signature(call: Mapping[str, Any], canonical: Canonical | None = None) -> str:
     """A tool call as text: its name and its arguments as canonical JSON (sorted keys), so
-    two calls are "the same" exactly when their signatures are equal."""
-    name, args = call.get("name") or "", _args_text(call.get("args"))
+    two calls are "the same" exactly when their signatures are equal. ``canonical``: the
+    tool's ``ToolMeta.canonical``, applied to the arguments first (a call whose arguments it
+    cannot map, or that it fails on, keeps them as they are)."""
+    name, args = call.get("name") or "", call.get("args")
+    text = None
+    if canonical is not None and isinstance(args, Mapping):
+        try:
+            text = _args_text(canonical(args))
+        except Exception:  # a plugin's mapping that fails: the arguments as they are
+            text = None
+    if text is None:
+        text = _args_text(args)
     if type(name) is str:  # (the pair as json.dumps writes a list of two strings)
-        return "[" + encode_basestring(name) + ", " + encode_basestring(args) + "]"
-    return unicode_json([name, args])
+        return "[" + encode_basestring(name) + ", " + encode_basestring(text) + "]"
+    return unicode_json([name, text])
 
 
-def repeat_streak(last: str, streak: int, calls: Iterable[Mapping[str, Any]]) -> tuple[str, int]:
-    """``(signature, streak)`` after ``calls`` (in order, one turn's calls counting one by
-    one): how many times in a row the same call has now been made, carried over from the
-    previous ``last`` signature and its ``streak``."""
-    return streak_after(last, streak, map(call_signature, calls))
+# -- loop detection (``loop_limit``) ----------------------------------------------------------
+# The same call made over and over, or the same few calls in turn (A,B,A,B...), is a cycle of
+# period p (1 to LOOP_PERIODS calls). The state keeps the last LOOP_PERIODS signatures
+# (``loop_calls``, oldest first) and, for each period p, ``loop_runs[p-1]``: the length of the
+# run of calls ending with the last one in which every call equals the one p calls before it
+# (counting the p calls that start it). A cycle of p calls made n times in a row is a run of
+# n * p; each new call updates the runs with one comparison per period, whatever the limit.
+
+#: The longest cycle of calls loop detection finds (runs_after's common case spells out its 4 runs).
+LOOP_PERIODS: Final = 4
+
+_STAGES: Final = ("none", "notice", "finalize")
+_PERIODS: Final = tuple(range(1, LOOP_PERIODS + 1))
 
 
-def streak_after(last: str, streak: int, signatures: Iterable[str]) -> tuple[str, int]:
-    """:func:`repeat_streak` over the calls' signatures (:func:`call_signature`)."""
-    for signature in signatures:
-        streak = streak + 1 if signature == last else 1
-        last = signature
-    return last, streak
-
-
-def loop_stage(streak: int, limit: int) -> Literal["none", "notice", "finalize"]:
-    """Loop detection (``loop_limit``; 0: off): the same call ``limit`` times in a row earns
-    the next turn a notice; once more and the run is finalized like at the tool limit."""
-    if limit <= 0 or streak < limit:
-        return "none"
-    return "notice" if streak == limit else "finalize"
-
-
-def loop_limit_reached(state: Mapping[str, Any]) -> bool:
-    """The same tool call was repeated beyond ``loop_limit`` (copied by the resolver)."""
-    return loop_stage(count_of(state, "loop_streak"), count_of(state, "loop_limit")) == "finalize"
-
-
-def repeated_tool(state: Mapping[str, Any]) -> str:
-    """The name of the tool in the state's ``loop_call`` ("" when none)."""
+def loop_memory(state: Mapping[str, Any]) -> tuple[list[str], list[int]]:
+    """The state's ``(loop_calls, loop_runs)``; empty for what a run would not have written (a
+    state from outside a run)."""
+    window, runs = state.get("loop_calls"), state.get("loop_runs")
+    if type(window) is not list:
+        return [], []
     try:
-        name = json.loads(state.get("loop_call") or "")[0]
+        if type(runs) is list and type(sum(runs)) is int:  # (ints only: anything else raises or is no int)
+            return window, runs
+    except TypeError:
+        pass
+    return window, []
+
+
+def runs_after(window: Sequence[str], runs: Sequence[int], signature: str) -> list[int]:
+    """``loop_runs`` after a call with ``signature``, from the previous ``window`` (the last
+    signatures, oldest first) and ``runs``."""
+    n = len(window)
+    if n >= LOOP_PERIODS and len(runs) == LOOP_PERIODS:  # (every turn once the run has made 4 calls)
+        a, b, c, d = runs
+        w = window[-4:]
+        return [
+            a + 1 if w[3] == signature else 1,
+            b + 1 if w[2] == signature else 2,
+            c + 1 if w[1] == signature else 3,
+            d + 1 if w[0] == signature else 4,
+        ]
+    if len(runs) < LOOP_PERIODS:  # (none yet: each run is as long as its period allows)
+        runs = [*runs, *_PERIODS[len(runs) :]]
+    return [
+        runs[p - 1] + 1 if p <= n and window[-p] == signature else p if p <= n else n + 1 for p in _PERIODS
+    ]
+
+
+def window_after(window: Sequence[str], signature: str) -> list[str]:
+    """``loop_calls`` after a call with ``signature``: the last :data:`LOOP_PERIODS` signatures."""
+    return [*window[1 - LOOP_PERIODS :], signature]
+
+
+def cycle_length(limit: int, period: int) -> int:
+    """How many calls in a row make a cycle of ``period`` calls repeated ``limit`` times: a
+    cycle of several calls counts from 2 repetitions (one pass of distinct calls is no loop)."""
+    return (limit if period == 1 else max(limit, 2)) * period
+
+
+def loop_stage(runs: Sequence[int], limit: int) -> tuple[Literal["none", "notice", "finalize"], int]:
+    """``(stage, period)`` of loop detection (``loop_limit``; 0: off): a cycle of calls (one
+    call, or a few in turn) made ``limit`` times in a row earns the next turn a notice; one
+    more call of the cycle and the run is finalized like at the tool limit. ``period``: the
+    shortest cycle at that stage (0 with "none")."""
+    if limit <= 0 or not runs or (runs[0] < limit and max(runs) < 2 * max(limit, 2)):
+        return "none", 0  # (the common case at once: no run is long enough for any period)
+    notice = 0
+    for p, run in enumerate(runs[:LOOP_PERIODS], start=1):
+        need = cycle_length(limit, p)
+        if run > need:
+            return "finalize", p
+        if run == need and not notice:
+            notice = p
+    return ("notice", notice) if notice else ("none", 0)
+
+
+def past_limit(runs: Sequence[int], limit: int) -> bool:
+    """Whether the last call goes beyond the one that finalizes its cycle: such a call of a
+    turn is not run (so each call of a cycle runs at most ``limit`` + 1 times in a row)."""
+    return limit > 0 and any(run > cycle_length(limit, p) + 1 for p, run in enumerate(runs[:LOOP_PERIODS], start=1))
+
+
+def signature_tool(signature: str) -> str:
+    """The tool name in a :func:`call_signature` ("" when none)."""
+    try:
+        name = json.loads(signature)[0]
     except (ValueError, LookupError, TypeError):
         return ""
     return name if isinstance(name, str) else ""
+
+
+def cycle_found(
+    stage: str, period: int, window: Sequence[str], runs: Sequence[int]
+) -> dict[str, Any]:
+    """The ``loop_cycle`` of a stage reached: the action, the period, how many times the cycle
+    was (begun to be) made, and its tools in the order the cycle started with."""
+    run = runs[period - 1]
+    last = window[-period:]
+    tools = [signature_tool(last[(c - run) % period]) for c in range(period)]
+    return {"action": stage, "period": period, "repeats": -(-run // period), "tools": tools}
+
+
+def stage_rank(stage: str) -> int:
+    return _STAGES.index(stage) if stage in _STAGES else 0
+
+
+def found_cycle(state: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The state's ``loop_cycle`` ({} when none)."""
+    cycle = state.get("loop_cycle")
+    return cycle if isinstance(cycle, Mapping) else {}
+
+
+def loop_limit_reached(state: Mapping[str, Any]) -> bool:
+    """A cycle of tool calls was repeated beyond ``loop_limit`` (copied by the resolver)."""
+    return count_of(state, "loop_limit") > 0 and found_cycle(state).get("action") == "finalize"
 
 
 def last_ai_message(messages: Sequence[Any]) -> AIMessage | None:
@@ -126,8 +221,8 @@ def handoff_requested(state: Mapping[str, Any]) -> bool:
 def route_after_tools(
     state: Mapping[str, Any], ctx: BudgetSettings | None = None, meter: RequestMeter | None = None
 ) -> Literal["handoff", "toolLimitFinalize", "summarize", "agent"]:
-    """Transfers first; once the tool-call budget is spent or the model repeats one call
-    beyond ``loop_limit``, finalize; otherwise give the model the results."""
+    """Transfers first; once the tool-call budget is spent or the model repeats a cycle of
+    calls beyond ``loop_limit``, finalize; otherwise give the model the results."""
     if handoff_requested(state):
         return "handoff"
     if tool_limit_reached(state) or loop_limit_reached(state):

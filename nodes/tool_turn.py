@@ -13,12 +13,23 @@ from langchain_core.messages import AIMessage
 
 from ..events import emit
 from ..jsontext import encoder_text
-from ..prompts import LOOP_NOTICE
+from ..prompts import LOOP_CYCLE_FINALIZE_NOTICE, LOOP_CYCLE_NOTICE, LOOP_FINALIZE_NOTICE, LOOP_NOTICE
 from ..replies import MAX_JSON_CHARS
 from ..state import count_of
 from ..tools.context_tools import GET_TOOL_RESPONSE, STATE_TAG
 from ..tools.registry import ToolRegistry
-from .routes import call_signature, loop_stage, streak_after
+from .routes import (
+    call_signature,
+    cycle_found,
+    cycle_length,
+    found_cycle,
+    loop_memory,
+    loop_stage,
+    past_limit,
+    runs_after,
+    stage_rank,
+    window_after,
+)
 
 
 def plan_calls(calls: list[dict], made: int, limit: int) -> tuple[list[dict], list[dict]]:
@@ -32,8 +43,8 @@ TOO_MANY_IN_TURN = (
     "This call and the {dropped} after it were not run; call what you still need in a later turn."
 )
 REPEATED = (
-    "Not run: the same {tool} call (same arguments) {count} times in a row; the result would be the same. "
-    "Use the results you have, or answer."
+    "Not run: the same {tool} call (same arguments) {count} times in a row, alone or in a cycle of calls "
+    "made over and over; the result would be the same. Use the results you have, or answer."
 )
 OVERSIZED = (
     "Refused: the arguments are {chars} characters of JSON, more than the {limit} allowed "
@@ -89,30 +100,65 @@ def bounded_turn(
     return replacement, calls, total - len(calls), sizes
 
 
+def loop_notice(cycle: Mapping[str, Any], final: bool = False) -> str:
+    """The system-prompt notice of a ``loop_cycle``: one call repeated, or a cycle of calls."""
+    tools, count = list(cycle.get("tools") or []), cycle.get("repeats")
+    if len(tools) == 1:
+        return (LOOP_FINALIZE_NOTICE if final else LOOP_NOTICE).format(tool=tools[0], count=count)
+    template = LOOP_CYCLE_FINALIZE_NOTICE if final else LOOP_CYCLE_NOTICE
+    return template.format(period=len(tools), tools=", ".join(map(str, tools)), count=count)
+
+
+def loop_event(cycle: Mapping[str, Any], limit: int) -> None:
+    """The ``loop_detected`` event of a ``loop_cycle``: ``tool`` (the repeated tool; a cycle's
+    tools comma-separated), ``repeats``, ``limit``, ``action``, and the cycle: ``period`` and
+    ``cycle``, its tools in order."""
+    tools = [str(t) for t in cycle.get("tools") or []]
+    emit(
+        "loop_detected", tool=", ".join(tools), repeats=cycle.get("repeats"), limit=limit,
+        action=cycle.get("action"), period=cycle.get("period"), cycle=tools,
+    )  # fmt: skip
+
+
 def track_repeats(
     state: Mapping[str, Any], calls: list[dict[str, Any]], signatures: Sequence[str] | None = None
 ) -> dict[str, Any]:
-    """Loop detection's state after this turn's ``calls``: the streak of identical calls
-    (``repeat_streak``); reaching ``loop_limit`` puts a notice in the next turn's system
-    prompt and emits ``loop_detected``; a different call clears that notice. Going past the
-    limit is ``route_after_tools``'s to finalize. ``signatures``: the calls' ``call_signature``
-    when the caller has them."""
+    """Loop detection's state after this turn's ``calls`` (nodes/routes.py: the last calls'
+    signatures ``loop_calls``, the cycles' runs ``loop_runs``, the cycle found ``loop_cycle``).
+    A cycle of calls (one call, or a few in turn) made ``loop_limit`` times in a row puts a
+    notice in the next turn's system prompt and emits ``loop_detected``; a turn with no cycle
+    clears that notice. A call of the turn going past the limit makes the cycle "finalize",
+    even when the turn's later calls are others: ``route_after_tools`` finalizes the run.
+    ``signatures``: the calls' ``call_signature`` when the caller has them."""
     limit = count_of(state, "loop_limit")
-    before = count_of(state, "loop_streak")
     if signatures is None:
         signatures = [call_signature(c) for c in calls]
-    last, streak = streak_after(state.get("loop_call") or "", before, signatures)
+    if not signatures:
+        return {}
+    window, runs = loop_memory(state)
+    before = found_cycle(state)
+    found: dict[str, Any] = {}
+    rank, quick = 0, 2 * max(limit, 2)  # (quick: loop_stage's own test for "none", on every call)
+    for signature in signatures:
+        runs = runs_after(window, runs, signature)
+        window = window_after(window, signature)
+        if limit <= 0 or (runs[0] < limit and max(runs) < quick):
+            continue
+        stage, period = loop_stage(runs, limit)
+        if stage_rank(stage) > rank:  # (the turn's highest stage, where it was first reached)
+            rank = stage_rank(stage)
+            found = cycle_found(stage, period, window, runs)
     update: dict[str, Any] = {}  # (only what changed: each key written is a channel update a step)
-    if last != state.get("loop_call"):
-        update["loop_call"] = last
-    if streak != state.get("loop_streak"):
-        update["loop_streak"] = streak
-    stage = loop_stage(streak, limit)
-    if stage == "notice":
-        tool = calls[-1].get("name") or ""
-        emit("loop_detected", tool=tool, repeats=streak, limit=limit, action="notice")
-        update["notice"] = LOOP_NOTICE.format(tool=tool, count=streak)
-    elif stage == "none" and loop_stage(before, limit) == "notice":
+    if window != state.get("loop_calls"):
+        update["loop_calls"] = window
+    if runs != state.get("loop_runs"):
+        update["loop_runs"] = runs
+    if found != before:
+        update["loop_cycle"] = found
+    if found.get("action") == "notice":
+        loop_event(found, limit)
+        update["notice"] = loop_notice(found)
+    elif not found and before.get("action") == "notice":
         update["notice"] = ""
     return update
 
@@ -120,23 +166,32 @@ def track_repeats(
 def loop_excess(
     state: Mapping[str, Any], calls: list[dict[str, Any]], signatures: Sequence[str] | None = None
 ) -> dict[int, int]:
-    """Calls of this turn (by ``id()``) that repeat one call more than ``loop_limit`` + 1 times
-    in a row, counting on from the previous turns' streak, each with its place in the streak:
-    they are not run, so a run executes one identical call at most ``loop_limit`` + 1 times
-    even when a single turn repeats it (0: loop detection off). ``signatures``: the calls'
-    ``call_signature`` (at least as many) when the caller has them."""
+    """Calls of this turn (by ``id()``) that go on with a cycle of calls (nodes/routes.py
+    ``loop_stage``) past the call that finalizes it, counting on from the previous turns, each
+    with how many times its cycle was (begun to be) made: they are not run, so a run executes
+    each call of a cycle at most ``loop_limit`` + 1 times in a row even when a single turn
+    repeats it (0: loop detection off). ``signatures``: the calls' ``call_signature`` (at least
+    as many) when the caller has them."""
     limit = count_of(state, "loop_limit")
     if limit <= 0:
         return {}
-    last, streak = state.get("loop_call") or "", count_of(state, "loop_streak")
+    window, runs = loop_memory(state)
     if signatures is None:
         signatures = [call_signature(c) for c in calls]
     excess: dict[int, int] = {}
     for call, signature in zip(calls, signatures, strict=False):
-        last, streak = streak_after(last, streak, (signature,))
-        if streak > limit + 1:
-            excess[id(call)] = streak
+        runs = runs_after(window, runs, signature)
+        window = window_after(window, signature)
+        if past_limit(runs, limit):
+            excess[id(call)] = max(-(-run // p) for p, run in enumerate(runs, start=1) if run > cycle_length(limit, p))
     return excess
+
+
+def effect_signature(registry: ToolRegistry, call: Mapping[str, Any]) -> str:
+    """:func:`call_signature` of a call by its tool's canonical effect (``ToolMeta.canonical``
+    of a tool of the registry; a call to another name or a malformed call: as it is)."""
+    entry = registry.entry(call.get("name") or "") if call.get("type") != "invalid_tool_call" else None
+    return call_signature(call, entry[1].canonical if entry is not None else None)
 
 
 def split_free_retrievals(calls: list[dict], used: int, quota: int) -> tuple[list[dict], list[dict]]:
@@ -166,7 +221,7 @@ def updates_state(registry: ToolRegistry, call: Mapping[str, Any]) -> bool:
 def lone_call(
     message: Any, state: Mapping[str, Any], registry: ToolRegistry, cap: int, max_chars: int, made: int, limit: int
 ) -> tuple[dict[str, Any], str] | None:
-    """``(call, its call_signature)`` when the turn is the common one: a single valid call
+    """``(call, its effect_signature)`` when the turn is the common one: a single valid call
     (no malformed one) that the plan would run as it is, so the tools node runs it without
     planning. That is: the per-turn ``cap`` admits it, its arguments are within ``max_chars``
     (:func:`bounded_turn` changes nothing), no review is pending (``state["reviews"]`` empty,
@@ -181,9 +236,9 @@ def lone_call(
     call = calls[0]
     if call.get("name") == GET_TOOL_RESPONSE or updates_state(registry, call) or arg_chars(call) > max_chars:
         return None
-    signature = call_signature(call)
-    # (loop_excess for one call: the call is past the limit when it extends the streak beyond it)
+    signature = effect_signature(registry, call)
+    # (loop_excess for one call: the call is past the limit when it goes on with a cycle beyond it)
     loop_limit = count_of(state, "loop_limit")
-    if loop_limit > 0 and signature == (state.get("loop_call") or "") and count_of(state, "loop_streak") > loop_limit:
+    if loop_limit > 0 and past_limit(runs_after(*loop_memory(state), signature), loop_limit):
         return None
     return call, signature

@@ -41,12 +41,13 @@ from ..tools.retry import BACKOFF_BASE_S, backoff_delay, jittered
 from ..usage import Meter, metered
 from .human import review_context, reviewed_message
 from .metering import with_run_usage
-from .routes import call_signature, pending_tool_calls
+from .routes import pending_tool_calls
 from .tool_turn import (  # (loop_excess, plan_calls: also imported from here)
     OVERSIZED,
     REPEATED,
     TOO_MANY_IN_TURN,
     bounded_turn,
+    effect_signature,
     lone_call,
     loop_excess,
     plan_calls,
@@ -259,7 +260,7 @@ def make_tools_node(
         replacement, calls, dropped, sizes = (
             bounded_turn(last, cap, max_chars) if isinstance(last, AIMessage) and calls else (None, [], 0, {})
         )
-        signatures = [call_signature(c) for c in calls]  # loop detection's, once per call
+        signatures = [effect_signature(registry, c) for c in calls]  # loop detection's, once per call
         too_many = calls[cap:]  # the one kept to answer for the dropped ones
         retrievals = count_of(state, "retrievals_made")
         reviews: Mapping[str, Mapping[str, Any]] = state.get("reviews") or {}

@@ -11,24 +11,33 @@ from .ask import ASK_TAG, ask_user
 from .calculator import calculator
 from .file_edit import edit_file
 from .file_search import glob_files, grep_files
-from .files import list_files, read_file, write_file
+from .files import list_files, read_effect, read_file, write_file
 from .memory_tools import MEMORY_TOOLS
-from .registry import ToolMeta, ToolRegistry
+from .registry import ToolMeta, ToolRegistry, keeping
 from .safe_fs import plugins_folder
-from .web import browse_url, web_search
+from .web import browse_effect, browse_url, web_search
 
 __all__ = ["BUILTIN_TOOLS", "builtin_meta", "default_plugins_folder", "default_registry", "plugin_tools"]
 
+# ``canonical``: what decides a call's effect, for loop detection (nodes/routes.py): only the
+# tool's own arguments (an unknown one is ignored by the tool), missing ones as their defaults,
+# without those that only shape the answer (how many characters or results are shown).
 BUILTIN_TOOLS: list[tuple[BaseTool, ToolMeta]] = [
-    (calculator, ToolMeta(tags=("math",))),
-    (read_file, ToolMeta(tags=("files",))),
-    (list_files, ToolMeta(tags=("files",))),
-    (write_file, ToolMeta(side_effects=True, tags=("files",))),
-    (edit_file, ToolMeta(side_effects=True, tags=("files",))),
-    (glob_files, ToolMeta(tags=("files",))),
-    (grep_files, ToolMeta(tags=("files",))),
-    (browse_url, ToolMeta(timeout_s=30, retries=1, tags=("web",))),
-    (web_search, ToolMeta(timeout_s=20, tags=("web",))),
+    (calculator, ToolMeta(tags=("math",), canonical=keeping("expression"))),
+    (read_file, ToolMeta(tags=("files",), canonical=read_effect)),
+    (list_files, ToolMeta(tags=("files",), canonical=keeping("path", defaults={"path": "."}))),
+    (write_file, ToolMeta(side_effects=True, tags=("files",), canonical=keeping("path", "content"))),
+    (edit_file, ToolMeta(
+        side_effects=True, tags=("files",),
+        canonical=keeping("path", "old", "new", "replace_all", defaults={"replace_all": False}),
+    )),
+    (glob_files, ToolMeta(tags=("files",), canonical=keeping("pattern", "path", defaults={"path": "."}))),
+    (grep_files, ToolMeta(
+        tags=("files",),
+        canonical=keeping("pattern", "path", "glob", "ignore_case", defaults={"path": ".", "ignore_case": False}),
+    )),  # (max_results: how many lines are shown)
+    (browse_url, ToolMeta(timeout_s=30, retries=1, tags=("web",), canonical=browse_effect)),
+    (web_search, ToolMeta(timeout_s=20, tags=("web",), canonical=keeping("query"))),  # (num_results: shown)
     (ask_user, ToolMeta(tags=(ASK_TAG,))),  # offered only while the run's ask_user is on (nodes/agent.py)
     *MEMORY_TOOLS,  # offered only while the run's memory is on (nodes/agent.py)
 ]

@@ -10,6 +10,8 @@ from __future__ import annotations
 import io
 import os
 import stat
+from collections.abc import Mapping
+from typing import Any
 
 from langchain.tools import ToolRuntime
 from langchain_core.tools import tool
@@ -67,6 +69,19 @@ class ReadFileArgs(BaseModel):
         default=MAX_READ_CHARS, ge=1, le=MAX_READ_CHARS, description="Maximum number of characters to return."
     )
     line_numbers: bool = Field(default=False, description="Prefix every line with its line number and a tab.")
+
+
+def read_effect(args: Mapping[str, Any]) -> dict[str, Any]:
+    """read_file's canonical effect for loop detection (``ToolMeta.canonical``): the window of
+    the file it reads (path, first line - 0 and 1 both the start -, lines, characters); the line
+    numbers only change how it is shown."""
+    offset = args.get("offset", 0)
+    if isinstance(offset, int) and not isinstance(offset, bool):
+        offset = max(1, offset)
+    return {
+        "path": args.get("path"), "offset": offset, "limit": args.get("limit"),
+        "max_chars": args.get("max_chars", MAX_READ_CHARS),
+    }  # fmt: skip
 
 
 @tool("read_file", args_schema=ReadFileArgs)

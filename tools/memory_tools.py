@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field
 from ..memory import backend
 from ..memory.backend import NoVectorIndex
 from ..memory.service import namespace_for, one_line, store_for
-from .registry import ToolMeta
+from .registry import ToolMeta, keeping
 
 __all__ = ["MEMORY_TOOLS", "RememberArgs", "SearchMemoryArgs", "remember", "search_memory"]
 
@@ -136,6 +136,8 @@ search_memory = StructuredTool.from_function(
 
 
 MEMORY_TOOLS: list[tuple[BaseTool, ToolMeta]] = [
-    (remember, ToolMeta(side_effects=True, tags=("memory",))),
-    (search_memory, ToolMeta(tags=("memory",))),
+    (remember, ToolMeta(
+        side_effects=True, tags=("memory",), canonical=keeping("text", "importance", defaults={"importance": 0.5}),
+    )),
+    (search_memory, ToolMeta(tags=("memory",), canonical=keeping("query"))),  # (k: how many are shown)
 ]

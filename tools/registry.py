@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -47,9 +47,27 @@ class ToolMeta:
     cost: float = 0.0  # relative cost hint for planners
     tags: tuple[str, ...] = ()
     source: str = "builtin"  # builtin | entry_point:<name> | plugin:<file> | mcp:<server> | user
+    # The call's canonical effect for loop detection (nodes/routes.py call_signature): its
+    # arguments (a mapping) -> the arguments that decide what it does, e.g. a URL without its
+    # #fragment, without the arguments that only shape the answer (how many characters or
+    # results to show). Two calls with the same effect count as the same call. None: the
+    # arguments as they are. It must not raise (a failure counts the arguments as they are).
+    canonical: Callable[[Mapping[str, Any]], Any] | None = None
 
 
 META_KEY = "smart_agent_tool_meta"  # a tool may carry its ToolMeta in ``tool.metadata`` (MCP tools do)
+
+
+def keeping(*names: str, defaults: Mapping[str, Any] | None = None) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
+    """A ``ToolMeta.canonical``: only the arguments ``names`` (the others only change how the
+    result is shown, or are not the tool's), each missing one as its ``defaults`` value."""
+    fill = dict(defaults or {})
+
+    def canonical(args: Mapping[str, Any]) -> dict[str, Any]:
+        return {name: args.get(name, fill.get(name)) for name in names}
+
+    canonical.__qualname__ = f"keeping{names!r}"
+    return canonical
 
 
 def attached_meta(tool: BaseTool) -> ToolMeta | None:

@@ -7,9 +7,10 @@ import functools
 import re
 import ssl
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 from langchain.tools import ToolRuntime
@@ -268,6 +269,26 @@ async def _browse(url: str, max_chars: int = DEFAULT_PAGE_CHARS, *, runtime: Too
 
 def _browse_sync(url: str, max_chars: int = DEFAULT_PAGE_CHARS, *, runtime: ToolRuntime = None) -> str:  # type: ignore[assignment]
     return asyncio.run(_browse(url, max_chars, runtime=runtime))
+
+
+def same_page_url(url: Any) -> Any:
+    """The page a URL fetches, for loop detection (``ToolMeta.canonical``): without its
+    ``#fragment`` (never sent), the scheme and host in lower case, an empty path as ``/``.
+    Anything else (the query, the path's case) may fetch another page and is kept; a value
+    that is not a URL string comes back as it is."""
+    if not isinstance(url, str):
+        return url
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:
+        return url.partition("#")[0]
+    netloc = parts.netloc if "@" in parts.netloc else parts.netloc.lower()  # (user names keep their case)
+    return urlunsplit((parts.scheme.lower(), netloc, parts.path or "/", parts.query, ""))
+
+
+def browse_effect(args: Mapping[str, Any]) -> dict[str, Any]:
+    """browse_url's canonical effect: the page it fetches (``max_chars`` only cuts the text shown)."""
+    return {"url": same_page_url(args.get("url"))}
 
 
 #: An async tool (httpx's AsyncClient): parallel calls need no thread each, so a run's

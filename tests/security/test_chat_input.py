@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import cli_env
 
-from smart_agent.testing.scripted_server import text
+from smart_agent.testing.scripted_server import text, tool_call
 
 pytestmark = pytest.mark.e2e  # the chat CLI in a separate process
 
@@ -56,3 +56,42 @@ def test_input_that_is_all_bad_sends_nothing_and_exits_2(scripted_server, worksp
         "smart-agent chat: error: input line 2 contains a NUL byte; skipped",
     ]
     assert res.stdout == b"" and srv.requests == []
+
+
+# -- a question of the model (ask_user, on in chat) on piped input ---------------------------
+# Before: piped chat stopped at the first ask_user question (exit 3) and the rest of stdin was
+# never read. Now the next line answers the question and the lines after it are the next turns.
+def asks_then_answers(req):
+    last = req["messages"][-1]
+    if last["role"] == "tool":
+        return text(f"you chose {last['content']}")
+    if last["content"] == "paint it":
+        return tool_call("ask_user", {"question": "Which colour?"})
+    return text(f"turn: {last['content']}")
+
+
+def test_piped_chat_answers_a_question_from_the_next_line_and_goes_on(scripted_server, workspace):
+    srv = scripted_server(responder=asks_then_answers)
+    res = chat(srv, workspace, b"paint it\nteal\nand then?\n")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.decode().splitlines() == ["you chose teal", "turn: and then?"]
+    assert [r["messages"][-1]["content"] for r in srv.requests] == ["paint it", "teal", "and then?"]
+    assert srv.requests[1]["messages"][-1]["role"] == "tool"  # the answer went to the question
+
+
+def test_piped_chat_answer_lines_are_checked_like_turns(scripted_server, workspace):
+    srv = scripted_server(responder=asks_then_answers)
+    res = chat(srv, workspace, b"paint it\nbad \xff\nteal\n")
+    assert res.returncode == 2, res.stderr  # a line was refused
+    assert error_lines(res) == [
+        "smart-agent chat: error: input line 2 is not valid UTF-8 text (byte 5: b'\\xff'); skipped"
+    ]
+    assert res.stdout.decode().splitlines() == ["you chose teal"]
+
+
+def test_piped_chat_that_ends_before_the_answer_says_why_it_stopped(scripted_server, workspace):
+    srv = scripted_server(responder=asks_then_answers)
+    res = chat(srv, workspace, b"paint it\n")
+    assert res.returncode == 3, res.stderr
+    err = res.stderr.decode()
+    assert "1 question(s) wait for an answer" in err and "smart-agent resume" in err and "Traceback" not in err

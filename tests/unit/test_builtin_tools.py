@@ -16,6 +16,7 @@ from smart_agent.tools.calculator import calculator
 from smart_agent.tools.files import MAX_LIST_ENTRIES, list_files, read_file, write_file
 from smart_agent.tools.guards import ToolError
 from smart_agent.tools.registry import ToolMeta
+from smart_agent.tools.web import browse_effect
 
 BUILTIN_NAMES = [
     "calculator",
@@ -54,7 +55,7 @@ def test_default_registry(tmp_path: Path) -> None:
     assert registry.meta("edit_file").side_effects is True
     writers = ("write_file", "edit_file", "remember")
     assert all(not registry.meta(n).side_effects for n in BUILTIN_NAMES if n not in writers)
-    assert registry.meta("browse_url") == ToolMeta(timeout_s=30, retries=1, tags=("web",))
+    assert registry.meta("browse_url") == ToolMeta(timeout_s=30, retries=1, tags=("web",), canonical=browse_effect)
     assert registry.meta("web_search").timeout_s == 20
     assert registry.meta("calculator").source == "builtin"
     other = default_registry(plugins_folder=tmp_path / "no-plugins", entry_points=False)

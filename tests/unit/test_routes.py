@@ -7,16 +7,18 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from smart_agent.nodes.routes import (
     END,
     call_signature,
+    cycle_length,
+    loop_limit_reached,
     loop_stage,
     pending_tool_calls,
     remembers,
-    repeat_streak,
-    repeated_tool,
     route_after_agent,
     route_after_resolver,
     route_after_tools,
     route_at_end,
+    runs_after,
     tool_limit_reached,
+    window_after,
 )
 from smart_agent.nodes.tools import loop_excess, plan_calls
 
@@ -93,41 +95,64 @@ def test_same_call_means_same_name_and_canonical_json_arguments():
         assert call_signature(call) == json.dumps([name, args], ensure_ascii=False)
 
 
-def test_repeat_streak_counts_identical_calls_in_a_row_across_and_within_turns():
-    last, streak = repeat_streak("", 0, [calc("1")])
-    assert streak == 1
-    last, streak = repeat_streak(last, streak, [calc("1"), calc("1")])  # identical calls of one turn count too
-    assert streak == 3
-    assert repeat_streak(last, streak, [calc("2")])[1] == 1  # another call starts over
-    assert repeat_streak(last, streak, [calc("1"), calc("2"), calc("1")])[1] == 1
-    assert repeat_streak(last, streak, [calc("2"), calc("1")]) == (call_signature(calc("1")), 1)
-    assert repeat_streak(last, streak, []) == (last, 3)
+def after(signatures, window=(), runs=()):
+    """``(loop_calls, loop_runs)`` after these signatures."""
+    window, runs = list(window), list(runs)
+    for s in signatures:
+        runs = runs_after(window, runs, s)
+        window = window_after(window, s)
+    return window, runs
 
 
-def test_loop_excess_is_what_would_repeat_a_call_past_loop_limit_plus_one():
+def test_runs_count_identical_calls_and_cycles_in_a_row_across_and_within_turns():
+    a, b, c = (call_signature(calc(x)) for x in "123")
+    window, runs = after([a])
+    assert (window, runs) == ([a], [1, 1, 1, 1])
+    window, runs = after([a, a], window, runs)  # identical calls of one turn count too
+    assert runs[0] == 3 and window == [a, a, a]
+    assert after([b], window, runs)[1][0] == 1  # another call starts over
+    assert after([a, b, a], window, runs)[1][:2] == [1, 3]  # ... and a cycle of two begins: a,a,a,a,b,a
+    assert after([a, b, a, b, a, b])[1] == [1, 6, 3, 6]  # a,b three times: a run of 6 of period 2
+    assert after([a, b, c] * 3)[1] == [1, 2, 9, 4]  # period 3
+    assert after([a, b, c])[1] == [1, 2, 3, 3]  # distinct calls: every run is as short as can be
+    window, runs = after([a, b] * 10)
+    assert len(window) == 4 and runs[1] == 20  # the window stays small, the run counts on
+    assert after([], window, runs) == (window, runs)
+
+
+def test_loop_excess_is_what_would_repeat_a_cycle_past_loop_limit_plus_one():
     calls = [calc("1") for _ in range(6)]
     assert set(loop_excess({"loop_limit": 3}, calls).values()) == {5, 6}
     assert list(loop_excess({"loop_limit": 3}, calls)) == [id(calls[4]), id(calls[5])]
-    carried = {"loop_limit": 3, "loop_call": call_signature(calc("1")), "loop_streak": 3}  # earlier turns
+    window, runs = after([call_signature(calc("1"))] * 3)
+    carried = {"loop_limit": 3, "loop_calls": window, "loop_runs": runs}  # earlier turns
     assert list(loop_excess(carried, calls[:3]).values()) == [5, 6]
     mixed = [calc("1"), calc("2"), calc("1"), calc("1")]
     assert loop_excess({"loop_limit": 1}, mixed) == {}  # another call starts over: at most 2 in a row
     assert loop_excess({"loop_limit": 0}, calls) == {}  # off
+    alternating = [calc(str(1 + i % 2)) for i in range(10)]
+    assert list(loop_excess({"loop_limit": 3}, alternating)) == [id(c) for c in alternating[7:]]
 
 
 def test_loop_stage_notice_at_the_limit_finalize_after_it_off_at_zero():
-    assert [loop_stage(n, 3) for n in range(6)] == ["none", "none", "none", "notice", "finalize", "finalize"]
-    assert loop_stage(1, 1) == "notice" and loop_stage(2, 1) == "finalize"
-    assert all(loop_stage(n, 0) == "none" for n in range(10))
+    def stage(run, limit, period=1):
+        return loop_stage([run if p == period else min(run, p) for p in range(1, 5)], limit)
+
+    assert [stage(n, 3)[0] for n in range(6)] == ["none", "none", "none", "notice", "finalize", "finalize"]
+    assert stage(1, 1) == ("notice", 1) and stage(2, 1) == ("finalize", 1)
+    assert all(stage(n, 0) == ("none", 0) for n in range(10))
+    assert [stage(n, 3, 2)[0] for n in (5, 6, 7)] == ["none", "notice", "finalize"]  # a,b three times
+    assert [stage(n, 2, 3)[0] for n in (3, 5, 6, 7)] == ["none", "none", "notice", "finalize"]
+    assert (cycle_length(1, 1), cycle_length(1, 3), cycle_length(3, 2)) == (1, 6, 6)  # a cycle: from twice
 
 
 def test_after_tools_finalizes_a_loop_past_loop_limit():
-    state = {"loop_streak": 3, "loop_limit": 3, "loop_call": call_signature(calc("1"))}
+    state = {"loop_limit": 3, "loop_cycle": {"action": "notice", "period": 1, "repeats": 3, "tools": ["calculator"]}}
     assert route_after_tools(state) == "agent"  # at the limit: a notice, not yet the end
-    assert route_after_tools({**state, "loop_streak": 4}) == "toolLimitFinalize"
-    assert route_after_tools({**state, "loop_streak": 4, "loop_limit": 0}) == "agent"  # off
-    assert route_after_tools({"loop_streak": 9}) == "agent"  # no limit copied (a state from outside a run)
-    assert repeated_tool({**state, "loop_streak": 4}) == "calculator" and repeated_tool({}) == ""
+    finalize = {**state, "loop_cycle": {**state["loop_cycle"], "action": "finalize", "repeats": 4}}
+    assert route_after_tools(finalize) == "toolLimitFinalize" and loop_limit_reached(finalize)
+    assert route_after_tools({**finalize, "loop_limit": 0}) == "agent"  # off
+    assert route_after_tools({"loop_cycle": finalize["loop_cycle"]}) == "agent"  # no limit copied (from outside a run)
 
 
 def test_memory_nodes_only_while_the_runs_memory_is_on(monkeypatch):
@@ -156,10 +181,25 @@ def test_memory_routes_outside_a_run_follow_the_environment(monkeypatch):
 def test_track_repeats_writes_only_what_changed():
     from smart_agent.nodes.tool_turn import track_repeats
 
+    one, two = call_signature(calc("1")), call_signature(calc("2"))
     first = track_repeats({"loop_limit": 3}, [calc("1")])
-    assert first == {"loop_call": call_signature(calc("1")), "loop_streak": 1}
+    assert first == {"loop_calls": [one], "loop_runs": [1, 1, 1, 1]}
     state = {"loop_limit": 3, **first}
-    assert track_repeats(state, [calc("2")]) == {"loop_call": call_signature(calc("2"))}  # streak stays 1
-    assert track_repeats(state, [calc("1")]) == {"loop_streak": 2}  # the same call again
-    assert track_repeats({**state, "loop_streak": 2}, [calc("1")])["loop_streak"] == 3  # and its notice
+    assert track_repeats(state, [calc("2")]) == {"loop_calls": [one, two], "loop_runs": [1, 2, 2, 2]}
+    assert track_repeats(state, [calc("1")]) == {"loop_calls": [one, one], "loop_runs": [2, 2, 2, 2]}
+    full = {"loop_limit": 3, "loop_calls": [two, one, two, one], "loop_runs": [1, 2, 3, 4]}
+    assert track_repeats(full, [calc("3")]) == {"loop_calls": [one, two, one, call_signature(calc("3"))]}
+    same = {"loop_limit": 3, "loop_calls": [one] * 4, "loop_runs": [2, 2, 3, 4]}
+    update = track_repeats(same, [calc("1")])  # the same call a third time: its notice
+    assert update["loop_runs"] == [3, 3, 4, 5] and "loop_calls" not in update
+    assert update["loop_cycle"] == {"action": "notice", "period": 1, "repeats": 3, "tools": ["calculator"]}
     assert track_repeats(state, []) == {}
+
+
+def test_a_canonical_effect_that_fails_counts_the_arguments_as_they_are():
+    call = calc("1", note="x")
+    assert call_signature(call, lambda args: 1 / 0) == call_signature(call)
+    assert call_signature(call, lambda args: {"expression": args["expression"]}) == call_signature(calc("1"))
+    assert call_signature({"name": "t", "args": "not json"}, lambda args: {}) == call_signature(
+        {"name": "t", "args": "not json"}
+    )  # malformed arguments (a string): as they are
