@@ -344,8 +344,12 @@ async def aload_chat_model(
 
 
 def _first_line(exc: BaseException) -> str:
+    """The first line of an error's message, its credentials redacted (a client error may quote
+    the URL it was sent to, with the base URL's password)."""
+    from .redact import redact_text
+
     text = str(exc).strip().splitlines()
-    return text[0].rstrip(".") if text else type(exc).__name__
+    return redact_text(text[0].rstrip(".")) if text else type(exc).__name__
 
 
 def explain_model_error(exc: BaseException, spec: str | None = None) -> ModelConfigError | ModelTimeoutError | None:
@@ -353,13 +357,15 @@ def explain_model_error(exc: BaseException, spec: str | None = None) -> ModelCon
 
     Returns None for errors that are not about configuration or reachability.
     """
+    from .redact import redact_url
+
     if isinstance(exc, ModelConfigError):
         return exc
     names = {cls.__name__ for cls in type(exc).__mro__}
     module = type(exc).__module__ or ""
     where = f" for model {spec!r}" if spec else ""
     base = settings.openai_base_url()
-    target = f" at {base}" if base and (spec or "").startswith("openai:") else ""
+    target = f" at {redact_url(base)}" if base and (spec or "").startswith("openai:") else ""
     if names & {"AuthenticationError", "PermissionDeniedError", "ModelAuthenticationError"}:
         return ModelConfigError(
             f"The model service rejected the credentials{where}{target} ({_first_line(exc)}). {HOW_TO_CONFIGURE}"

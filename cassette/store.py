@@ -14,9 +14,12 @@ The response body is the decoded text as the client read it, in one of these for
 as its JSON text); ``"events": ["data: {...}", ..., "data: [DONE]"]`` (a streamed response,
 ``text/event-stream``: its SSE events, each without the blank line that ends it, replayed
 byte for byte); ``"body": "..."`` (any other text); ``"body_base64"`` (not UTF-8).
-No request header is stored (they carry the API key). Match keys are computed from the
-request when the folder is read (cassette/match.py), never stored, so a file may be edited
-by hand.
+No request header is stored (they carry the API key), and every field written is redacted
+(redact.py: a URL's password, key parameters, credential headers and fields, the environment's
+key values become ``***``); a live request is redacted the same way before it is matched. Match
+keys are computed from the request when the folder is read (cassette/match.py), never stored,
+so a file may be edited by hand. A file is read with inputs.py's bounds (a regular file, at most
+:data:`MAX_FILE_BYTES`, nesting at most 200 deep): any other is a CassetteError naming it.
 """
 
 from __future__ import annotations
@@ -29,9 +32,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..inputs import DEFAULT_MAX_BYTES, InputFileError, load_json, read_text_file
+from ..redact import redact_value
 from .match import describe_request, exact_key, tolerant_key
 
 FORMAT = "smart-agent-cassette/1"
+#: Largest cassette file read (one request and its response; a long streamed answer is well under it).
+MAX_FILE_BYTES = DEFAULT_MAX_BYTES
 #: Response headers not stored: the transport's own, or different on every response.
 _DROPPED_HEADERS = frozenset(
     {"date", "content-length", "transfer-encoding", "connection", "keep-alive", "content-encoding", "set-cookie",
@@ -145,12 +152,13 @@ def load_interactions(folder: str | os.PathLike[str]) -> list[Interaction]:
     out = []
     for file in sorted(path.glob("*.json")):
         try:
-            text = file.read_text(encoding="utf-8")
+            # a regular file only (a FIFO or a link to /dev/zero is refused unread), bounded in size and nesting
+            text = read_text_file(file, what="cassette file", limit=MAX_FILE_BYTES)
             if not text:  # claimed by a recorder whose request has no response (yet)
                 continue
-            data = json.loads(text)
-        except (OSError, ValueError) as exc:
-            raise CassetteError(f"cassette file {file}: cannot read JSON ({type(exc).__name__}: {exc})") from None
+            data = load_json(text, what=f"cassette file {file}")
+        except InputFileError as exc:
+            raise CassetteError(str(exc)) from None
         out.append(Interaction.from_json(data, str(file)))
     return sorted(out, key=lambda i: (i.seq, i.source))
 
@@ -173,6 +181,7 @@ class Cassette:
 
     def find(self, path: str, body: Any) -> Interaction | None:
         """The interaction that answers a request (marked replayed), or None."""
+        body = redact_value(body)  # as it was stored (Recorder.write): matching never depends on a secret
         exact, tolerant = exact_key(path, body), tolerant_key(path, body)
         with self._lock:
             for attr, key in (("exact", exact), ("tolerant", tolerant)):
@@ -193,6 +202,7 @@ class Cassette:
 
     def miss(self, path: str, body: Any) -> ReplayMiss:
         """The error of a request this cassette does not answer: one line naming the request."""
+        body = redact_value(body)
         return ReplayMiss(
             f"replay: no recorded response in {self.folder} ({len(self.interactions)} recorded) for "
             f"{describe_request(path, body)} (exact key {exact_key(path, body)[:12]}, "
@@ -229,10 +239,13 @@ class Recorder:
                 return seq
 
     def write(self, interaction: Interaction) -> Path:
-        """Store ``interaction`` in its claimed file (atomically replaced)."""
+        """Store ``interaction`` in its claimed file (atomically replaced), its credentials
+        redacted (redact.py: a URL's password, key parameters, credential headers and fields,
+        the environment's key values): no secret reaches a cassette."""
         target = self.folder / f"{interaction.seq:04d}.json"
         tmp = target.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(interaction.to_json(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        data = redact_value(interaction.to_json())
+        tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         os.replace(tmp, target)
         return target
 

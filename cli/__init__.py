@@ -205,13 +205,13 @@ def main(argv: list[str] | None = None) -> int:
             result = asyncio.run(result)
         return int(result or 0)
     except ModelConfigError as exc:
-        print(f"smart-agent: model not available: {' '.join(str(exc).split())}", file=sys.stderr)
+        _error_line(f"smart-agent: model not available: {' '.join(str(exc).split())}")
         return EXIT_USAGE
     except StructuredOutputError as exc:
-        print(f"smart-agent: structured output failed: {exc}{_on_thread(exc, ' (thread {})')}", file=sys.stderr)
+        _error_line(f"smart-agent: structured output failed: {exc}{_on_thread(exc, ' (thread {})')}")
         return EXIT_FAILURE
     except (InputError, ValueError) as exc:  # bad input: one line (a message may quote text with newlines)
-        print("smart-agent: " + " ".join(str(exc).split()), file=sys.stderr)
+        _error_line("smart-agent: " + " ".join(str(exc).split()))
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
@@ -219,9 +219,16 @@ def main(argv: list[str] | None = None) -> int:
         if settings.debug():
             raise
         where = _on_thread(exc, "thread {}; ")
-        print(f"smart-agent: {type(exc).__name__}: {exc} ({where}set SMART_AGENT_DEBUG=1 for the traceback)",
-              file=sys.stderr)
+        _error_line(f"smart-agent: {type(exc).__name__}: {exc} ({where}set SMART_AGENT_DEBUG=1 for the traceback)")
         return EXIT_FAILURE
+
+
+def _error_line(line: str) -> None:
+    """The error a command ended with, on stderr, without credentials (redact.py: an error may
+    quote a URL with its password, a header, a key)."""
+    from ..redact import redact_text
+
+    print(redact_text(line), file=sys.stderr)
 
 
 def _on_thread(exc: BaseException, form: str) -> str:

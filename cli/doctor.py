@@ -105,13 +105,17 @@ def check_model(spec: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> list[Check]:
 def _check_openai_server(model: str, timeout_s: float) -> list[Check]:
     import httpx
 
+    from ..redact import redact_text, redact_url
+
     base = (settings.openai_base_url() or "https://api.openai.com/v1").rstrip("/")
     where = "OPENAI_BASE_URL" if settings.openai_base_url() else "OpenAI's API (OPENAI_BASE_URL is not set)"
     headers = {"Authorization": f"Bearer {settings.openai_api_key() or ''}"}
+    url = f"{base}/models"
+    base = redact_url(base)  # what the checks say: the URL without its password
     try:
-        reply = httpx.get(f"{base}/models", headers=headers, timeout=timeout_s)
+        reply = httpx.get(url, headers=headers, timeout=timeout_s)
     except httpx.HTTPError as exc:
-        reason = " ".join(str(exc).split()) or type(exc).__name__
+        reason = redact_text(" ".join(str(exc).split())) or type(exc).__name__
         return [Check("model server", False, f"cannot reach {base} ({where}): {reason}",
                       "start the server, or set OPENAI_BASE_URL=http://host:port/v1 to the one that runs")]
     if reply.status_code in (401, 403):
@@ -226,10 +230,13 @@ def check_database() -> Check:
 def doctor_command(args: argparse.Namespace) -> int:
     from ..context import DEFAULT_MODEL, env_default
     from ..models import SETUP_HELP
+    from ..redact import redact_text
 
     spec = args.model or env_default("model", DEFAULT_MODEL)
     model_checks = check_model(spec, args.timeout)
     checks = [*model_checks, check_data_folder(), *check_memory(), check_database()]
+    # no check ever prints a credential (a base URL's or database URL's password, an API key)
+    checks = [Check(c.name, c.ok, redact_text(c.detail), c.fix) for c in checks]  # (the fixes are fixed texts)
     ok = all(c.ok for c in checks)
     if args.json:
         print(json.dumps({"ok": ok, "checks": [asdict(c) for c in checks]}, ensure_ascii=False))

@@ -133,6 +133,7 @@ class _Progress:
 
 async def _run_side(suite: Any, config: Any, out: Path, args: argparse.Namespace, sub: str | None) -> dict:
     from ..evaluation.report import markdown_report, summarize
+    from ..redact import redact_value
     from .eval_run import EvalRun, run_cases
 
     def folder(base: str | None) -> str | None:
@@ -156,6 +157,7 @@ async def _run_side(suite: Any, config: Any, out: Path, args: argparse.Namespace
         **summarize(runs, [c.id for c in suite.cases], args.repeat),
     }
     results["summary"]["wall_seconds"] = round(time.perf_counter() - started, 3)
+    results = redact_value(results)  # results.json, report.md and stdout hold no credential (redact.py)
     (out / "results.json").write_text(json.dumps(results, ensure_ascii=False, indent=1, default=str), encoding="utf-8")
     (out / "report.md").write_text(markdown_report(results), encoding="utf-8")
     return results
@@ -164,6 +166,7 @@ async def _run_side(suite: Any, config: Any, out: Path, args: argparse.Namespace
 async def eval_command(args: argparse.Namespace) -> int:
     from ..evaluation.report import compare, compare_table, table
     from ..evaluation.suite import load_suite
+    from ..redact import redact_value
 
     suite = load_suite(args.suite)
     sides = _sides(args)
@@ -179,6 +182,7 @@ async def eval_command(args: argparse.Namespace) -> int:
     comparison = compare(a, b, (sides[0].label, sides[1].label))
     top = {"suite": suite.path, "compare": comparison, "a": a["summary"], "b": b["summary"],
            "results": {"a": str(out / "a" / "results.json"), "b": str(out / "b" / "results.json")}}
+    top = redact_value(top)
     (out / "results.json").write_text(json.dumps(top, ensure_ascii=False, indent=1, default=str), encoding="utf-8")
     (out / "report.md").write_text(
         f"# A/B: {sides[0].label} vs {sides[1].label}\n\n```text\n{compare_table(comparison)}\n```\n", encoding="utf-8"

@@ -3,7 +3,8 @@ workspace and thread, in parallel up to ``--concurrency`` (asyncio tasks in this
 each graph run in-process exactly as ``smart-agent run`` runs it (cli/run.py ``run_once``,
 the same backends), under its own cassette session with ``--record`` / ``--replay``
 (``DIR/<case id>``). Each run's result is checked (evaluation/checks.py, judge.py) and its
-trajectory (every event and every message) written under ``--out``."""
+trajectory (every event and every message) written under ``--out``, its credentials redacted
+(redact.py)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from typing import Any
 from ..evaluation.checks import check_result, tool_call_count
 from ..evaluation.judge import judge_check
 from ..evaluation.suite import Case, RunConfig, Suite
+from ..redact import redact_value
 
 __all__ = ["EvalRun", "run_cases"]
 
@@ -203,7 +205,9 @@ async def run_case(run: EvalRun, case: Case, repeat: int, graphs: dict[str, Any]
         "workspace": str(workspace),
         "trajectory": f"trajectories/{case.id if run.repeat == 1 else f'{case.id}.r{repeat}'}.json",
     }
-    trajectory = {**record, "result": result, "events": summary.events, "messages": messages}
+    # no credential reaches the output folder (redact.py): an error quoting the base URL, a tool's URL argument
+    record = redact_value(record)
+    trajectory = redact_value({**record, "result": result, "events": summary.events, "messages": messages})
     path = run.out / record["trajectory"]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(trajectory, ensure_ascii=False, indent=1, default=str), encoding="utf-8")

@@ -24,6 +24,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from ..redact import redact_text
 from .budget import usage_report
 from .summary import RunSummary
 
@@ -136,7 +137,7 @@ def report_error(args: argparse.Namespace, thread_id: str, summary: RunSummary, 
     note_thread(exc, thread_id)
     if args.json:
         failed = {**result_json({}, thread_id, summary), "status": FAILED}
-        print_json({**failed, "error": {"type": type(exc).__name__, "message": str(exc)}})
+        print_json({**failed, "error": {"type": type(exc).__name__, "message": redact_text(str(exc))}})
 
 
 def report_ctrl_c(args: argparse.Namespace, thread_id: str, summary: RunSummary) -> None:
@@ -173,9 +174,10 @@ def failure_line(final: Mapping[str, Any], status: str, thread_id: str) -> str:
     """The one stderr line of a failed or halted run; it names the thread (to resume or inspect it)."""
     where = f"(thread {thread_id}; details: --json)"
     if status == HALTED:
-        return f"smart-agent: the run halted: {halt_error(final) or final.get('error') or 'stopped'} {where}"
+        reason = halt_error(final) or final.get("error") or "stopped"
+        return redact_text(f"smart-agent: the run halted: {reason} {where}")
     first = next((line for line in str(final.get("error") or "").splitlines() if line.strip()), "no valid plan")
-    return f"smart-agent: {first.strip().rstrip(':')} {where}"
+    return redact_text(f"smart-agent: {first.strip().rstrip(':')} {where}")
 
 
 def report_outcome(

@@ -138,18 +138,20 @@ def message_record(message: Any) -> dict[str, Any]:
 
 
 def thread_export(thread_id: str, tup: Any) -> dict[str, Any]:
-    """``threads export``: the summary, the messages and the other values of the latest state."""
+    """``threads export``: the summary, the messages and the other values of the latest state,
+    with every credential redacted (redact.py: a URL's password in a tool call's arguments or an
+    error, a key parameter, a credential-named field, the environment's key values)."""
     values = tup.checkpoint.get("channel_values") or {}
     others = {
         k: v for k, v in values.items()
         if k != "messages" and not k.startswith(("__", "branch:")) and _jsonable(v)
     }  # fmt: skip
-    return {
+    return _redacted({
         **summary(thread_id, tup),
         "checkpoint_id": tup.config["configurable"].get("checkpoint_id"),
         "conversation": [message_record(m) for m in _messages(values)],
         "values": others,
-    }
+    })
 
 
 def _jsonable(value: Any) -> bool:
@@ -162,9 +164,9 @@ def _jsonable(value: Any) -> bool:
 
 def conversation_lines(values: Mapping[str, Any]) -> list[str]:
     """The conversation as ``user:`` / ``assistant:`` lines, tool calls as ``→ name(args)``
-    and their results as ``← name: text`` (clipped)."""
+    and their results as ``← name: text`` (clipped), credentials redacted (redact.py)."""
     lines: list[str] = []
-    for record in (message_record(m) for m in _messages(values)):
+    for record in (_redacted(message_record(m)) for m in _messages(values)):  # before anything is clipped
         role, text = record["role"], record["content"].strip()
         if role == "tool":
             lines.append(f"  ← {record.get('name') or 'tool'}: {clip(' '.join(text.split()), 160)}")
@@ -180,7 +182,7 @@ def conversation_lines(values: Mapping[str, Any]) -> list[str]:
         lines.append(f"user: {values['task']}")
     if values.get("answer") and not any(line.startswith("assistant:") for line in lines):
         lines.append(f"assistant: {values['answer']}")
-    return lines
+    return _redacted(lines)
 
 
 # -- commands ---------------------------------------------------------------------------------
@@ -198,6 +200,7 @@ async def list_command(args: argparse.Namespace) -> int:
             if tup is not None:
                 rows.append(summary(tid, tup))
     rows.sort(key=lambda r: str(r["updated_at"] or ""), reverse=True)
+    rows = _redacted(rows)
     if args.json:
         print(json.dumps(rows, ensure_ascii=False))
         return 0
@@ -240,6 +243,12 @@ async def export_command(args: argparse.Namespace) -> int:
         return _not_found(args.thread_id)
     print(json.dumps(thread_export(args.thread_id, tup), ensure_ascii=False, default=str))
     return 0
+
+
+def _redacted(value: Any) -> Any:
+    from ..redact import redact_value
+
+    return redact_value(value)
 
 
 async def delete_command(args: argparse.Namespace) -> int:
