@@ -16,7 +16,9 @@ limit, so a regression fails the test instead of eating the machine's memory."""
 
 from __future__ import annotations
 
+import ast
 import json
+import math
 import os
 import resource
 import subprocess
@@ -29,6 +31,8 @@ from conftest import cli_env
 from tool_support import call, make_runtime
 
 from smart_agent.testing.scripted_server import text, tool_call
+from smart_agent.tools import calculator as calc
+from smart_agent.tools.calculator import MAX_INT_BITS, MAX_ROUND_DIGITS, calculator, format_number
 from smart_agent.tools.file_search import glob_files, grep_files
 from smart_agent.tools.guards import ToolError
 from smart_agent.tools.regex_bounds import MAX_REPEAT, MAX_UNROLLED, check_regex_bounds
@@ -69,6 +73,35 @@ GREP_BOMBS = [
 # regex-only syntax: refused by re's validation before anything else
 REGEX_ONLY = [r"(?r)x{5000000}", r"\L<words>", r"(?V1)x{5000000}", r"\p{L}{5000000}", r"(?(DEFINE)x{5000000})",
               r"(?|a|b){5000000}", r"(?&a)", r"(?R)", r"\g<1>{5000000}", r"(?f)x{5000000}", r"(?b)(?:x){e<=1}"]
+
+CALC_BOMBS = [
+    "round(7, -10**9)",
+    "round(1, -2**63)",
+    "round(7, -10**7)",
+    "round(-7, -2**62)",
+    "round(7.5, -10**9)",
+    "round(7, 10**9)",
+    "round(2**4000, -10**6)",
+    "round(1, -(2**4000))",
+    "round(1, -(9**9**2))",
+    "9**9**9",
+    "10**10**10",
+    "2**4097",
+    "2**(2**4000)",
+    "(-3)**(2**4000)",
+    "(2**4000)**2",
+    "(2**4000)*(2**4000)",
+    "(10**1000)*(10**1000)*(10**1000)",
+    "floor(1e308)**5",
+    "ceil(1e308)*ceil(1e308)*ceil(1e308)*ceil(1e308)*ceil(1e308)",
+    "min(2**4000*2**4000, 1)",
+    "abs(-(2**4096))",
+    "2**-(2**4000)",
+    "1.0000001**(2**4000)",
+    "exp(10**9)",
+    "sqrt(2**4000)",
+    "log(2**4000*2**4000)",
+]
 
 
 def _limits() -> None:  # in the child, before it runs anything
@@ -189,6 +222,111 @@ def test_glob_patterns_are_bounded_in_length(tmp_path):
         call(grep_files, make_runtime(tmp_path), pattern="a", glob="*" + "a" * 1000)
 
 
+# -- calculator ------------------------------------------------------------------------------
+CHEAP_BITS = 10_000  # an operation on integers this size takes microseconds
+
+
+def _cost_bits(name: str, args: tuple) -> int:
+    """The most bits an integer operand or the exact result of ``name(*args)`` has (before computing it)."""
+    ints = [abs(a) for a in args if isinstance(a, int)]
+    bits = max((a.bit_length() for a in ints), default=0)
+    if name == "Pow" and len(ints) == 2 and ints[0] > 1 and args[1] > 0:
+        bits = max(bits, math.ceil(args[1] * math.log2(ints[0])) if args[1] < 10**6 else 10**9)
+    if name == "Mult" and len(ints) == 2:
+        bits = max(bits, ints[0].bit_length() + ints[1].bit_length())
+    if name == "round" and len(args) == 2 and isinstance(args[1], int):
+        bits = max(bits, abs(args[1]) * 4 if args[1] < 0 else 0)  # computes 10**-n
+    return bits
+
+
+@pytest.fixture
+def spied(monkeypatch):
+    """Every operation the calculator runs, checked before it runs: a costly one fails the test
+    (instead of hanging it) and ``spied`` holds the largest cost seen."""
+    seen: list[int] = []
+
+    def spy(name, fn):
+        def run(*args):
+            cost = _cost_bits(name, args)
+            assert cost <= CHEAP_BITS, f"the calculator ran {name} on operands costing {cost} bits"
+            seen.append(cost)
+            return fn(*args)
+
+        return run
+
+    for op, fn in list(calc._BINARY_OPS.items()):
+        monkeypatch.setitem(calc._BINARY_OPS, op, spy(op.__name__, fn))
+    for name, fn in list(calc.FUNCTIONS.items()):
+        monkeypatch.setitem(calc.FUNCTIONS, name, spy(name, fn))
+    return seen
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("expression", CALC_BOMBS)
+def test_calculator_bombs_are_refused_before_computing(expression, spied):
+    with pytest.raises(ToolError, match="(?i)too large|beyond|overflow") as refused:
+        calculator.func(expression)
+    assert "\n" not in str(refused.value) and len(str(refused.value)) < 300
+    assert max(spied, default=0) <= CHEAP_BITS
+
+
+@pytest.mark.unit
+def test_calculator_refusals_name_the_limit(spied):
+    for expression, message in [
+        ("round(7, -10**9)", f"round's digit count -1000000000 is beyond ±{MAX_ROUND_DIGITS}"),
+        ("round(1, -(2**4000))", "round's digit count -(a number of about 1205 digits) is beyond"),
+        ("(2**4000)*(2**4000)", f"the product has more than {MAX_INT_BITS} bits"),
+        ("2**(2**4000)", f"the power has more than {MAX_INT_BITS} bits"),
+    ]:
+        with pytest.raises(ToolError) as refused:
+            calculator.func(expression)
+        assert message in str(refused.value)
+
+
+@pytest.mark.unit
+def test_calculator_still_computes_at_the_limits(spied):
+    assert calculator.func(f"round(7, -{MAX_ROUND_DIGITS})") == "0"
+    assert calculator.func("round(123456, -3)") == "123000"
+    assert calculator.func(f"round(1.5, {MAX_ROUND_DIGITS})") == "1.5"
+    assert calculator.func("round(2**4000, -1000)") == str(round(2**4000, -1000))
+    assert calculator.func("(2**2000)*(2**2000)") == str(2**4000)
+    assert calculator.func("2**4095") == str(2**4095)
+    assert calculator.func("(-1)**(2**4000)") == "1"
+    assert calculator.func("2**-2") == "0.25"
+
+
+@pytest.mark.unit
+def test_huge_integers_are_shown_or_refused_with_one_line():
+    with pytest.raises(ToolError, match="too large"):
+        format_number(10**5000)  # past the interpreter's 4300-digit str() limit
+    before = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(640)
+    try:
+        with pytest.raises(ToolError, match="Cannot show the result"):
+            format_number(10**1000)  # 3322 bits: within MAX_INT_BITS, over this interpreter's limit
+    finally:
+        sys.set_int_max_str_digits(before)
+
+
+@pytest.mark.unit
+def test_calculator_bombs_end_with_bounded_memory_in_a_child(tmp_path):
+    results = run_in_child("calculator", CALC_BOMBS, tmp_path)
+    for r in results:
+        assert r["error"] and r["out"] is None, r
+        assert r["peak"] < 2 * MB and r["rss_growth_kb"] * 1024 < 200 * MB, r
+
+
+@pytest.mark.unit
+def test_every_operation_the_calculator_allows_is_bounded():
+    # A new operator or function must come with its bound here (and in _check_binary/_check_call).
+    assert {op.__name__ for op in calc._BINARY_OPS} == {"Add", "Sub", "Mult", "Div", "FloorDiv", "Mod", "Pow"}
+    assert set(calc.FUNCTIONS) == {
+        "sqrt", "log", "log10", "log2", "exp", "sin", "cos", "tan", "abs", "round", "min", "max", "floor", "ceil"
+    }
+    for op in (ast.LShift, ast.RShift, ast.BitOr, ast.BitAnd, ast.MatMult):
+        assert op not in calc._BINARY_OPS
+
+
 # -- through the real client against a scripted server -----------------------------------------
 def run_cli_bounded(args: list[str], env: dict, out_dir: Path) -> tuple[subprocess.CompletedProcess, int]:
     """The CLI in a child with bounded memory and CPU: (its result, its own peak RSS in bytes)."""
@@ -219,6 +357,7 @@ def run_cli_bounded(args: list[str], env: dict, out_dir: Path) -> tuple[subproce
     ("tool", "args", "error"),
     [
         ("grep", {"pattern": "x{100000000}"}, "pattern refused: repeat count 100000000 over 1000."),
+        ("calculator", {"expression": "round(7, -10**9)"}, "round's digit count -1000000000 is beyond ±1300"),
     ],
 )
 def test_cli_bomb_ends_with_the_tool_error_and_the_answer(scripted_server, workspace, tmp_path, tool, args, error):
