@@ -1,4 +1,13 @@
-"""A safe calculator: arithmetic by walking the ``ast`` (nothing is ever eval'd)."""
+"""A safe calculator: arithmetic by walking the ``ast`` (nothing is ever eval'd).
+
+Every operation's operands are bounded before it runs, so the worst expression ends in
+milliseconds with little memory: a CPU-bound big-integer operation is one C call that
+holds the GIL, which neither a tool timeout nor Ctrl-C can interrupt (``round(7, -10**9)``
+computed ``10**1000000000``). Integers stay within :data:`MAX_INT_BITS` (checked before a
+power or a product is computed, and after every operation); ``round`` takes at most
+:data:`MAX_ROUND_DIGITS` digits either way. The other operations cannot grow a number
+past its operands' size (+, -, //, %, abs, min, max, floor, ceil) or work on floats.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +26,7 @@ __all__ = ["CalculatorArgs", "calculator", "evaluate_expression", "format_number
 
 MAX_EXPRESSION_CHARS = 500
 MAX_INT_BITS = 4096  # about 1233 decimal digits
+MAX_ROUND_DIGITS = 1300  # round(x, n): |n| beyond every digit an allowed number has
 SIGNIFICANT_DIGITS = 15  # floats are shown with 15 significant digits (0.1+0.2 -> 0.3)
 
 Number = int | float
@@ -72,16 +82,35 @@ def _check_int_size(value: Number) -> Number:
     return value
 
 
-def _power(base: Number, exponent: Number) -> Number:
-    # Estimate the size before computing: 9**9**9 must not be attempted.
-    if (
-        isinstance(base, int)
-        and isinstance(exponent, int)
-        and abs(base) > 1
-        and exponent * math.log2(abs(base)) > MAX_INT_BITS
-    ):
-        raise ToolError(f"Result too large: the power has more than {MAX_INT_BITS} bits; refusing to compute it.")
-    return base**exponent
+def _shown_int(value: int) -> str:
+    """An integer for a message: in full when short, else its number of digits (no huge str())."""
+    if value.bit_length() <= 64:
+        return str(value)
+    digits = int(value.bit_length() * math.log10(2)) + 1
+    return f"{'-' if value < 0 else ''}(a number of about {digits} digits)"
+
+
+def _check_binary(op: type[ast.operator], left: Number, right: Number) -> None:
+    """Refuse, before computing, an operation whose integer result would exceed ``MAX_INT_BITS``."""
+    if not (isinstance(left, int) and isinstance(right, int)):
+        return  # a float operation: a float result, or OverflowError
+    if op is ast.Pow and abs(left) > 1 and right > 0:
+        # 9**9**9 must not be attempted: estimate the size (right is compared as an int first).
+        if right > MAX_INT_BITS or right * math.log2(abs(left)) > MAX_INT_BITS:
+            raise ToolError(
+                f"Result too large: the power has more than {MAX_INT_BITS} bits; refusing to compute it."
+            )
+    elif op is ast.Mult and left and right and left.bit_length() + right.bit_length() - 1 > MAX_INT_BITS:
+        raise ToolError(f"Result too large: the product has more than {MAX_INT_BITS} bits; refusing to compute it.")
+
+
+def _check_call(name: str, args: list[Number]) -> None:
+    """Refuse, before calling it, a function call whose cost its arguments would make unbounded."""
+    if name == "round" and len(args) == 2 and isinstance(args[1], int) and abs(args[1]) > MAX_ROUND_DIGITS:
+        # round(7, -10**9) computes 10**1000000000 in one uninterruptible C call
+        raise ToolError(
+            f"round's digit count {_shown_int(args[1])} is beyond ±{MAX_ROUND_DIGITS}; refusing to compute it."
+        )
 
 
 def _eval(node: ast.AST) -> Number:
@@ -99,8 +128,7 @@ def _eval(node: ast.AST) -> Number:
         if type(node.op) not in _BINARY_OPS:
             raise ToolError(f"Unsupported operator {type(node.op).__name__}: use + - * / // % **.")
         left, right = _eval(node.left), _eval(node.right)
-        if isinstance(node.op, ast.Pow):
-            return _check_int_size(_power(left, right))
+        _check_binary(type(node.op), left, right)
         return _check_int_size(_BINARY_OPS[type(node.op)](left, right))
     if isinstance(node, ast.Name):
         if node.id in CONSTANTS:
@@ -114,6 +142,7 @@ def _eval(node: ast.AST) -> Number:
         if node.keywords:
             raise ToolError("Keyword arguments are not supported.")
         args = [_eval(arg) for arg in node.args]
+        _check_call(node.func.id, args)
         return _check_int_size(FUNCTIONS[node.func.id](*args))
     raise _unsupported(node)
 
@@ -160,7 +189,11 @@ def evaluate_expression(expression: str) -> Number:
 def format_number(value: Number) -> str:
     """Integers (and integral floats) without ``.0``; floats with 15 significant digits."""
     if isinstance(value, int):
-        return str(value)
+        _check_int_size(value)  # str() of a huge int is quadratic (and refused past 4300 digits)
+        try:
+            return str(value)
+        except ValueError as exc:  # the interpreter's int max str digits, if set lower
+            raise ToolError(f"Cannot show the result: {exc}.") from None
     rounded = float(f"{value:.{SIGNIFICANT_DIGITS}g}")
     if rounded.is_integer() and abs(rounded) < 10**SIGNIFICANT_DIGITS:
         return str(int(rounded))

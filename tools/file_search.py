@@ -2,11 +2,13 @@
 
 Both walk with :func:`smart_agent.tools.safe_walk.walk` (no link followed, protected
 folders neither listed nor entered, bounded entries, depth and time) and bound their
-output. ``grep`` validates the pattern with Python's ``re`` and runs it with the
-``regex`` engine (same syntax), whose searches take a timeout: a pattern with
-catastrophic backtracking is stopped at the search's deadline, which comes before the
-tool's own timeout, so the thread running it ends too. The bytes read per file and in
-total are capped, and so is the part of a very long line that is searched.
+output. ``grep`` validates the pattern with Python's ``re``, bounds its repeat counts
+(:mod:`smart_agent.tools.regex_bounds`: compiling ``x{5000000}`` would take 1.5 GB
+before any timeout applies) and runs it with the ``regex`` engine (same syntax), whose
+searches take a timeout: a pattern with catastrophic backtracking is stopped at the
+search's deadline, which comes before the tool's own timeout, so the thread running it
+ends too. The bytes read per file and in total are capped, and so is the part of a
+very long line that is searched.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from langchain_core.tools import tool
 from pydantic import BaseModel, Field
 
 from .guards import ToolError, context_value, workspace_of
+from .regex_bounds import check_regex_bounds
 from .safe_walk import MAX_DEPTH, WalkLimits, open_entry, walk
 
 if TYPE_CHECKING:
@@ -55,6 +58,8 @@ def parse_glob(pattern: str, what: str = "glob pattern") -> tuple[str, ...]:
     """A glob's '/'-separated segments; absolute patterns, '~' and '..' are refused."""
     if not isinstance(pattern, str) or not pattern.strip():
         raise ToolError(f"Empty {what}: give one such as '*.py' or 'src/**/*.md'.")
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise ToolError(f"The {what} is {len(pattern)} characters long; at most {MAX_PATTERN_CHARS}.")
     if "\x00" in pattern:
         raise ToolError(f"Invalid {what} {pattern!r}: it contains a NUL character.")
     if pattern.startswith(("/", "\\", "~")) or os.path.isabs(pattern):
@@ -197,6 +202,7 @@ def _compile(pattern: str, ignore_case: bool) -> regex.Pattern[str]:
         raise ToolError(f"The pattern is {len(pattern)} characters long; at most {MAX_PATTERN_CHARS}.")
     try:
         re.compile(pattern, re.IGNORECASE if ignore_case else 0)  # the syntax is Python's
+        check_regex_bounds(pattern)  # regex.compile unrolls repeats: x{5000000} would take 1.5 GB
         return regex.compile(pattern, regex.VERSION0 | (regex.IGNORECASE if ignore_case else 0))
     except (re.error, regex.error) as exc:
         raise ToolError(f"Invalid regular expression {pattern!r}: {exc}.") from None
