@@ -33,8 +33,8 @@ if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
 
-# The light columns recall ranks on are sound (integrity.check_row judges the rest of the row).
-_LIGHT_SOUND = "typeof(key) = 'text' AND typeof(updated_at) IN ('integer', 'real') AND updated_at BETWEEN ? AND ?"
+def _no_time(ts: Any) -> bool:
+    return integrity.as_time(ts) is None
 
 
 def _dt(ts: float) -> datetime:
@@ -268,15 +268,18 @@ class _Rows(_VectorIndexes):
             chunk = ids[start : start + 500]
             light.extend(
                 self._conn.execute(
-                    "SELECT id, key, updated_at, iif(json_valid(value), json_extract(value, '$.importance'), NULL), "
-                    f"{_LIGHT_SOUND} FROM items WHERE id IN ({','.join('?' * len(chunk))})",
-                    [integrity.MIN_TIME, integrity.MAX_TIME, *chunk],
+                    # (the key as bytes: UTF-8 sorts as its text does, and any key sorts; check_row judges it)
+                    "SELECT id, CAST(ifnull(key, '') AS BLOB), updated_at, "
+                    "iif(json_valid(value), json_extract(value, '$.importance'), NULL) "
+                    f"FROM items WHERE id IN ({','.join('?' * len(chunk))})",
+                    chunk,
                 ).fetchall()
             )
-        if bad := {r[0] for r in light if not r[4]}:  # a key or time that cannot be ranked
-            for row in self._full_rows(sorted(bad)):  # recorded as damaged (integrity.check_row)
+        lo, hi = integrity.MIN_TIME, integrity.MAX_TIME
+        if bad := {r[0] for r in light if not (type(r[2]) is float and lo <= r[2] <= hi) and _no_time(r[2])}:
+            for row in self._full_rows(sorted(bad)):  # a time that cannot be ranked: recorded (check_row)
                 self._row_to_item(row)
-            light = [r for r in light if r[4]]
+            light = [r for r in light if r[0] not in bad]
         if by_similarity:
             light.sort(key=lambda r: (-sims[r[0]], r[1]))
         else:

@@ -608,3 +608,23 @@ def test_a_memory_folder_replaced_by_a_file_is_refused_in_one_line(isolated_home
         "SMART_AGENT_HOME elsewhere"
     ]
     assert folder.read_text() == "not a folder\n"
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("key_sql", "shown", "reason"),
+    [("X'00FF'", "b'\\x00\\xff'", "key is bytes, not text"),
+     ("CAST(X'6B80' AS TEXT)", "k\\udc80", "key is not valid UTF-8 text")],
+    ids=["bytes", "not UTF-8"],
+)
+def test_a_row_whose_key_is_not_text_is_skipped_and_named_printably(tmp_path, key_sql, shown, reason):
+    keys = make_store(tmp_path)
+    tamper(tmp_path, f"UPDATE items SET key={key_sql} WHERE key=?", (keys["the cat is called Tom"],))
+    s = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())
+    good = {keys[f] for f in GOOD}
+    assert [(d["key"], d["reason"]) for d in s.stats()["damaged"]] == [(shown, reason)]
+    assert {i.key for i in s.search(NS)} == good
+    assert {h.key for h in s.recall(NS, "the cat is called Tom", k=5, min_similarity=-1.0)} == good
+    assert [(d["key"], d["reason"]) for d in s.damaged(NS)] == [(shown, reason)]
+    json.dumps(s.damaged(NS), ensure_ascii=False).encode("utf-8")  # printable
+    s.close()
