@@ -20,6 +20,7 @@ from .backends import add_db_arg
 
 EXIT_NOT_FOUND = 2  # an id that names no memory of the user is bad input (the CLI's rule, as threads)
 EXIT_REFUSED = 2  # the memory file is not a smart-agent memory database
+MAX_DAMAGE_LINES = 20  # damaged memories named one a line on stderr; the rest counted
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -125,9 +126,32 @@ def _on_store(args: argparse.Namespace, work: Any, embedding_model: str | None =
 
     async def main() -> int:
         async with open_memory_store(embedding_model) as store:
+            take = getattr(store, "take_notices", None)
+            for note in take() if callable(take) else []:  # the folder worked around or repaired
+                print(f"smart-agent: warning: {note}", file=sys.stderr)
             return int(await work(store, ns, user))
 
     return asyncio.run(main())
+
+
+def _skipped(store: Any, ns: tuple[str, ...], shown: set[str]) -> list[dict[str, Any]]:
+    """The user's damaged memories the command left out (not in ``shown``), each named on one
+    stderr line (integrity.py: one damaged row costs that row, never the command)."""
+    found = store.damaged(ns) if callable(getattr(store, "damaged", None)) else []
+    skipped = [{"id": d["key"], "reason": d["reason"]} for d in found if d["key"] not in shown]
+    for d in skipped[:MAX_DAMAGE_LINES]:
+        print(
+            f"smart-agent: warning: skipped damaged memory {d['id']}: {d['reason']} "
+            f"('smart-agent memory forget {d['id']}' deletes it)",
+            file=sys.stderr,
+        )
+    if len(skipped) > MAX_DAMAGE_LINES:
+        print(
+            f"smart-agent: warning: skipped {len(skipped) - MAX_DAMAGE_LINES} more damaged memories "
+            "('smart-agent memory stats --json' lists them)",
+            file=sys.stderr,
+        )
+    return skipped
 
 
 def _where(store: Any) -> str:
@@ -160,11 +184,12 @@ def _list(args: argparse.Namespace) -> int:
     from ..memory.backend import list_memories
 
     async def work(store: Any, ns: tuple[str, ...], user: str) -> int:
-        items, total = await list_memories(store, ns, max(1, args.k))
+        items, total = await list_memories(store, ns)
+        skipped = _skipped(store, ns, {i.key for i in items})
         now = time.time()
-        rows = [_row(i, now) for i in items]
+        rows = [_row(i, now) for i in items[: max(1, args.k)]]
         if args.json:
-            print(json.dumps({"user": user, "total": total, "memories": rows}, ensure_ascii=False))
+            print(json.dumps({"user": user, "total": total, "memories": rows, "damaged": skipped}, ensure_ascii=False))
             return 0
         if not rows:
             print(f"No memories for user {user!r} (in {_where(store)}).")
@@ -183,10 +208,13 @@ def _search(args: argparse.Namespace) -> int:
 
     async def work(store: Any, ns: tuple[str, ...], user: str) -> int:
         found = await recall(store, ns, args.query, max(1, args.k))
+        skipped = _skipped(store, ns, {r.key for r in found})
         now = time.time()
         rows = [r.to_dict(now) for r in found]
         if args.json:
-            print(json.dumps({"user": user, "query": args.query, "results": rows}, ensure_ascii=False))
+            print(
+                json.dumps({"user": user, "query": args.query, "results": rows, "damaged": skipped}, ensure_ascii=False)
+            )
             return 0
         if not rows:
             print(f"No memories of user {user!r} match.")
@@ -222,6 +250,7 @@ def _export(args: argparse.Namespace) -> int:
 
     async def work(store: Any, ns: tuple[str, ...], user: str) -> int:
         records = await export_records(store, ns)
+        _skipped(store, ns, {r["key"] for r in records})
         lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
         if args.file == "-":
             sys.stdout.write(lines)

@@ -62,6 +62,14 @@ class _NsIndex:
         self.ids.difference_update(int(i) for i in ids)
 
 
+def _meta_int(row: Any) -> int | None:
+    """A number the ``meta`` table holds as text; None when missing or damaged."""
+    try:
+        return int(row[0]) if row else None
+    except (TypeError, ValueError):
+        return None
+
+
 class _IndexCache:
     """Per-namespace FAISS indexes of a ``FaissMemoryStore`` (attributes set by its ``__init__``)."""
 
@@ -76,8 +84,10 @@ class _IndexCache:
     _conn: sqlite3.Connection
 
     def _dim(self) -> int | None:
+        """The stored vectors' size (None: unknown, or a damaged record the next write replaces)."""
         row = self._conn.execute("SELECT value FROM meta WHERE key='dim'").fetchone()
-        return int(row[0]) if row else None
+        dim = _meta_int(row)
+        return dim if dim is not None and 0 < dim <= 65_536 else None
 
     def _check_dim(self, vec: np.ndarray) -> None:
         dim = self._dim()
@@ -97,7 +107,7 @@ class _IndexCache:
     def _epoch(self) -> int:
         """The vectors' generation: re-embedding everything (another model) starts a new one."""
         row = self._conn.execute("SELECT value FROM meta WHERE key='vectors_epoch'").fetchone()
-        return int(row[0]) if row else 0
+        return _meta_int(row) or 0
 
     def _index_for(self, ns_json: str) -> _NsIndex | None:
         """The namespace's FAISS index, current with SQLite (None: unknown namespace)."""
@@ -214,6 +224,9 @@ class _IndexCache:
         fname = ""
         folder = self.path / INDEX_DIR
         version, index = entry.version, entry.index
+        if not folder.is_dir():  # a file in its place (the store's notices say so): kept in memory only
+            entry.unsaved = 0
+            return
         if index is not None and index.ntotal:
             faiss = ann.faiss_module()
             fname = f"{h}-{version}.faiss"

@@ -13,17 +13,32 @@ Opening (:func:`open_database`):
   line naming the file, and the file is left byte-for-byte as it was: it is
   inspected through a read-only connection before anything writes to it.
 
-Rows (``damaged`` table): a row whose vector blob has the wrong size or type,
-non-finite values or a norm other than 1 (or 0), or whose JSON value does not
-parse, is recorded in ``damaged`` with the reason, kept out of the FAISS index
-and out of results, and logged. Triggers forget the record when the row is
-rewritten or deleted, so a repaired row is checked again. The row itself is
-left in SQLite as it was (``smart-agent memory forget ID`` deletes it).
+Rows (``damaged`` table): every row is checked where it is read from SQLite, by
+:func:`check_row` (the whole row) or :func:`check_vector` (its vector), and a row
+that fails is recorded in ``damaged`` with the reason, kept out of the FAISS index
+and out of results, and logged -- one damaged row never fails a read of the
+others. Damage: a vector blob of the wrong size or type, with non-finite values
+or a norm other than 1 (or 0); a namespace that is not a JSON list of labels; a
+key that is not text; ``created_at``/``updated_at`` that are not epoch seconds a
+date can show; a value that is not text, larger than :data:`MAX_VALUE_CHARS`,
+nested deeper than :data:`MAX_VALUE_DEPTH`, not strict JSON (``NaN``), not an
+object, or with text that is not valid Unicode (invalid UTF-8, an unpaired
+``\\ud800``), or whose memory fields have the wrong type (``importance`` not a
+number, ``merges`` not a whole number >= 0, ``created_at``/``updated_at`` not
+epoch seconds). Triggers forget the record when the row is rewritten or deleted,
+so a repaired row is checked again. The row itself is left in SQLite as it was
+(``smart-agent memory forget ID`` deletes it).
+
+Namespaces (:func:`check_namespaces`, on open): the ``namespaces`` table is derived
+from the items' namespaces; a row of it that is damaged (a namespace that does not
+parse, a wrong ``ns_path``, a version or file of the wrong type) or missing is
+repaired from the items, so no memory silently drops out of its namespace.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -33,6 +48,9 @@ import uuid
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from ..inputs import DEFAULT_MAX_DEPTH, json_depth_problem
+from .matching import _ns_path
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -56,8 +74,13 @@ CREATE TRIGGER IF NOT EXISTS damaged_forget_deleted AFTER DELETE ON items
     BEGIN DELETE FROM damaged WHERE id = old.id; END;
 CREATE TRIGGER IF NOT EXISTS damaged_forget_rewritten AFTER UPDATE OF value, vector ON items
     BEGIN DELETE FROM damaged WHERE id = new.id; END;
+CREATE TRIGGER IF NOT EXISTS damaged_forget_changed AFTER UPDATE OF ns, key, text, created_at, updated_at ON items
+    BEGIN DELETE FROM damaged WHERE id = new.id; END;
 """
 _MARK = f"PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {FORMAT_VERSION};"
+
+
+_TEXT = functools.partial(str, encoding="utf-8", errors="surrogateescape")
 
 
 class MemoryUnavailable(ValueError):
@@ -77,6 +100,9 @@ def open_database(path: Path, schema: str) -> sqlite3.Connection:
         _create(path, schema)
     marked = verify_database(path)
     conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=30.0)
+    # Text that is not UTF-8 (bytes written behind the store's back) reads as text with lone
+    # surrogates, which check_row reports, instead of failing the whole query (sqlite3's default).
+    conn.text_factory = _TEXT
     try:
         conn.execute("PRAGMA busy_timeout = 30000")
         with contextlib.suppress(sqlite3.DatabaseError):  # e.g. some network filesystems
@@ -164,20 +190,147 @@ def verify_database(path: Path) -> bool:
 
 
 # --------------------------------------------------------------------------- rows
-def decode_value(raw: Any) -> dict[str, Any] | None:
-    """A row's JSON value as a dict (a non-object is wrapped as ``{"value": ...}``); None: damaged."""
-    if isinstance(raw, bytes):
-        try:
-            raw = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            return None
-    if not isinstance(raw, str):
+#: Largest JSON value a row may hold, in characters (the store writes none larger).
+MAX_VALUE_CHARS = 1_000_000
+#: Deepest nesting of a row's JSON value (``json.loads`` recurses per level).
+MAX_VALUE_DEPTH = DEFAULT_MAX_DEPTH
+#: Times a row may carry, in epoch seconds: what a date can show (years 1 to 9999).
+MIN_TIME, MAX_TIME = -62_135_596_800.0, 253_402_300_799.0
+#: The columns every read of whole rows selects, in the order :func:`check_row` takes them.
+ROW_COLUMNS = "ns, key, value, created_at, updated_at, id"
+_TIME_FIELDS = ("created_at", "updated_at")
+
+
+def _kind(x: Any) -> str:
+    if x is None:
+        return "null"
+    if isinstance(x, str):
+        return "text"
+    if isinstance(x, (bytes, bytearray, memoryview)):
+        return "bytes"
+    if isinstance(x, bool):
+        return "a boolean"
+    return {int: "an integer", float: "a number", list: "a list", dict: "an object"}.get(type(x), type(x).__name__)
+
+
+def _is_unicode(text: str) -> bool:
+    """No lone surrogate (from an unpaired ``\\ud800`` escape, or bytes that were not UTF-8)."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def printable(x: Any) -> str:
+    """``x`` as text that can be printed and JSON-encoded (a damaged key in a report)."""
+    return str(x).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def time_problem(ts: Any, name: str) -> str | None:
+    """Why ``ts`` is not a time a row may carry (epoch seconds); None when it is."""
+    if isinstance(ts, bool) or not isinstance(ts, (int, float)):
+        return f"{name} is {_kind(ts)}, not epoch seconds"
+    if not MIN_TIME <= ts <= MAX_TIME:  # (also NaN)
+        return f"{name} {ts:.6g} is out of range"
+    return None
+
+
+def as_time(ts: Any) -> float | None:
+    """``ts`` as epoch seconds; None when it is damaged (:func:`time_problem`)."""
+    if type(ts) is float and MIN_TIME <= ts <= MAX_TIME:  # (what the store writes)
+        return ts
+    return float(ts) if time_problem(ts, "") is None else None
+
+
+@functools.lru_cache(maxsize=1024)
+def namespace_labels(ns_json: Any) -> tuple[str, ...] | None:
+    """The labels of a stored namespace (a JSON list of labels, written as ``matching._ns_json``
+    writes it); None when it is damaged."""
+    if not isinstance(ns_json, str) or len(ns_json) > 10_000 or not _is_unicode(ns_json):
         return None
     try:
-        val = json.loads(raw)
-    except ValueError:  # JSONDecodeError, and NaN-free parsing errors
+        labels = json.loads(ns_json)
+    except (ValueError, RecursionError):
         return None
-    return val if isinstance(val, dict) else {"value": val}
+    if not isinstance(labels, list) or not all(
+        isinstance(label, str) and label and "." not in label and "\x00" not in label for label in labels
+    ):
+        return None
+    if json.dumps(labels, ensure_ascii=False) != ns_json:  # not as the store writes it: lookups miss it
+        return None
+    return tuple(labels)
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)  # strict JSON: no NaN, no Infinity
+
+
+def decode_value(raw: Any) -> tuple[dict[str, Any] | None, str]:
+    """A row's value: ``(value, "")``, or ``(None, reason)`` when it is damaged (see the module doc)."""
+    if not isinstance(raw, str):
+        return None, f"value is {_kind(raw)}, not JSON text"
+    if len(raw) > MAX_VALUE_CHARS:
+        return None, f"value is {len(raw):,} characters, more than {MAX_VALUE_CHARS:,}"
+    if not _is_unicode(raw):
+        return None, "value is not valid UTF-8 text"
+    if raw.count("[") + raw.count("{") > MAX_VALUE_DEPTH and (problem := json_depth_problem(raw, MAX_VALUE_DEPTH)):
+        return None, f"value is {problem}"
+    try:
+        val = _DECODER.decode(raw)
+    except (ValueError, RecursionError):  # JSONDecodeError, NaN/Infinity
+        return None, "value is not valid JSON"
+    if not isinstance(val, dict):
+        return None, f"value is {_kind(val)}, not a JSON object"
+    if "\\u" in raw and not _is_unicode(json.dumps(val, ensure_ascii=False)):
+        return None, "value has an unpaired surrogate escape (\\ud800-\\udfff), not text"
+    imp = val.get("importance")
+    if imp is not None and (isinstance(imp, bool) or not isinstance(imp, (int, float))):
+        return None, f"importance is {_kind(imp)}, not a number"
+    merges = val.get("merges", 0)
+    if isinstance(merges, bool) or not isinstance(merges, int) or merges < 0:
+        shown = merges if isinstance(merges, int) and not isinstance(merges, bool) else _kind(merges)
+        return None, f"merges is {shown}, not a whole number >= 0"
+    for name in _TIME_FIELDS:
+        if name in val and (problem := time_problem(val[name], f"the value's {name}")):
+            return None, problem
+    return val, ""
+
+
+def value_problem(payload: str) -> str | None:
+    """Why the store must not write the JSON ``payload`` (it would read it as damaged)."""
+    if len(payload) > MAX_VALUE_CHARS:
+        return f"the value is {len(payload):,} characters of JSON, more than the store's {MAX_VALUE_CHARS:,}"
+    if payload.count("[") + payload.count("{") > MAX_VALUE_DEPTH and (
+        problem := json_depth_problem(payload, MAX_VALUE_DEPTH)
+    ):
+        return f"the value is {problem}"
+    return None
+
+
+def check_row(row: Sequence[Any]) -> tuple[tuple[tuple[str, ...], str, dict[str, Any], float, float] | None, str]:
+    """A row read as :data:`ROW_COLUMNS`: ``((labels, key, value, created, updated), "")``, or
+    ``(None, reason)`` when it is damaged. The one check of a whole row: every read uses it."""
+    ns_json, key, raw, created, updated = row[:5]
+    labels = namespace_labels(ns_json)
+    if labels is None:
+        return None, "namespace is not a JSON list of labels"
+    if not isinstance(key, str) or not key:
+        return None, f"key is {_kind(key) if key != '' else 'empty'}, not text"
+    if not _is_unicode(key):
+        return None, "key is not valid UTF-8 text"
+    for name, ts in (("created_at", created), ("updated_at", updated)):
+        if as_time(ts) is None:
+            return None, time_problem(ts, name) or ""
+    value, reason = decode_value(raw)
+    if value is None:
+        return None, reason
+    return (labels, key, value, float(created), float(updated)), ""
 
 
 def check_vector(blob: Any, dim: int) -> tuple[np.ndarray | None, str]:
@@ -225,58 +378,124 @@ def sound_vectors(
             vecs.append(vec)
     if bad:
         record_damaged(conn, ns_json, bad)
-        log.warning(
+        log.info(
             "smart-agent memory: skipped %d damaged row(s) of %s (not indexed, not recalled): %s",
-            len(bad), ns_json, "; ".join(f"{k}: {why}" for _, k, why in bad[:5]),
+            len(bad), ns_json, "; ".join(f"{printable(k)}: {why}" for _, k, why in bad[:5]),
         )
     return ids, vecs
 
 
-def record_damaged(conn: sqlite3.Connection, ns_json: str, bad: Sequence[tuple[int, str, str]]) -> int:
-    """Remember damaged rows (``(id, key, reason)``); returns how many were new."""
+def record_damaged(conn: sqlite3.Connection, ns_json: Any, bad: Sequence[tuple[int, Any, str]]) -> int:
+    """Remember damaged rows (``(id, key, reason)``); returns how many were new. A row recorded
+    for its vector that turns out damaged otherwise gets that reason (it cannot be repaired by
+    re-embedding it, and listing leaves it out). (Logged at INFO: what reads the rows reports
+    them -- the run's events, the ``smart-agent memory`` commands.)"""
     now = time.time()
     new = 0
     for item_id, key, reason in bad:
         cur = conn.execute(
-            "INSERT OR IGNORE INTO damaged(id, reason, found_at) VALUES (?, ?, ?)", (item_id, reason, now)
+            "INSERT INTO damaged(id, reason, found_at) VALUES (?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
+            "reason = excluded.reason, found_at = excluded.found_at "
+            "WHERE damaged.reason LIKE 'vector%' AND excluded.reason NOT LIKE 'vector%'",
+            (item_id, reason, now),
         )
         if cur.rowcount:
             new += 1
-            log.warning("smart-agent memory: damaged row %s in %s: %s", key, ns_json, reason)
+            log.info("smart-agent memory: damaged row %s in %s: %s", printable(key), printable(ns_json), reason)
     return new
 
 
-def record_bad_value(conn: sqlite3.Connection, ns_json: str, key: str) -> None:
-    row = conn.execute("SELECT id FROM items WHERE ns=? AND key=?", (ns_json, key)).fetchone()
-    if row:
-        record_damaged(conn, ns_json, [(row[0], key, "value is not valid JSON")])
-
-
 def damaged_rows(conn: sqlite3.Connection, ns_path: str, dim: int | None, *, scan: bool) -> list[dict[str, Any]]:
-    """Damaged rows under a namespace prefix path: the recorded ones, and with ``scan``
-    also those SQL can see without decoding (invalid JSON, wrong vector size).
+    """Damaged rows under a namespace prefix path: the recorded ones, and with ``scan`` also
+    those not read yet (every row through :func:`check_row`, and vectors of the wrong size: a
+    vector's values are checked when an index is built from it).
 
     Without ``scan`` (every recall and write asks) the query starts from the ``damaged`` table
     (CROSS JOIN keeps it outermost): it reads the recorded rows only, not every memory of the
     namespace (100,000 memories: 23.6 ms a call before)."""
-    if scan:
+    out = []
+    if not scan:
         rows = conn.execute(
-            "SELECT i.ns, i.key, d.reason, json_valid(i.value), length(i.vector) FROM items i "
-            "JOIN namespaces n ON n.ns = i.ns LEFT JOIN damaged d ON d.id = i.id "
-            "WHERE substr(n.ns_path, 1, ?) = ? AND (d.id IS NOT NULL OR NOT json_valid(i.value) OR (i.vector IS NOT "
-            "NULL AND (typeof(i.vector) != 'blob' OR length(i.vector) != ?))) ORDER BY i.ns, i.id",
-            [len(ns_path), ns_path, 4 * dim if dim else None],
-        ).fetchall()
-    else:
-        rows = conn.execute(
-            "SELECT i.ns, i.key, d.reason, json_valid(i.value), length(i.vector) FROM damaged d "
+            "SELECT i.ns, i.key, d.reason FROM damaged d "
             "CROSS JOIN items i ON i.id = d.id CROSS JOIN namespaces n ON n.ns = i.ns "
             "WHERE substr(n.ns_path, 1, ?) = ? ORDER BY i.ns, i.id",
             [len(ns_path), ns_path],
         ).fetchall()
-    out = []
-    for ns_json, key, reason, json_ok, size in rows:
-        if reason is None:
-            reason = "value is not valid JSON" if not json_ok else f"vector has {size} bytes, expected {4 * (dim or 0)}"
-        out.append({"namespace": json.loads(ns_json), "key": key, "reason": reason})
+        for ns_json, key, reason in rows:
+            out.append({"namespace": list(namespace_labels(ns_json) or ()), "key": printable(key), "reason": reason})
+        return out
+    cursor = conn.execute(
+        "SELECT i.ns, i.key, i.value, i.created_at, i.updated_at, i.id, d.reason, CASE WHEN i.vector IS NULL OR "
+        "(typeof(i.vector) = 'blob' AND length(i.vector) = ?) THEN NULL ELSE i.vector END "  # (the wrong size only)
+        "FROM items i JOIN namespaces n ON n.ns = i.ns LEFT JOIN damaged d ON d.id = i.id "
+        "WHERE substr(n.ns_path, 1, ?) = ? ORDER BY i.ns, i.id",
+        [4 * dim if dim else None, len(ns_path), ns_path],
+    )
+    for row in cursor:
+        reason = row[6] or check_row(row)[1]
+        if not reason and row[7] is not None and dim:
+            reason = check_vector(row[7], dim)[1]
+        if reason:
+            out.append({"namespace": list(namespace_labels(row[0]) or ()), "key": printable(row[1]), "reason": reason})
     return out
+
+
+# --------------------------------------------------------------------------- namespaces
+def check_namespaces(conn: sqlite3.Connection) -> list[str]:
+    """Repair the ``namespaces`` table from the items (see the module doc); one line per repair.
+
+    Reads the table (one row per namespace) and the items' distinct namespaces (one index seek
+    each, not a scan of the items); writes only when something is wrong."""
+    found: dict[Any, tuple[int, Any, str, str, str]] = {}
+    used = []
+    conn.execute("BEGIN")  # one snapshot (a write committed meanwhile is not a missing row)
+    try:
+        for rowid, ns, path, *types in conn.execute(
+            "SELECT rowid, ns, ns_path, typeof(version), typeof(file), typeof(file_version) FROM namespaces"
+        ).fetchall():
+            found[ns] = (rowid, path, *types)
+        ns = conn.execute("SELECT min(ns) FROM items").fetchone()[0]
+        while ns is not None:
+            used.append(ns)
+            ns = conn.execute("SELECT min(ns) FROM items WHERE ns > ?", (ns,)).fetchone()[0]
+    finally:
+        conn.execute("COMMIT")
+    fixes: list[tuple[str, tuple[Any, ...]]] = []
+    parts: list[str] = []  # what was repaired
+    notes: list[str] = []
+    for ns, (rowid, path, t_version, t_file, t_file_version) in found.items():
+        labels = namespace_labels(ns)
+        if labels is None:
+            fixes.append(("DELETE FROM namespaces WHERE rowid = ? AND ns IS ?", (rowid, ns)))
+            parts.append(f"dropped the row {printable(ns)[:80]!r} (not a JSON list of labels)")
+            continue
+        if path != _ns_path(labels):
+            fixes.append(("UPDATE namespaces SET ns_path = ? WHERE ns = ?", (_ns_path(labels), ns)))
+            parts.append(f"rewrote the path of {printable(ns)}")
+        if (t_version, t_file, t_file_version) != ("integer", "text", "integer"):
+            fixes.append(("UPDATE namespaces SET version = 0, file = '', file_version = -1 WHERE ns = ?", (ns,)))
+            parts.append(f"reset the index version of {printable(ns)} (its index is rebuilt)")
+    for ns in used:
+        if ns in found and namespace_labels(ns) is not None:
+            continue
+        labels = namespace_labels(ns)
+        if labels is not None:
+            fixes.append(("INSERT OR IGNORE INTO namespaces(ns, ns_path) VALUES (?, ?)", (ns, _ns_path(labels))))
+            parts.append(f"restored the missing row of {printable(ns)}")
+        else:
+            bad = conn.execute("SELECT id, key FROM items WHERE ns IS ?", (ns,)).fetchall()
+            new = record_damaged(conn, ns, [(r[0], r[1], "namespace is not a JSON list of labels") for r in bad])
+            if new:
+                shown = printable(ns)[:80]
+                notes.append(f"{new} row(s) with the namespace {shown!r} (not a JSON list of labels) skipped")
+    if fixes:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for sql, params in fixes:
+                conn.execute(sql, params)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        notes.insert(0, "repaired the namespaces table from the memories: " + "; ".join(parts))
+    return notes

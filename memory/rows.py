@@ -33,6 +33,10 @@ if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
 
+def _no_time(ts: Any) -> bool:
+    return integrity.as_time(ts) is None
+
+
 def _dt(ts: float) -> datetime:
     return datetime.fromtimestamp(ts, tz=UTC)
 
@@ -62,18 +66,24 @@ class _Rows(_VectorIndexes):
         import numpy as np
 
         ns_json = _ns_json(ns)
+        # The store writes no row it would read as damaged (integrity.check_row).
+        try:
+            payload = json.dumps(dict(value), ensure_ascii=False, allow_nan=False)
+        except (ValueError, RecursionError) as exc:  # NaN/Infinity, nesting past Python's recursion limit
+            raise ValueError(f"Cannot store {key!r} in {ns}: the value is not JSON ({exc})") from None
+        if problem := integrity.value_problem(payload):
+            raise ValueError(f"Cannot store {key!r} in {ns}: {problem}")
         entry = self._touch_ns(ns, ns_json)
         old = self._conn.execute("SELECT id, created_at FROM items WHERE ns=? AND key=?", (ns_json, key)).fetchone()
         blob = None
         if vec is not None:
             self._check_dim(vec)
             blob = _vec_bytes(vec)
-        payload = json.dumps(dict(value), ensure_ascii=False)
         created = now
         if old:
             # A rewrite is a new row (a new id): a row's vector never changes under its id, so
             # another process's index catches up by ids alone (index_cache.py).
-            created = old[1]
+            created = old[1] if integrity.as_time(old[1]) is not None else now  # (damaged: now)
             self._conn.execute("DELETE FROM items WHERE id=?", (old[0],))
             entry.remove(np.array([old[0]], dtype="int64"))
         else:
@@ -132,19 +142,20 @@ class _Rows(_VectorIndexes):
 
     # -- reads (lock held) --------------------------------------------------------
     def _row_to_item(self, row: Sequence[Any], score: float | None = None) -> SearchItem | None:
-        """The row as an item; None (recorded as damaged) when its value is not JSON."""
-        ns_json, key, value, created, updated = row[:5]
-        ns = tuple(json.loads(ns_json))
-        if (val := integrity.decode_value(value)) is None:
-            integrity.record_bad_value(self._conn, ns_json, key)
+        """A row read as ``integrity.ROW_COLUMNS`` as an item; None (recorded as damaged) when
+        ``integrity.check_row`` refuses it. Every read of whole rows goes through here."""
+        sound, reason = integrity.check_row(row)
+        if sound is None:
+            integrity.record_damaged(self._conn, row[0], [(row[5], row[1], reason)])
             return None
+        ns, key, val, created, updated = sound
         return SearchItem(
             namespace=ns, key=key, value=val, created_at=_dt(created), updated_at=_dt(updated), score=score
         )
 
     def _get(self, op: GetOp) -> Item | None:
         row = self._conn.execute(
-            "SELECT ns, key, value, created_at, updated_at FROM items WHERE ns=? AND key=?",
+            f"SELECT {integrity.ROW_COLUMNS} FROM items WHERE ns=? AND key=?",
             (_ns_json(op.namespace), op.key),
         ).fetchone()
         item = self._row_to_item(row) if row else None
@@ -225,8 +236,7 @@ class _Rows(_VectorIndexes):
             chunk = ids[start : start + 500]
             rows.extend(
                 self._conn.execute(
-                    "SELECT ns, key, value, created_at, updated_at, id FROM items WHERE id IN "
-                    f"({','.join('?' * len(chunk))})",
+                    f"SELECT {integrity.ROW_COLUMNS} FROM items WHERE id IN ({','.join('?' * len(chunk))})",
                     chunk,
                 ).fetchall()
             )
@@ -258,11 +268,18 @@ class _Rows(_VectorIndexes):
             chunk = ids[start : start + 500]
             light.extend(
                 self._conn.execute(
-                    "SELECT id, key, updated_at, iif(json_valid(value), json_extract(value, '$.importance'), NULL) "
+                    # (the key as bytes: UTF-8 sorts as its text does, and any key sorts; check_row judges it)
+                    "SELECT id, CAST(ifnull(key, '') AS BLOB), updated_at, "
+                    "iif(json_valid(value), json_extract(value, '$.importance'), NULL) "
                     f"FROM items WHERE id IN ({','.join('?' * len(chunk))})",
                     chunk,
                 ).fetchall()
             )
+        lo, hi = integrity.MIN_TIME, integrity.MAX_TIME
+        if bad := {r[0] for r in light if not (type(r[2]) is float and lo <= r[2] <= hi) and _no_time(r[2])}:
+            for row in self._full_rows(sorted(bad)):  # a time that cannot be ranked: recorded (check_row)
+                self._row_to_item(row)
+            light = [r for r in light if r[0] not in bad]
         if by_similarity:
             light.sort(key=lambda r: (-sims[r[0]], r[1]))
         else:
@@ -288,14 +305,24 @@ class _Rows(_VectorIndexes):
             return [r.item for r in ranked[op.offset : op.offset + op.limit]]
         p = _ns_path(op.namespace_prefix)
         sql = (
-            "SELECT i.ns, i.key, i.value, i.created_at, i.updated_at FROM items i JOIN namespaces n ON n.ns = i.ns "
-            "WHERE substr(n.ns_path, 1, ?) = ? ORDER BY i.updated_at DESC, i.id DESC"
+            "SELECT i.ns, i.key, i.value, i.created_at, i.updated_at, i.id FROM items i "
+            "JOIN namespaces n ON n.ns = i.ns WHERE substr(n.ns_path, 1, ?) = ? {} "
+            "ORDER BY i.updated_at DESC, i.id DESC"
         )
         params: list[Any] = [len(p), p]
         if not op.filter:
-            sql += " LIMIT ? OFFSET ?"
+            # A page of sound rows (the offset counts those): rows known damaged (other than by
+            # their vector, which listing does not read) are left out by SQL; one found damaged
+            # in the page is recorded and the page read again without it.
+            sql = sql.format(
+                "AND i.id NOT IN (SELECT id FROM damaged WHERE reason NOT LIKE 'vector%')"
+            ) + " LIMIT ? OFFSET ?"
             params += [op.limit, op.offset]
-            return [i for r in self._conn.execute(sql, params).fetchall() if (i := self._row_to_item(r))]
+            while True:
+                items = [self._row_to_item(r) for r in self._conn.execute(sql, params).fetchall()]
+                if all(items):
+                    return [i for i in items if i is not None]
+        sql = sql.format("")
         out: list[SearchItem] = []
         skipped = 0
         for r in self._conn.execute(sql, params):
@@ -311,7 +338,8 @@ class _Rows(_VectorIndexes):
         return out
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
-        nss = [tuple(json.loads(r[0])) for r in self._conn.execute("SELECT DISTINCT ns FROM items")]
+        found = (integrity.namespace_labels(r[0]) for r in self._conn.execute("SELECT DISTINCT ns FROM items"))
+        nss = [ns for ns in found if ns is not None]  # (a damaged one: its rows are damaged)
         if op.match_conditions:
             nss = [ns for ns in nss if all(_ns_matches(c, ns) for c in op.match_conditions)]
         nss = sorted({ns[: op.max_depth] for ns in nss}) if op.max_depth is not None else sorted(nss)

@@ -32,7 +32,8 @@ indexes), ``rows.py`` (``batch`` and the SQLite reads/writes), ``ranking.py`` (`
 
 from __future__ import annotations
 
-import json
+import contextlib
+import logging
 import os
 import threading
 import time
@@ -60,6 +61,8 @@ from .ranking import (
 )
 from .rows import _dt, _Rows
 from .vectors import INDEX_DIR, _NsIndex, _Txn
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "DB_NAME", "INDEX_DIR", "FaissMemoryStore", "RankingConfig", "Recalled", "WriteResult",
@@ -156,8 +159,16 @@ class FaissMemoryStore(_Rows, BaseStore):
     ) -> None:
         # (absolute: the index files it saves later go to this folder whatever the working folder is then)
         self.path = (Path(path) if path is not None else default_memory_dir()).expanduser().absolute()
-        self.path.mkdir(parents=True, exist_ok=True)
-        (self.path / INDEX_DIR).mkdir(exist_ok=True)
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # (a file in its place, no permission)
+            why = "not a folder" if self.path.exists() else exc.strerror or str(exc)
+            raise integrity.MemoryUnavailable(
+                f"{self.path} cannot hold the memory database ({why}); move it away or point SMART_AGENT_HOME "
+                "elsewhere"
+            ) from None
+        with contextlib.suppress(OSError):  # (a file in its place: take_notices says so)
+            (self.path / INDEX_DIR).mkdir(exist_ok=True)
         self._embeddings_spec = embeddings if embeddings is not None else "local"
         self._embeddings: Embeddings | None = None
         self.embedding_name = embedding_name or embedding_id(self._embeddings_spec)
@@ -178,6 +189,13 @@ class FaissMemoryStore(_Rows, BaseStore):
         self._closed = False
         # Refuses (MemoryUnavailable) a file that is not a memory database, leaving it as it was.
         self._conn = integrity.open_database(self.path / DB_NAME, _SCHEMA)
+        try:
+            self._repairs = [f"{self._db_path}: {note}" for note in integrity.check_namespaces(self._conn)]
+        except BaseException:
+            self._conn.close()
+            raise
+        for note in self._repairs:
+            log.info("smart-agent memory: %s", note)
 
     # -- lifecycle ----------------------------------------------------------
     def close(self) -> None:
@@ -190,6 +208,19 @@ class FaissMemoryStore(_Rows, BaseStore):
                     self._closed = True
                     self._indexes.clear()
                     self._conn.close()
+
+    def take_notices(self) -> list[str]:
+        """One line each about the folder: what the store works around now (an index folder that
+        is not a folder) and what opening it repaired (said once). The memory commands print
+        them; a run's memory events carry them in their ``warning``."""
+        index_dir = self.path / INDEX_DIR
+        notes = [] if index_dir.is_dir() else [
+            f"{index_dir} is not a folder: the FAISS indexes are rebuilt from SQLite in memory and not saved; "
+            "move it away to let smart-agent recreate the folder"
+        ]
+        notes += self._repairs
+        self._repairs = []
+        return notes
 
     def __enter__(self) -> FaissMemoryStore:
         return self
@@ -251,7 +282,7 @@ class FaissMemoryStore(_Rows, BaseStore):
                 base = {"kind": kind, **(dict(metadata) if metadata else {})}
                 if nearest is not None and nearest[1] >= self.dedupe_threshold:
                     row = self._conn.execute(
-                        "SELECT ns, key, value, created_at, updated_at FROM items WHERE id=?", (nearest[0],)
+                        f"SELECT {integrity.ROW_COLUMNS} FROM items WHERE id=?", (nearest[0],)
                     ).fetchone()
                     old = getattr(self._row_to_item(row), "value", {})  # damaged: the new text repairs it
                     merges = int(old.get("merges", 0) or 0) + 1
@@ -262,11 +293,10 @@ class FaissMemoryStore(_Rows, BaseStore):
                 else:
                     key = key or uuid.uuid4().hex[:12]
                     existing = self._conn.execute(
-                        "SELECT value FROM items WHERE ns=? AND key=?", (ns_json, key)
+                        f"SELECT {integrity.ROW_COLUMNS} FROM items WHERE ns=? AND key=?", (ns_json, key)
                     ).fetchone()
-                    merges = 0
-                    if existing:
-                        merges = int((integrity.decode_value(existing[0]) or {}).get("merges", 0) or 0)
+                    old_item = self._row_to_item(existing) if existing else None  # damaged: rewritten afresh
+                    merges = int(old_item.value.get("merges", 0)) if old_item is not None else 0
                     value = {**base, "text": text, "importance": round(importance, 4), "merges": merges}
                     self._put_row(ns, key, value, text, vec, now)
                     result = WriteResult(key, "created", ns, similarity, merges, importance)
@@ -287,11 +317,13 @@ class FaissMemoryStore(_Rows, BaseStore):
         ).fetchall()
 
         def worth(r: Sequence[Any]) -> tuple[float, float]:
+            if (updated := integrity.as_time(r[2])) is None:
+                return (-1.0, float("-inf"))  # a damaged row goes first
             try:
                 imp = min(1.0, max(0.0, float(r[1]))) if r[1] is not None else DEFAULT_IMPORTANCE
             except (TypeError, ValueError):
                 imp = DEFAULT_IMPORTANCE
-            return (imp * self.ranking.recency(now - r[2]), r[2])
+            return (imp * self.ranking.recency(now - updated), updated)
 
         victims = [r[0] for r in sorted(rows, key=worth)[:excess]]
         return self._delete_rows(ns, victims)
@@ -364,25 +396,30 @@ class FaissMemoryStore(_Rows, BaseStore):
         with self._lock:
             self._ensure_open()
             self.flush()
+            # (a damaged time or merges count, see integrity.py, is left out of the figures)
+            sound_time = "iif(typeof({c}) IN ('integer', 'real') AND {c} BETWEEN :lo AND :hi, {c}, NULL)"
             rows = self._conn.execute(
-                "SELECT i.ns, COUNT(*), SUM(i.vector IS NOT NULL), MIN(i.created_at), MAX(i.updated_at), "
-                "SUM(iif(json_valid(i.value), COALESCE(json_extract(i.value, '$.merges'), 0), 0)) FROM items i JOIN "
+                "SELECT i.ns, COUNT(*), SUM(i.vector IS NOT NULL), "
+                f"MIN({sound_time.format(c='i.created_at')}), MAX({sound_time.format(c='i.updated_at')}), "
+                "TOTAL(CASE WHEN typeof(i.value) = 'text' AND json_valid(i.value) AND json_type(i.value, '$.merges') "
+                "= 'integer' THEN max(json_extract(i.value, '$.merges'), 0) ELSE 0 END) FROM items i JOIN "
                 "namespaces n ON n.ns = i.ns "
-                "WHERE substr(n.ns_path, 1, ?) = ? GROUP BY i.ns ORDER BY i.ns",
-                (len(p), p),
+                "WHERE substr(n.ns_path, 1, :n) = :p GROUP BY i.ns ORDER BY i.ns",
+                {"n": len(p), "p": p, "lo": integrity.MIN_TIME, "hi": integrity.MAX_TIME},
             ).fetchall()
             meta = dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
-            damaged = integrity.damaged_rows(self._conn, p, self._dim(), scan=True)
+            dim = self._dim()
+            damaged = integrity.damaged_rows(self._conn, p, dim, scan=True)
         files = list((self.path / INDEX_DIR).glob("*.faiss"))
         db_bytes = sum(f.stat().st_size for f in self.path.glob(DB_NAME + "*") if f.is_file())
         return {
             "path": str(self.path),
-            "embedding_model": meta.get("embedding_model", self.embedding_name),
-            "dim": int(meta["dim"]) if "dim" in meta else None,
+            "embedding_model": integrity.printable(meta.get("embedding_model", self.embedding_name)),
+            "dim": dim,
             "items": sum(r[1] for r in rows),
             "namespaces": [
                 {
-                    "namespace": json.loads(r[0]),
+                    "namespace": list(integrity.namespace_labels(r[0]) or ()),
                     "items": r[1],
                     "indexed": int(r[2] or 0),
                     "merges": int(r[5] or 0),

@@ -89,7 +89,7 @@ class _VectorIndexes(_IndexCache):
             self._model_checked = True
 
     def _reembed_all(self, old: str) -> None:
-        rows = self._conn.execute("SELECT id, text FROM items WHERE text IS NOT NULL").fetchall()
+        rows = self._conn.execute("SELECT id, text FROM items WHERE typeof(text) = 'text'").fetchall()
         log.warning(
             "smart-agent memory: vectors in %s were made by %r; re-embedding %d items with %r",
             self.path, old, len(rows), self.embedding_name,
@@ -121,7 +121,8 @@ class _VectorIndexes(_IndexCache):
 
     # -- self-repair ----------------------------------------------------------------
     def repair(self, namespace_prefix: Sequence[str] = ()) -> list[str]:
-        """Re-embed the damaged rows whose text and value are intact (only the vector was bad).
+        """Re-embed the damaged rows whose text and value are intact (only the vector was bad:
+        a row damaged otherwise, ``integrity.check_row``, is recorded with that reason instead).
 
         Returns their keys. Timestamps are kept; a row rewritten meanwhile is left alone.
         """
@@ -134,7 +135,8 @@ class _VectorIndexes(_IndexCache):
                 # (from the recorded rows, CROSS JOIN keeping them outermost: not a scan of every memory)
                 "SELECT i.id, i.text FROM damaged d CROSS JOIN items i ON i.id = d.id "
                 "CROSS JOIN namespaces n ON n.ns = i.ns "
-                "WHERE substr(n.ns_path, 1, ?) = ? AND i.text IS NOT NULL AND json_valid(i.value) ORDER BY i.id",
+                "WHERE substr(n.ns_path, 1, ?) = ? AND d.reason LIKE 'vector%' AND typeof(i.text) = 'text' "
+                "AND json_valid(i.value) ORDER BY i.id",
                 (len(p), p),
             ).fetchall()
         if not rows:

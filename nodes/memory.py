@@ -95,9 +95,14 @@ def _damage(store: Any, ns: tuple[str, ...], *, repair: bool = False) -> dict[st
         except Exception as exc:  # the write itself succeeded
             log.warning("smart-agent memory: repair failed: %s", exc)
     found = store.damaged(ns) if callable(getattr(store, "damaged", None)) else []
+    take = getattr(store, "take_notices", None)
+    warnings = take() if callable(take) else []  # the folder worked around or repaired
     if found:
         reasons = "; ".join(f"{d['key']}: {d['reason']}" for d in found[:3])
-        fields.update(warning=f"{len(found)} damaged memory row(s) skipped ({reasons})", damaged=len(found))
+        warnings.insert(0, f"{len(found)} damaged memory row(s) skipped ({reasons})")
+        fields["damaged"] = len(found)
+    if warnings:
+        fields["warning"] = "; ".join(warnings)
     return fields
 
 

@@ -239,3 +239,392 @@ def test_finding_damaged_rows_reads_the_recorded_ones_not_every_memory(tmp_path)
         s.close()
     assert steps[2000] <= steps[20] + 5, steps  # (a scan of the namespace: hundreds of blocks more)
     assert steps[-2000] <= steps[-20] + 5, steps
+
+
+# -- one damaged row of any kind: read once, checked in one place (integrity.check_row) ---------
+DEEP = '{"text": "deep", "x": ' + "[" * 100_000 + "]" * 100_000 + "}"
+HUGE = '{"text": "' + "x" * 1_000_001 + '"}'
+# name -> (SQL planting it into the row whose key is the last parameter, its parameters, the reason)
+ROW_DAMAGE = {
+    # found by the review
+    "value nested 100k deep": ("UPDATE items SET value=? WHERE key=?", (DEEP,), "value is nested more than 200 levels"),
+    "created_at as text": ("UPDATE items SET created_at='yesterday' WHERE key=?", (), "created_at is text, not epoch"),
+    "lone surrogate in the value": (
+        "UPDATE items SET value=? WHERE key=?", ('{"text": "a \\ud800 b"}',), "value has an unpaired surrogate escape"
+    ),
+    # the same kind
+    "updated_at as text": ("UPDATE items SET updated_at='now' WHERE key=?", (), "updated_at is text, not epoch"),
+    "created_at out of range": (
+        "UPDATE items SET created_at=1e300 WHERE key=?", (), "created_at 1e+300 is out of range"
+    ),
+    "importance as text": (
+        "UPDATE items SET value=json_set(value, '$.importance', 'high') WHERE key=?", (), "importance is text, not a"
+    ),
+    "merges as text": ("UPDATE items SET value=json_set(value, '$.merges', 'many') WHERE key=?", (), "merges is text"),
+    "time in the value as text": (
+        "UPDATE items SET value=json_set(value, '$.updated_at', 'monday') WHERE key=?", (),
+        "the value's updated_at is text",
+    ),
+    "value a JSON list": (
+        "UPDATE items SET value='[\"a list\"]' WHERE key=?", (), "value is a list, not a JSON object"
+    ),
+    "value a JSON number": ("UPDATE items SET value='42' WHERE key=?", (), "value is an integer, not a JSON object"),
+    "huge value": ("UPDATE items SET value=? WHERE key=?", (HUGE,), "value is 1,000,013 characters, more than"),
+    "NaN in the value": (
+        "UPDATE items SET value='{\"text\": \"t\", \"importance\": NaN}' WHERE key=?", (), "value is not valid JSON"
+    ),
+    "bytes that are not UTF-8": (
+        "UPDATE items SET value=CAST(X'7B2274657874223A202280FF227D' AS TEXT) WHERE key=?", (),
+        "value is not valid UTF-8 text",
+    ),
+    "value stored as bytes": ("UPDATE items SET value=X'7B7D' WHERE key=?", (), "value is bytes, not JSON text"),
+}
+REVIEWED = ["value nested 100k deep", "created_at as text", "lone surrogate in the value"]
+GOOD = ["the dog is called Rex", "the fish is called Nemo"]
+
+
+def plant(folder, kind, key) -> None:
+    sql, params, _ = ROW_DAMAGE[kind]
+    tamper(folder, sql, (*params, key))
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("kind", ROW_DAMAGE)
+def test_a_damaged_row_of_any_kind_costs_that_row_only(tmp_path, kind):
+    import asyncio
+
+    from smart_agent.memory.transfer import export_records
+
+    keys = make_store(tmp_path)
+    bad = keys["the cat is called Tom"]
+    good = {keys[f] for f in GOOD}
+    plant(tmp_path, kind, bad)
+    reason = ROW_DAMAGE[kind][2]
+    s = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())
+    # stats finds the row before anything read it, and does not fail on it
+    stats = s.stats()
+    assert stats["items"] == 3 and [d["key"] for d in stats["damaged"]] == [bad]
+    assert stats["damaged"][0]["reason"].startswith(reason)
+    # list, search, get, recall and export skip it and keep the others
+    assert {i.key for i in s.search(NS)} == good
+    assert s.get(NS, bad) is None
+    hits = s.recall(NS, "the cat is called Tom", k=5, min_similarity=-1.0)
+    assert {h.key for h in hits} == good
+    assert {r["key"] for r in asyncio.run(export_records(s, NS))} == good
+    (damaged,) = s.damaged(NS)
+    assert damaged["key"] == bad and damaged["reason"].startswith(reason)
+    # writes keep working; the damaged row is not "repaired" (only a bad vector is)
+    assert s.remember(NS, "the bird is called Tweety").action == "created"
+    assert s.repair(NS) == [] and [d["key"] for d in s.damaged(NS)] == [bad]
+    # writing the key again replaces the damaged row
+    s.put(NS, bad, {"text": "the cat is called Tom"})
+    assert s.damaged(NS) == [] and s.get(NS, bad).value == {"text": "the cat is called Tom"}
+    s.close()
+
+
+@pytest.mark.unit
+def test_the_store_writes_no_value_it_would_read_as_damaged(tmp_path):
+    s = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())
+    deep: list = []
+    for _ in range(300):
+        deep = [deep]
+    for value, why in [
+        ({"text": "t", "x": deep}, "nested more than 200 levels"),
+        ({"text": "x" * 1_000_001}, "more than the store's 1,000,000"),
+        ({"text": "t", "importance": float("nan")}, "not JSON"),
+    ]:
+        with pytest.raises(ValueError, match=why):
+            s.put(NS, "k", value)
+    assert s.search(NS) == [] and s.stats()["damaged"] == []
+    s.close()
+
+
+NS_DAMAGE = {
+    "namespace path garbage": "UPDATE namespaces SET ns_path='garbage.'",
+    "namespace not JSON": "UPDATE namespaces SET ns='not json'",
+    "namespace of numbers": "UPDATE namespaces SET ns='[1, 2]'",
+    "namespace written otherwise": "UPDATE namespaces SET ns='[\"memories\",\"u\"]'",  # (lookups are by text)
+    "namespace version text": "UPDATE namespaces SET version='x', file=7, file_version='y'",
+}
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("kind", NS_DAMAGE)
+def test_a_damaged_namespace_row_is_repaired_from_the_items(tmp_path, kind):
+    keys = make_store(tmp_path)
+    tamper(tmp_path, NS_DAMAGE[kind])
+    s = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())
+    assert {i.key for i in s.search(NS)} == set(keys.values())
+    assert s.recall(NS, "the fish is called Nemo", k=1)[0].key == keys["the fish is called Nemo"]
+    assert s.count(NS) == 3 and s.stats()["damaged"] == []
+    (note,) = s.take_notices()
+    assert note.startswith(f"{tmp_path / DB_NAME}: repaired the namespaces table from the memories: ")
+    assert s.take_notices() == []  # said once
+    assert s.remember(NS, "the bird is called Tweety").action == "created"
+    s.close()
+    s = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())
+    assert s.take_notices() == [] and len(s.search(NS)) == 4
+    s.close()
+
+
+@pytest.mark.unit
+def test_rows_whose_namespace_is_not_json_are_skipped(tmp_path):
+    keys = make_store(tmp_path)
+    tamper(tmp_path, "UPDATE items SET ns='garbage' WHERE key=?", (keys["the cat is called Tom"],))
+    s = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())
+    assert {i.key for i in s.search(NS)} == {keys[f] for f in GOOD}
+    assert s.list_namespaces() == [NS]
+    (note,) = s.take_notices()
+    assert "1 row(s) with the namespace 'garbage' (not a JSON list of labels) skipped" in note
+    s.close()
+
+
+def index_folder_is_a_file(folder):
+    import shutil
+
+    shutil.rmtree(folder / INDEX_DIR)
+    (folder / INDEX_DIR).write_text("not a folder\n")
+    return folder / INDEX_DIR
+
+
+@pytest.mark.unit
+def test_an_index_folder_replaced_by_a_file_keeps_memory_working(tmp_path):
+    keys = make_store(tmp_path)
+    index = index_folder_is_a_file(tmp_path)
+    for _ in range(2):  # the indexes are rebuilt in every process
+        s = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())
+        (note,) = s.take_notices()
+        assert note.startswith(f"{index} is not a folder: ")
+        assert note.endswith("move it away to let smart-agent recreate the folder")
+        assert s.recall(NS, "the fish is called Nemo", k=1)[0].key == keys["the fish is called Nemo"]
+        assert s.remember(NS, f"the bird is called Tweety {_}").action == "created"
+        assert s.stats()["index_bytes"] == 0
+        s.close()
+    assert index.read_text() == "not a folder\n"
+    index.unlink()
+    s = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())
+    assert s.take_notices() == [] and s.count(NS) == 5
+    s.close()
+
+
+# -- the same through the agent's recall and the memory commands ---------------------------------
+def recall_store(folder, kind: str):
+    """A store of FACTS whose cat row has ``kind`` of damage; the run's question is as near the cat as the dog."""
+    keys = make_store(folder)
+    bad = keys["the cat is called Tom"]
+    if kind in ROW_DAMAGE:
+        plant(folder, kind, bad)
+    elif kind in NS_DAMAGE:
+        tamper(folder, NS_DAMAGE[kind])
+    else:
+        index_folder_is_a_file(folder)
+    store = FaissMemoryStore(folder, embeddings=TableEmbeddings())
+    emb = store.embeddings
+    both = np.add(emb.embed_query("the dog is called Rex"), emb.embed_query("the cat is called Tom"))
+    emb.table["What are my pets called?"] = (both / np.linalg.norm(both)).tolist()
+    return store, bad
+
+
+@pytest.mark.graph
+@pytest.mark.parametrize(
+    "kind", [*ROW_DAMAGE, "namespace path garbage", "namespace not JSON", "index folder is a file"]
+)
+async def test_agent_run_recalls_the_sound_memories_past_a_damaged_one(scripted_server, workspace, tmp_path, kind):
+    store, bad = recall_store(tmp_path / "mem", kind)
+    srv = scripted_server(responder=lambda req: text("Rex and friends."))
+    graph = build_agent_graph(model=openai_model(srv), checkpointer=InMemorySaver(), store=store)
+    background.drain()  # results of earlier tests' writes
+    events: list[dict] = []
+    context = Context(workspace=str(workspace), model="openai:scripted-model", user_id="u")
+    final = await run_graph(graph, "What are my pets called?", context, thread="t", events=events)
+    assert final["answer"] == "Rex and friends."
+    assert "the dog is called Rex" in srv.requests[0]["messages"][0]["content"]
+    (recall,) = [e for e in events if e["event"] == "memory_recall"]
+    assert "error" not in recall
+    if kind in ROW_DAMAGE:
+        assert recall["damaged"] == 1 and bad not in {m["key"] for m in recall["memories"]}
+        assert recall["warning"].startswith(f"1 damaged memory row(s) skipped ({bad}: {ROW_DAMAGE[kind][2]}")
+        assert "the cat is called Tom" not in srv.requests[0]["messages"][0]["content"]
+    else:
+        assert "damaged" not in recall and "the cat is called Tom" in srv.requests[0]["messages"][0]["content"]
+        assert ("is not a folder" if kind.startswith("index") else "namespace") in recall["warning"]
+    (write,) = background.drain()
+    assert "error" not in write and write["action"] == "created"
+    store.close()
+
+
+def cli_store(home, *, local_model, facts) -> dict[str, str]:
+    """The CLI's store (the local model: ``memory search`` embeds with it) with ``facts``."""
+    s = FaissMemoryStore(home / "memory")
+    keys = {f: s.remember(NS, f).key for f in facts}
+    s.close()
+    return keys
+
+
+PETS = ["the cat is called Tom", "the dog is called Rex", "the fish is called Nemo", "the bird is called Tweety",
+        "the horse is called Ed"]
+COMMANDS = {
+    "list": ["memory", "list", "--user", "u", "--json"],
+    "search": ["memory", "search", "what are my pets called", "--user", "u", "--k", "5", "--json"],
+    "export": ["memory", "export", "-", "--user", "u"],
+    "stats": ["memory", "stats", "--user", "u", "--json"],
+}
+
+
+def cli_keys(command: str, stdout: str) -> set[str]:
+    if command == "list":
+        return {m["id"] for m in json.loads(stdout)["memories"]}
+    if command == "search":
+        return {r["key"] for r in json.loads(stdout)["results"]}
+    return {json.loads(line)["key"] for line in stdout.splitlines()}
+
+
+def check_cli(env, keys: dict[str, str], damaged: dict[str, str], listed_anyway=frozenset()) -> None:
+    """Every command exits 0, prints the sound memories and names each damaged one on one stderr line."""
+    sound = {k for k in keys.values() if k not in damaged}
+    for command, args in COMMANDS.items():
+        out = run_cli(args, env=env)
+        assert out.returncode == 0, (command, out.stderr)
+        assert "Traceback" not in out.stderr
+        if command == "stats":
+            stats = json.loads(out.stdout)
+            assert stats["items"] == len(keys)
+            assert {d["key"]: d["reason"][: len(damaged[d["key"]])] for d in stats["damaged"]} == damaged
+            continue
+        found = cli_keys(command, out.stdout)
+        assert found & set(damaged) <= set(listed_anyway), command
+        assert found >= (sound if command != "search" else set()) and found, command
+        skipped = {k: r for k, r in damaged.items() if k not in found}
+        lines = [ln for ln in out.stderr.splitlines() if "damaged memory" in ln]
+        assert len(lines) == len(skipped), (command, out.stderr)
+        for key, reason in skipped.items():
+            (line,) = [ln for ln in lines if f" {key}: " in ln]
+            assert line.startswith(f"smart-agent: warning: skipped damaged memory {key}: {reason}"), line
+            assert line.endswith(f"('smart-agent memory forget {key}' deletes it)")
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("kind", REVIEWED)
+def test_memory_commands_skip_a_damaged_row_and_name_it(isolated_home, local_model, kind):
+    keys = cli_store(isolated_home, local_model=local_model, facts=PETS)
+    bad = keys["the horse is called Ed"]
+    plant(isolated_home / "memory", kind, bad)
+    check_cli(cli_env(), keys, {bad: ROW_DAMAGE[kind][2]})
+
+
+@pytest.mark.e2e
+def test_memory_commands_skip_every_other_kind_of_damaged_row(isolated_home, local_model):
+    kinds = [k for k in ROW_DAMAGE if k not in REVIEWED]
+    facts = [f"pet number {i} is called Max {i}" for i in range(len(kinds) + 4)]
+    keys = cli_store(isolated_home, local_model=local_model, facts=facts)
+    folder = isolated_home / "memory"
+    damaged = {}
+    for kind, fact in zip(kinds, facts, strict=False):
+        plant(folder, kind, keys[fact])
+        damaged[keys[fact]] = ROW_DAMAGE[kind][2]
+    # a vector of the wrong size: listed and exported (its value is sound), never searched
+    wrong_dim = keys[facts[-1]]
+    tamper(folder, "UPDATE items SET vector=? WHERE key=?", (np.ones(100, dtype="<f4").tobytes(), wrong_dim))
+    drop_index_cache(folder)
+    damaged[wrong_dim] = "vector has 400 bytes, expected 1536"
+    # a NULL text (not indexed again, not damaged): listed, exported and recalled as before
+    tamper(folder, "UPDATE items SET text=NULL WHERE key=?", (keys[facts[-2]],))
+    check_cli(cli_env(), keys, damaged, listed_anyway={wrong_dim})
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("kind", ["namespace path garbage", "namespace not JSON", "index folder is a file"])
+def test_memory_commands_survive_a_damaged_namespace_row_or_index_folder(isolated_home, local_model, kind):
+    keys = cli_store(isolated_home, local_model=local_model, facts=PETS)
+    folder = isolated_home / "memory"
+    if kind in NS_DAMAGE:
+        tamper(folder, NS_DAMAGE[kind])
+    else:
+        index = index_folder_is_a_file(folder)
+    env = cli_env()
+    for command, args in COMMANDS.items():
+        out = run_cli(args, env=env)
+        assert out.returncode == 0 and "Traceback" not in out.stderr, (command, out.stderr)
+        if command == "stats":
+            assert json.loads(out.stdout)["items"] == 5
+        else:
+            assert cli_keys(command, out.stdout) == set(keys.values()) or command == "search"
+            assert cli_keys(command, out.stdout)
+        warnings = [ln for ln in out.stderr.splitlines() if ln.startswith("smart-agent: warning: ")]
+        if kind in NS_DAMAGE:  # repaired by the first command, which says so
+            if command == "list":
+                (line,) = warnings
+                assert line.startswith(
+                    f"smart-agent: warning: {folder / DB_NAME}: repaired the namespaces table from the memories: "
+                )
+            else:
+                assert warnings == [], (command, out.stderr)
+        else:  # every command says so
+            assert warnings == [
+                f"smart-agent: warning: {index} is not a folder: the FAISS indexes are rebuilt from SQLite in memory "
+                "and not saved; move it away to let smart-agent recreate the folder"
+            ], (command, out.stderr)
+    if kind not in NS_DAMAGE:
+        assert index.read_text() == "not a folder\n"
+
+
+@pytest.mark.unit
+def test_listing_pages_past_damaged_rows(tmp_path):
+    """Listing reads pages of 500 (``backend.list_memories``): damaged rows in a page neither end
+    the listing early nor shift the next page."""
+    import asyncio
+
+    from langgraph.store.base import PutOp
+
+    from smart_agent.memory.backend import list_memories
+
+    s = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())
+    s.batch([PutOp(NS, f"m{i:04d}", {"text": f"memory number {i}"}) for i in range(1200)])
+    s.close()
+    bad = ["m1199", "m1000", "m0700", "m0300"]
+    tamper(tmp_path, "UPDATE items SET created_at='yesterday' WHERE key=?", (bad[0],))
+    tamper(tmp_path, "UPDATE items SET value='[1]' WHERE key=?", (bad[1],))
+    tamper(tmp_path, "UPDATE items SET value=json_set(value, '$.importance', 'high') WHERE key=?", (bad[2],))
+    tamper(tmp_path, "UPDATE items SET vector=X'00' WHERE key=?", (bad[3],))  # listed: its value is sound
+    drop_index_cache(tmp_path)
+    s = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())
+    s.recall(NS, "memory number 3", k=1)  # the rebuild records the bad vector
+    items, total = asyncio.run(list_memories(s, NS))
+    keys = [i.key for i in items]
+    assert total == 1197 and len(set(keys)) == 1197 and not set(bad[:3]) & set(keys) and bad[3] in keys
+    assert sorted(d["key"] for d in s.damaged(NS)) == sorted(bad)
+    s.close()
+
+
+@pytest.mark.e2e
+def test_a_memory_folder_replaced_by_a_file_is_refused_in_one_line(isolated_home):
+    folder = isolated_home / "memory"
+    isolated_home.mkdir(parents=True)
+    folder.write_text("not a folder\n")
+    out = run_cli(["memory", "list", "--user", "u"], env=cli_env())
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.splitlines() == [
+        f"smart-agent: {folder} cannot hold the memory database (not a folder); move it away or point "
+        "SMART_AGENT_HOME elsewhere"
+    ]
+    assert folder.read_text() == "not a folder\n"
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("key_sql", "shown", "reason"),
+    [("X'00FF'", "b'\\x00\\xff'", "key is bytes, not text"),
+     ("CAST(X'6B80' AS TEXT)", "k\\udc80", "key is not valid UTF-8 text")],
+    ids=["bytes", "not UTF-8"],
+)
+def test_a_row_whose_key_is_not_text_is_skipped_and_named_printably(tmp_path, key_sql, shown, reason):
+    keys = make_store(tmp_path)
+    tamper(tmp_path, f"UPDATE items SET key={key_sql} WHERE key=?", (keys["the cat is called Tom"],))
+    s = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())
+    good = {keys[f] for f in GOOD}
+    assert [(d["key"], d["reason"]) for d in s.stats()["damaged"]] == [(shown, reason)]
+    assert {i.key for i in s.search(NS)} == good
+    assert {h.key for h in s.recall(NS, "the cat is called Tom", k=5, min_similarity=-1.0)} == good
+    assert [(d["key"], d["reason"]) for d in s.damaged(NS)] == [(shown, reason)]
+    json.dumps(s.damaged(NS), ensure_ascii=False).encode("utf-8")  # printable
+    s.close()
