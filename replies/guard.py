@@ -6,7 +6,8 @@
 * ``sanitize_reply`` replaces lone surrogates (unencodable text) in content and
   arguments, so saving or printing the reply cannot fail later;
 * ``reply_problem`` maps what a garbage HTTP body raises inside the client (no
-  ``choices``, a null message, HTML, invalid UTF-8...) to one line;
+  ``choices``, a null message, HTML, invalid UTF-8, JSON nested deeper than the parser's
+  recursion limit...) to one line;
 
 The size and nesting limits of JSON read out of model text are in ``replies.parse``.
 """
@@ -131,6 +132,8 @@ def reply_problem(exc: BaseException) -> str | None:
     names = {cls.__name__ for cls in type(exc).__mro__}
     if "APIResponseValidationError" in names:
         return "the response does not have the chat-completions shape"
+    if isinstance(exc, RecursionError):  # the client's json.loads of a body nested 200k deep
+        return "the response is JSON nested too deeply to be read"
     if not isinstance(exc, _REPLY_ERRORS):
         return None
     text = " ".join(str(exc).split())
