@@ -4,7 +4,9 @@
   valid JSON but not an object (``[1, 2]``, ``"x"``, ``42``) as an invalid tool call (it
   otherwise builds an AIMessage that pydantic rejects, and the whole run crashes);
 * ``sanitize_reply`` replaces lone surrogates (unencodable text) in content and
-  arguments, so saving or printing the reply cannot fail later;
+  arguments, so saving or printing the reply cannot fail later, and clips a tool name
+  longer than ``MAX_TOOL_NAME_CHARS`` (``clip_tool_name``: no tool has it, so the call
+  is answered "Unknown tool", and the history and events never carry the long name);
 * ``reply_problem`` maps what a garbage HTTP body raises inside the client (no
   ``choices``, a null message, HTML, invalid UTF-8, JSON nested deeper than the parser's
   recursion limit...) to one line;
@@ -23,6 +25,9 @@ from typing import Any
 from .parse import JSONLimitError, json_depth_problem
 
 NOT_AN_OBJECT = "arguments must be a JSON object"
+#: The longest tool name a reply keeps (providers accept 64 or 128 characters).
+MAX_TOOL_NAME_CHARS = 128
+_NOT_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _guard_lock = threading.Lock()
@@ -77,19 +82,45 @@ def _has_surrogate(*values: Any) -> bool:
     return False
 
 
+def clip_tool_name(name: str) -> str:
+    """``name``, or for one longer than :data:`MAX_TOOL_NAME_CHARS` a short name no tool has
+    (its start in tool-name characters, ``__clipped_`` and its length), valid for providers."""
+    if len(name) <= MAX_TOOL_NAME_CHARS:
+        return name
+    return f"{_NOT_NAME_CHARS.sub('_', name[:40])}__clipped_{len(name)}"
+
+
+def _long_name(calls: list) -> bool:
+    return any(len(c.get("name") or "") > MAX_TOOL_NAME_CHARS for c in calls)
+
+
+def _clip_names(calls: list) -> list:
+    """``calls`` with long names clipped, also where a malformed call's ``error`` quotes the name."""
+    out = []
+    for call in calls:
+        name = call.get("name") or ""
+        if len(name) > MAX_TOOL_NAME_CHARS:
+            call = {**call, "name": clip_tool_name(name)}
+            if isinstance(call.get("error"), str):
+                call["error"] = call["error"].replace(name, call["name"])
+        out.append(call)
+    return out
+
+
 def sanitize_reply(message: Any) -> Any:
-    """``message`` with lone surrogates replaced in its content and tool calls."""
+    """``message`` with lone surrogates replaced in its content and tool calls, and tool names
+    longer than :data:`MAX_TOOL_NAME_CHARS` clipped (:func:`clip_tool_name`)."""
     from langchain_core.messages import AIMessage
 
     if not isinstance(message, AIMessage):
         return message
-    if not _has_surrogate(message.content, message.tool_calls, message.invalid_tool_calls):  # (nearly every reply)
+    calls, invalid = list(message.tool_calls or []), list(message.invalid_tool_calls or [])
+    long_names = _long_name(calls) or _long_name(invalid)
+    if not long_names and not _has_surrogate(message.content, calls, invalid):  # (nearly every reply)
         return message
-    fields = {
-        "content": _clean(message.content),
-        "tool_calls": _clean(list(message.tool_calls or [])),
-        "invalid_tool_calls": _clean(list(message.invalid_tool_calls or [])),
-    }
+    if long_names:
+        calls, invalid = _clip_names(calls), _clip_names(invalid)
+    fields = {"content": _clean(message.content), "tool_calls": _clean(calls), "invalid_tool_calls": _clean(invalid)}
     return message.model_copy(update=fields)
 
 
