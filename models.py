@@ -21,7 +21,7 @@ from . import settings
 from .context import context_field
 from .events import emit
 from .replies import guard_openai_tool_args, sanitize_reply
-from .usage import record_end, record_start
+from .usage import checked_usage, record_end, record_start
 
 #: How to set up a model: printed by `smart-agent doctor` (cli/doctor.py) after a model problem.
 SETUP_HELP = (
@@ -343,13 +343,14 @@ async def invoke_model(
     same request to the next of ``fallbacks`` (:func:`model_fallbacks`, rebound like
     ``runnable``), with a ``model_fallback`` event; configuration errors never do.
 
-    Each request is counted on the run's meter (usage.py), when one is current."""
+    Each request is counted on the run's meter (usage.py), when one is current; a reply whose
+    provider reported invalid usage (usage.checked_usage) carries and counts the estimate."""
     guard_openai_tool_args()  # non-object tool arguments become invalid tool calls
     pending = list(fallbacks)
     while True:
         try:
             meter = record_start()  # every request counts against the run's budget (usage.py)
-            result = await runnable.ainvoke(messages)
+            result = checked_usage(await runnable.ainvoke(messages), messages)  # (invalid usage: the estimate)
             record_end(meter, messages, result, spec)
             break
         except Exception as exc:
