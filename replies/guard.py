@@ -64,6 +64,12 @@ def _clean(value: Any) -> Any:
     return top
 
 
+def clean_value(value: Any) -> Any:
+    """``value`` (parsed JSON) with lone surrogates replaced in every string, dict keys included:
+    itself when it has none, else a copy (for JSON from other untrusted sources, e.g. MCP servers)."""
+    return _clean(value) if _has_surrogate(value) else value
+
+
 def _has_surrogate(*values: Any) -> bool:
     """Whether ``_clean`` would change one of ``values``: one walk over their strings, dicts and
     lists (however deep; no call per item: every reply's content and tool calls pass here)."""
