@@ -408,25 +408,36 @@ def _shown(value: Any) -> str:
 def usage_problem(message: Any) -> str | None:
     """Which count of a reply's usage is invalid (``"input_tokens=-5"``), or None: the counts of
     its ``usage_metadata`` (and their details) and the integers of the provider's raw
-    ``response_metadata["token_usage"]`` must pass :func:`valid_count`."""
+    ``response_metadata["token_usage"]`` must pass :func:`valid_count`. (Every reply asks: one
+    pass over a few numbers, a path built only for a bad one.)"""
     meta = getattr(message, "usage_metadata", None)
-    if meta is not None and not isinstance(meta, Mapping):
+    if meta is not None and not isinstance(meta, dict):
         return f"usage_metadata={_shown(meta)}"
     for key, value in (meta or {}).items():
-        if key.endswith("_details") and isinstance(value, Mapping):
+        if value is None or (type(value) is int and 0 <= value <= MAX_REPORTED_TOKENS):
+            continue
+        if isinstance(value, dict) and key.endswith("_details"):
             for k, v in value.items():
                 if v is not None and not valid_count(v):
                     return f"{key}.{k}={_shown(v)}"
-        elif value is not None and not valid_count(value):
-            return f"{key}={_shown(value)}"
+            continue
+        return f"{key}={_shown(value)}"
     raw = (getattr(message, "response_metadata", None) or {}).get("token_usage")
-    stack: list[tuple[str, Any, int]] = [("token_usage", raw, 0)]
-    while stack:  # (a provider's usage is a few flat or nested numbers; anything deeper is not read)
-        where, value, depth = stack.pop()
-        if isinstance(value, Mapping) and depth < 4:
-            stack.extend((f"{where}.{k}", v, depth + 1) for k, v in value.items())
-        elif isinstance(value, int) and not isinstance(value, bool) and not valid_count(value):
-            return f"{where}={_shown(value)}"
+    bad = _bad_int(raw, 0) if isinstance(raw, dict) else None
+    return None if bad is None else f"token_usage.{'.'.join(bad[0])}={_shown(bad[1])}"
+
+
+def _bad_int(value: dict[str, Any], depth: int) -> tuple[list[str], Any] | None:
+    """``(path, integer)`` of the first integer of a provider's raw usage that is not a
+    :func:`valid_count` (nested dicts to 4 levels; other values are not counts), or None."""
+    for key, item in value.items():
+        if type(item) is int:
+            if not 0 <= item <= MAX_REPORTED_TOKENS:
+                return [str(key)], item
+        elif isinstance(item, dict) and depth < 3:
+            bad = _bad_int(item, depth + 1)
+            if bad is not None:
+                return [str(key), *bad[0]], bad[1]
     return None
 
 
