@@ -17,6 +17,7 @@ Tools (``tools/call``):
 * ``bad_result``: a result whose ``content`` is not a list;
 * ``huge_reply``: a 50 MB reply;
 * ``stderr``: writes log lines to its stderr, then answers "logged";
+* ``stderr_flood``: writes 12 MB to its stderr, then answers "flooded";
 * ``die``: ends the process in the middle of the call.
 
 Modes: ``huge_list`` (a 50 MB tool list), ``endless_pages`` (a tool list whose pages never
@@ -38,7 +39,7 @@ BIG = 50_000_000
 DEPTH = 200_000
 
 TOOLS = ["echo", "truncated", "noise", "bad_jsonrpc", "nested", "surrogate", "rpc_error", "bad_result", "huge_reply",
-         "stderr", "die"]
+         "stderr", "stderr_flood", "die"]
 
 
 def send(raw: bytes | str) -> None:
@@ -105,6 +106,11 @@ def call_tool(mid, params: dict) -> None:
             sys.stderr.write(f"hostile server log line {i}\n")
         sys.stderr.flush()
         reply(mid, text_result("logged"))
+    elif name == "stderr_flood":
+        for _ in range(12):
+            sys.stderr.write("e" * 999_999 + "\n")
+        sys.stderr.flush()
+        reply(mid, text_result("flooded"))
     elif name == "die":
         os._exit(3)
     else:

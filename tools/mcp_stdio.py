@@ -22,8 +22,8 @@ server's stderr through to the CLI's, among its event lines. This transport, use
 * a reply to no pending request, a notification or a server request that does not validate
   is logged and dropped (such a request is answered with a JSON-RPC error);
 * the server's stderr goes to its log file, ``<data folder>/logs/mcp-<server>.log``, at most
-  :data:`LOG_MAX_BYTES` a session (the rest is drained and dropped), never to the CLI's
-  stderr;
+  :data:`LOG_MAX_BYTES` a session (the rest is drained and dropped; a log already larger is
+  started anew), never to the CLI's stderr;
 * :attr:`StdioLink.closed` is set when stdout ends, before the session hears of it, so the
   session's own "Connection closed" error is told apart from a server's JSON-RPC error with
   the same code (-32000);
@@ -40,6 +40,7 @@ import os
 import re
 import signal
 import subprocess
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,9 +96,12 @@ class _Log:
         self._lock = anyio.Lock()
 
     async def open(self) -> None:
+        """Append to the log (start it anew once it holds more than :data:`LOG_MAX_BYTES`)."""
         try:
             await anyio.Path(self.path.parent).mkdir(parents=True, exist_ok=True)
-            self._file = await anyio.open_file(self.path, "ab")
+            path = anyio.Path(self.path)
+            big = await path.exists() and (await path.stat()).st_size > LOG_MAX_BYTES
+            self._file = await anyio.open_file(self.path, "wb" if big else "ab")
         except OSError:  # (a read-only data folder: the server runs, its log is dropped)
             self._file = None
 
@@ -231,6 +235,7 @@ async def stdio_transport(
     except BaseException:
         await log.close()
         raise
+    await log.note(f"{time.strftime('%Y-%m-%d %H:%M:%S')} started {command} (pid {process.pid})")
     to_session, session_read = anyio.create_memory_object_stream[Any](0)
     session_write, from_session = anyio.create_memory_object_stream[Any](0)
     link = StdioLink(session_read, session_write, log.path)

@@ -24,6 +24,7 @@ from smart_agent.testing.scripted_server import last_tool_message, text, tool_ca
 from smart_agent.tools.invoke import run_tool
 from smart_agent.tools.mcp import mcp_tools
 from smart_agent.tools.mcp_config import parse_mcp_servers
+from smart_agent.tools.mcp_stdio import LOG_MAX_BYTES
 from smart_agent.tools.registry import ToolRegistry
 
 pytestmark = pytest.mark.graph
@@ -109,6 +110,14 @@ async def test_stdout_noise_and_stderr_go_to_the_servers_log_not_the_terminal(tm
     log = log_file(isolated_home).read_text()
     assert "hostile server log line 0\nhostile server log line 1\nhostile server log line 2\n" in log
     assert "ignored a line that is not a JSON-RPC message: this is not JSON {{{" in log
+
+
+async def test_a_stderr_flood_is_drained_and_the_log_bounded(tmp_path, isolated_home):
+    async with mcp_tools(servers({"h": hostile(tmp_path)}), registry=ToolRegistry()) as mcp:
+        out = await call(mcp, "stderr_flood")
+    assert out.ok and out.content == "flooded"  # (the server never blocked on a full pipe)
+    size = log_file(isolated_home).stat().st_size
+    assert LOG_MAX_BYTES <= size < LOG_MAX_BYTES + 1000  # 12 MB written, 10 MB kept
 
 
 async def test_a_server_that_dies_mid_call_is_gone_at_once(tmp_path):
