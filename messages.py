@@ -8,6 +8,7 @@ from typing import Any, cast
 from langchain_core.messages import AIMessage, HumanMessage
 
 from .events import preview
+from .usage import valid_count
 
 #: Earlier messages of the thread a planning, decomposition or decision prompt shows (Assistant mode).
 HISTORY_MESSAGES = 10
@@ -37,9 +38,13 @@ def as_ai_message(value: Any) -> AIMessage:
 
 
 def usage_of(message: Any) -> dict[str, int]:
-    """Input, output and total tokens of a model response (0 when unreported)."""
+    """Input, output and total tokens of a model response (0 when unreported or not a valid
+    count: ``usage.valid_count``; ``models.invoke_model`` replaces invalid usage by the estimate)."""
     usage = getattr(message, "usage_metadata", None) or {}
-    return {k: int(usage.get(k) or 0) for k in ("input_tokens", "output_tokens", "total_tokens")}
+    if not isinstance(usage, Mapping):
+        usage = {}
+    counts = {k: usage.get(k) or 0 for k in ("input_tokens", "output_tokens", "total_tokens")}
+    return {k: v if valid_count(v) else 0 for k, v in counts.items()}
 
 
 def pending_tool_calls(message: Any) -> list[dict]:

@@ -22,7 +22,7 @@ from . import settings
 from .context import context_field
 from .events import emit
 from .replies import guard_openai_tool_args, sanitize_reply
-from .usage import current_meter, record_end, record_start
+from .usage import checked_usage, current_meter, record_end, record_start
 
 #: How to set up a model: printed by `smart-agent doctor` (cli/doctor.py) after a model problem.
 SETUP_HELP = (
@@ -400,14 +400,15 @@ async def invoke_model(
     ``runnable``), with a ``model_fallback`` event; configuration errors never do.
 
     Each request is counted on the run's meter (usage.py), when one is current: the call, each
-    retry the OpenAI client makes on its own (:func:`count_model_retry`) and each fallback's call.
-    No fallback is tried once the run's budget has no call left."""
+    retry the OpenAI client makes on its own (:func:`count_model_retry`) and each fallback's call;
+    a reply whose provider reported invalid usage (usage.checked_usage) carries and counts the
+    estimate. No fallback is tried once the run's budget has no call left."""
     guard_openai_tool_args()  # non-object tool arguments become invalid tool calls
     pending = list(fallbacks)
     while True:
         try:
             meter = record_start()  # every request counts against the run's budget (usage.py)
-            result = await runnable.ainvoke(messages)
+            result = checked_usage(await runnable.ainvoke(messages), messages)  # (invalid usage: the estimate)
             record_end(meter, messages, result, spec)
             break
         except Exception as exc:

@@ -24,6 +24,13 @@
 A call whose provider reports no usage still counts as a call; its tokens are estimated
 like the context budget's (serialized request / 4 characters per token in, reply text /
 4 out), so ``max_tokens`` and ``max_cost_usd`` keep working with such providers.
+
+A provider's usage is untrusted (:func:`checked_usage`, on every reply): a count that is not
+a whole number from 0 to :data:`MAX_REPORTED_TOKENS` (negative, fractional, ``10**30``, a
+string...) makes the reply's usage invalid. It is then treated like unreported usage: the
+estimate is counted (a negative count no longer keeps a budget from tripping), the reply
+carries the estimate as its ``usage_metadata`` and not the provider's raw ``token_usage`` (an
+integer past 64 bits cannot be checkpointed), and an ``error`` event says so.
 """
 
 from __future__ import annotations
@@ -45,6 +52,10 @@ USAGE_KEYS = ("model_calls", "input_tokens", "output_tokens", "cost_usd")
 #: Output tokens allowed for one turn when predicting whether the next turn fits a
 #: ``max_tokens`` / ``max_cost_usd`` budget (a typical reply with a tool call or a short answer).
 OUTPUT_ALLOWANCE = 256
+
+#: The largest token count one reply may report (far beyond any context window); a larger
+#: one is invalid usage (:func:`checked_usage`).
+MAX_REPORTED_TOKENS = 10**9
 
 #: Added to the system prompt of a turn the budget makes the last one.
 BUDGET_NOTICE = (
@@ -468,6 +479,73 @@ def _usage_of() -> Callable[[Any], dict[str, int]]:
     from .messages import usage_of
 
     return usage_of
+
+
+def valid_count(value: Any) -> bool:
+    """Whether ``value`` is a token count a provider may report: an int from 0 to
+    :data:`MAX_REPORTED_TOKENS` (not a bool, a float, a string...)."""
+    return type(value) is int and 0 <= value <= MAX_REPORTED_TOKENS
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:40] + "..."
+
+
+def usage_problem(message: Any) -> str | None:
+    """Which count of a reply's usage is invalid (``"input_tokens=-5"``), or None: the counts of
+    its ``usage_metadata`` (and their details) and the integers of the provider's raw
+    ``response_metadata["token_usage"]`` must pass :func:`valid_count`. (Every reply asks: one
+    pass over a few numbers, a path built only for a bad one.)"""
+    meta = getattr(message, "usage_metadata", None)
+    if meta is not None and not isinstance(meta, dict):
+        return f"usage_metadata={_shown(meta)}"
+    for key, value in (meta or {}).items():
+        if value is None or (type(value) is int and 0 <= value <= MAX_REPORTED_TOKENS):
+            continue
+        if isinstance(value, dict) and key.endswith("_details"):
+            for k, v in value.items():
+                if v is not None and not valid_count(v):
+                    return f"{key}.{k}={_shown(v)}"
+            continue
+        return f"{key}={_shown(value)}"
+    raw = (getattr(message, "response_metadata", None) or {}).get("token_usage")
+    bad = _bad_int(raw, 0) if isinstance(raw, dict) else None
+    return None if bad is None else f"token_usage.{'.'.join(bad[0])}={_shown(bad[1])}"
+
+
+def _bad_int(value: dict[str, Any], depth: int) -> tuple[list[str], Any] | None:
+    """``(path, integer)`` of the first integer of a provider's raw usage that is not a
+    :func:`valid_count` (nested dicts to 4 levels; other values are not counts), or None."""
+    for key, item in value.items():
+        if type(item) is int:
+            if not 0 <= item <= MAX_REPORTED_TOKENS:
+                return [str(key)], item
+        elif isinstance(item, dict) and depth < 3:
+            bad = _bad_int(item, depth + 1)
+            if bad is not None:
+                return [str(key), *bad[0]], bad[1]
+    return None
+
+
+def checked_usage(response: Any, messages: Any) -> Any:
+    """``response`` (a reply, or structured output's ``{"raw": reply, ...}``) as it is when its
+    usage is valid (:func:`usage_problem`); else with the estimate of the call
+    (:func:`estimate_tokens`) as its ``usage_metadata``, without the provider's ``token_usage``,
+    and an ``error`` event naming the invalid count."""
+    raw: Any = response.get("raw") if isinstance(response, dict) and "raw" in response else response
+    problem = usage_problem(raw)
+    if problem is None or not hasattr(raw, "model_copy"):  # (nearly every reply)
+        return response
+    from .events import emit
+
+    tokens_in, tokens_out = estimate_tokens(messages, raw)
+    emit("error", node="model", error=f"the provider reported invalid token usage ({problem}); the estimate "
+         f"({tokens_in} in, {tokens_out} out) is counted instead")
+    metadata = {k: v for k, v in (raw.response_metadata or {}).items() if k != "token_usage"}
+    estimate = {"input_tokens": tokens_in, "output_tokens": tokens_out, "total_tokens": tokens_in + tokens_out}
+    fixed = raw.model_copy(update={"usage_metadata": estimate, "response_metadata": metadata})
+    return {**response, "raw": fixed} if raw is not response else fixed
 
 
 def record_start() -> Meter | None:

@@ -90,7 +90,7 @@ def refused_call(call: dict, registry: ToolRegistry, allowed: Offered) -> ToolOu
     name = call.get("name") or ""
     call_id = call.get("id") or ""
     if call.get("type") == "invalid_tool_call":
-        detail = call.get("error") or "arguments are not valid JSON"
+        detail = preview(call.get("error") or "arguments are not valid JSON", 1000)  # (it may quote the arguments)
         received = preview(repr(call.get("args")), 500)  # never echo a huge argument back
         return ToolOutcome(
             name,

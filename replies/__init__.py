@@ -1,7 +1,8 @@
 """Untrusted model replies, and structured values read out of them.
 
 * ``guard`` — transport level, every reply: tool arguments that are not a JSON object
-  become invalid tool calls, lone surrogates are replaced, a garbage HTTP body is one line;
+  become invalid tool calls, lone surrogates are replaced, overlong tool names clipped, a
+  garbage HTTP body is one line;
 * ``parse`` — JSON out of model text: fenced blocks, the first balanced object, bounded
   size and depth, common slips repaired (``json-repair``);
 * ``submit`` — a structured reply through a submit tool (bound, or text when the model
@@ -13,8 +14,11 @@ reasoning and the structured-output node.
 """
 
 from .guard import (
+    MAX_TOOL_NAME_CHARS,
     NOT_AN_OBJECT,
     clean_text,
+    clean_value,
+    clip_tool_name,
     guard_openai_tool_args,
     reply_problem,
     sanitize_reply,
@@ -34,10 +38,13 @@ from .parse import (
 __all__ = [
     "MAX_JSON_CHARS",
     "MAX_JSON_DEPTH",
+    "MAX_TOOL_NAME_CHARS",
     "NOT_AN_OBJECT",
     "JSONLimitError",
     "ReplySyntaxError",
     "clean_text",
+    "clean_value",
+    "clip_tool_name",
     "extract_json",
     "guard_openai_tool_args",
     "json_depth_problem",

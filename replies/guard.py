@@ -4,9 +4,12 @@
   valid JSON but not an object (``[1, 2]``, ``"x"``, ``42``) as an invalid tool call (it
   otherwise builds an AIMessage that pydantic rejects, and the whole run crashes);
 * ``sanitize_reply`` replaces lone surrogates (unencodable text) in content and
-  arguments, so saving or printing the reply cannot fail later;
+  arguments, so saving or printing the reply cannot fail later, and clips a tool name
+  longer than ``MAX_TOOL_NAME_CHARS`` (``clip_tool_name``: no tool has it, so the call
+  is answered "Unknown tool", and the history and events never carry the long name);
 * ``reply_problem`` maps what a garbage HTTP body raises inside the client (no
-  ``choices``, a null message, HTML, invalid UTF-8...) to one line;
+  ``choices``, a null message, HTML, invalid UTF-8, JSON nested deeper than the parser's
+  recursion limit...) to one line;
 
 The size and nesting limits of JSON read out of model text are in ``replies.parse``.
 """
@@ -22,6 +25,9 @@ from typing import Any
 from .parse import JSONLimitError, json_depth_problem
 
 NOT_AN_OBJECT = "arguments must be a JSON object"
+#: The longest tool name a reply keeps (providers accept 64 or 128 characters).
+MAX_TOOL_NAME_CHARS = 128
+_NOT_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _guard_lock = threading.Lock()
@@ -58,6 +64,12 @@ def _clean(value: Any) -> Any:
     return top
 
 
+def clean_value(value: Any) -> Any:
+    """``value`` (parsed JSON) with lone surrogates replaced in every string, dict keys included:
+    itself when it has none, else a copy (for JSON from other untrusted sources, e.g. MCP servers)."""
+    return _clean(value) if _has_surrogate(value) else value
+
+
 def _has_surrogate(*values: Any) -> bool:
     """Whether ``_clean`` would change one of ``values``: one walk over their strings, dicts and
     lists (however deep; no call per item: every reply's content and tool calls pass here)."""
@@ -76,19 +88,45 @@ def _has_surrogate(*values: Any) -> bool:
     return False
 
 
+def clip_tool_name(name: str) -> str:
+    """``name``, or for one longer than :data:`MAX_TOOL_NAME_CHARS` a short name no tool has
+    (its start in tool-name characters, ``__clipped_`` and its length), valid for providers."""
+    if len(name) <= MAX_TOOL_NAME_CHARS:
+        return name
+    return f"{_NOT_NAME_CHARS.sub('_', name[:40])}__clipped_{len(name)}"
+
+
+def _long_name(calls: list) -> bool:
+    return any(len(c.get("name") or "") > MAX_TOOL_NAME_CHARS for c in calls)
+
+
+def _clip_names(calls: list) -> list:
+    """``calls`` with long names clipped, also where a malformed call's ``error`` quotes the name."""
+    out = []
+    for call in calls:
+        name = call.get("name") or ""
+        if len(name) > MAX_TOOL_NAME_CHARS:
+            call = {**call, "name": clip_tool_name(name)}
+            if isinstance(call.get("error"), str):
+                call["error"] = call["error"].replace(name, call["name"])
+        out.append(call)
+    return out
+
+
 def sanitize_reply(message: Any) -> Any:
-    """``message`` with lone surrogates replaced in its content and tool calls."""
+    """``message`` with lone surrogates replaced in its content and tool calls, and tool names
+    longer than :data:`MAX_TOOL_NAME_CHARS` clipped (:func:`clip_tool_name`)."""
     from langchain_core.messages import AIMessage
 
     if not isinstance(message, AIMessage):
         return message
-    if not _has_surrogate(message.content, message.tool_calls, message.invalid_tool_calls):  # (nearly every reply)
+    calls, invalid = list(message.tool_calls or []), list(message.invalid_tool_calls or [])
+    long_names = _long_name(calls) or _long_name(invalid)
+    if not long_names and not _has_surrogate(message.content, calls, invalid):  # (nearly every reply)
         return message
-    fields = {
-        "content": _clean(message.content),
-        "tool_calls": _clean(list(message.tool_calls or [])),
-        "invalid_tool_calls": _clean(list(message.invalid_tool_calls or [])),
-    }
+    if long_names:
+        calls, invalid = _clip_names(calls), _clip_names(invalid)
+    fields = {"content": _clean(message.content), "tool_calls": _clean(calls), "invalid_tool_calls": _clean(invalid)}
     return message.model_copy(update=fields)
 
 
@@ -131,6 +169,8 @@ def reply_problem(exc: BaseException) -> str | None:
     names = {cls.__name__ for cls in type(exc).__mro__}
     if "APIResponseValidationError" in names:
         return "the response does not have the chat-completions shape"
+    if isinstance(exc, RecursionError):  # the client's json.loads of a body nested 200k deep
+        return "the response is JSON nested too deeply to be read"
     if not isinstance(exc, _REPLY_ERRORS):
         return None
     text = " ".join(str(exc).split())

@@ -21,6 +21,7 @@ from typing import Any
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ValidationError
 
+from ...replies.guard import clip_tool_name
 from ...replies.parse import ReplySyntaxError, extract_json
 from ...tools.registry import ToolRegistry
 from .refs import find_refs, has_ref, malformed_placeholders
@@ -261,10 +262,11 @@ def validate_plan(
     # tools and arguments
     for s in steps:
         if s.tool not in registry:
-            close = difflib.get_close_matches(s.tool, registry.names(), n=1)
+            shown = clip_tool_name(s.tool)  # (a 100k-character name is not echoed back)
+            close = difflib.get_close_matches(s.tool, registry.names(), n=1) if shown == s.tool else []
             hint = f" Did you mean {close[0]!r}?" if close else ""
             errors.append(
-                f"unknown_tool: step {s.id!r} uses tool {s.tool!r}, which does not exist.{hint} "
+                f"unknown_tool: step {s.id!r} uses tool {shown!r}, which does not exist.{hint} "
                 f"Available tools: {', '.join(registry.names()) or '(none)'}"
             )
         else:

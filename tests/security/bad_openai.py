@@ -2,7 +2,7 @@
 
 For replies the scripted server cannot produce because they are not chat completions
 at all: no ``choices``, a null message, an HTML page, invalid UTF-8, JSON escapes of
-lone surrogates. ``BadOpenAIServer(bodies)`` serves the bodies in order (the last one
+lone surrogates, a body nested 200,000 levels deep. ``BadOpenAIServer(bodies)`` serves the bodies in order (the last one
 again once they run out) and records how many requests it got.
 """
 
@@ -41,6 +41,11 @@ BODIES: dict[str, tuple[str, bytes]] = {
         completion({"role": "assistant", "content": "ok"}).replace(b'"ok"', b'"\xff\xfe\xc3("'),
     ),
     "truncated json": ("application/json", completion({"role": "assistant", "content": "ok"})[:40]),
+    # deeper than the client's json.loads can recurse (it raised a bare RecursionError)
+    "nested 200k": (
+        "application/json",
+        completion({"role": "assistant", "content": "ok"}).replace(b'"ok"', b"[" * 200_000 + b"]" * 200_000),
+    ),
 }
 
 

@@ -158,3 +158,41 @@ def test_cli_planner_that_never_plans_validly_exits_1_with_one_line(scripted_ser
     out = json.loads(as_json.stdout)
     assert out["status"] == "failed" and out["graph_status"] == "planning_failed"
     assert out["error"].startswith("Planning failed") and out["answer"]
+
+
+LONG_NAME = "x" * 100_000
+CLIPPED = "x" * 40 + "__clipped_100000"
+
+
+@pytest.mark.graph
+async def test_a_100k_character_tool_name_is_an_unknown_tool_with_the_name_clipped(scripted_server, workspace):
+    # The name went back to the model whole (in the call and in the "Unknown tool" answer): the next
+    # request could not be cut to the context budget and the run ended blaming --context-tokens.
+    calls = tool_calls([
+        {"name": LONG_NAME, "arguments": {"expression": "1+1"}, "id": "long"},
+        {"name": LONG_NAME + "y", "arguments": "{not json", "id": "bad"},  # malformed as well
+    ])
+    srv = scripted_server([calls, text("I have no such tool.")])
+    events: list = []
+    final = await run_graph(build_agent_graph(model=openai_model(srv)), "hi", ctx(workspace), events=events)
+
+    assert final["answer"] == "I have no such tool."
+    sent = next(m for m in srv.requests[1]["messages"] if m["role"] == "assistant")
+    assert [c["function"]["name"] for c in sent["tool_calls"]] == [CLIPPED, "x" * 40 + "__clipped_100001"]
+    first, second = tool_results(srv.requests[1])
+    assert first["content"].startswith(f"Unknown tool '{CLIPPED}'. Available tools: ")
+    assert second["content"].startswith(f"Invalid tool call to '{'x' * 40}__clipped_100001'")
+    assert srv.request_chars(1) < 20_000  # no 100k name anywhere in the next request
+    named = [e["name"] for e in events if e["event"] in ("tool_call", "tool_result")]
+    assert named and all(len(n) < 64 for n in named)
+    ai = next(m for m in final["messages"] if isinstance(m, AIMessage) and (m.tool_calls or m.invalid_tool_calls))
+    assert [c["name"] for c in [*ai.tool_calls, *ai.invalid_tool_calls]] == [CLIPPED, "x" * 40 + "__clipped_100001"]
+
+
+@pytest.mark.e2e
+def test_cli_a_100k_character_tool_name_is_not_a_configuration_error(scripted_server, workspace):
+    srv = scripted_server([tool_call(LONG_NAME, {"a": 1}), text("no such tool")])
+    res = run_cli(["run", "x", "--json", "--workspace", str(workspace)], env=cli_env(srv))
+    assert res.returncode == 0, res.stderr  # was exit 2: "Raise --context-tokens (context_token_limit)"
+    assert json.loads(res.stdout)["answer"] == "no such tool"
+    assert "--context-tokens" not in res.stderr and LONG_NAME not in res.stdout + res.stderr

@@ -137,3 +137,16 @@ async def test_dual_keeps_a_real_answer_found_before_the_limit(scripted_server):
     graph = build_dual_graph(model=openai_model(srv), registry=ToolRegistry())
     final, _ = await run_with_events(graph, "2+2?", ctx(max_iterations=2))
     assert final["answer"] == "I reached the step limit before reaching an answer."  # a valid decision was made
+
+
+async def test_a_plan_step_with_a_100k_character_tool_name_is_not_echoed_back(scripted_server):
+    registry, calls = make_registry()
+    bad = {"steps": [{"id": "s1", "tool": "x" * 100_000, "args": {}}]}
+    good = {"steps": [{"id": "s1", "tool": "add", "args": {"a": 2, "b": 3}}]}
+    srv = scripted_server([tool_call("submit_plan", bad), tool_call("submit_plan", good), text("5")])
+    graph = build_planner_graph(model=openai_model(srv), registry=registry)
+    final, _ = await run_planner(graph, {"task": "2+3"}, context=ctx())
+    assert final["answer"] == "5" and calls["add"] == 1
+    feedback = srv.requests[1]["messages"][-1]["content"]
+    assert f"uses tool '{'x' * 40}__clipped_100000', which does not exist" in feedback
+    assert len(feedback) < 2_000

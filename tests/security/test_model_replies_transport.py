@@ -1,7 +1,8 @@
 """Attack: replies that are not chat completions at all (no ``choices``, a null message,
-HTML, invalid UTF-8, truncated JSON) sent to the real langchain-openai client. The CLI
-prints one line and exits 1 (no traceback, no codec or IndexError text); the dual and
-fleet graphs raise the same one-line ModelReplyError. Lone surrogates in an otherwise
+HTML, invalid UTF-8, truncated JSON, JSON nested 200,000 levels deep) sent to the real
+langchain-openai client. The CLI prints one line and exits 1 (no traceback, no codec,
+IndexError or RecursionError text) whatever the graph; the dual and fleet graphs raise the
+same one-line ModelReplyError. Lone surrogates in an otherwise
 valid reply are replaced, so the answer still prints."""
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ EXPECTED = {
     "html as json": "not JSON",
     "invalid utf-8": "not valid UTF-8",
     "truncated json": "not JSON",
+    "nested 200k": "JSON nested too deeply",
 }
 
 
@@ -42,6 +44,22 @@ def test_cli_garbage_reply_is_one_line_and_exit_1(workspace, name):
     (line,) = res.stderr.strip().splitlines()
     assert line.startswith("smart-agent: ModelReplyError: Unusable reply from model 'openai:scripted-model'")
     assert EXPECTED[name] in line
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("graph", ["agent", "planner", "dual", "fleet"])
+def test_cli_reply_nested_200k_deep_is_one_line_in_every_graph(workspace, graph):
+    # The OpenAI SDK's json.loads of the body raised a RecursionError that ended every graph raw.
+    with BadOpenAIServer([BODIES["nested 200k"]]) as srv:
+        res = run_cli(["run", "hello", "--graph", graph, "--quiet", "--workspace", str(workspace)], env=cli_env(srv))
+    assert len(srv.requests) == 1
+    assert res.returncode == 1, res.stderr
+    assert "Traceback" not in res.stderr and "RecursionError" not in res.stderr
+    (line,) = res.stderr.strip().splitlines()
+    assert line.startswith(
+        "smart-agent: ModelReplyError: Unusable reply from model 'openai:scripted-model': the response is JSON nested "
+        "too deeply to be read."
+    )
 
 
 @pytest.mark.e2e
@@ -72,7 +90,7 @@ def model_for(srv):
 
 
 @pytest.mark.graph
-@pytest.mark.parametrize("name", ["null message", "html body"])
+@pytest.mark.parametrize("name", ["null message", "html body", "nested 200k"])
 async def test_dual_garbage_reply_is_a_model_reply_error(name):
     with BadOpenAIServer([BODIES[name]]) as srv:
         graph = build_dual_graph(model=model_for(srv), registry=ToolRegistry())
@@ -81,7 +99,7 @@ async def test_dual_garbage_reply_is_a_model_reply_error(name):
 
 
 @pytest.mark.graph
-@pytest.mark.parametrize("name", ["no choices", "invalid utf-8"])
+@pytest.mark.parametrize("name", ["no choices", "invalid utf-8", "nested 200k"])
 async def test_fleet_garbage_reply_is_a_model_reply_error(name):
     with BadOpenAIServer([BODIES[name]]) as srv:
         graph = build_fleet_graph(model=model_for(srv), registry=ToolRegistry())
