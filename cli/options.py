@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NoReturn, TypeVar
@@ -188,13 +187,10 @@ def context_budget_values(args: argparse.Namespace, values: dict) -> None:
             values[field_name] = getattr(args, flag)
     path = getattr(args, "output_schema", None)
     if path:
-        try:
-            with open(path, encoding="utf-8") as fh:
-                values["output_schema"] = json.load(fh)
-        except (OSError, ValueError, RecursionError) as exc:
-            raise ValueError(
-                f"--output-schema {shown(path)}: cannot read a JSON Schema ({type(exc).__name__}: {exc})"
-            ) from None
+        from ..inputs import load_json, read_text_file
+
+        what = f"--output-schema {shown(path)}"
+        values["output_schema"] = load_json(read_text_file(path, what="--output-schema"), what=what)
 
 
 def add_reasoning_args(p: argparse.ArgumentParser) -> None:

@@ -187,15 +187,17 @@ async def plan_command(args: argparse.Namespace) -> int:
 
 
 def _read_plan(path: str) -> Any:
-    try:
-        if path == "-":
-            return json.load(sys.stdin)
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
-    except OSError as exc:
-        raise ValueError(f"cannot read plan {path!r}: {exc.strerror or exc}") from None
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"plan {path!r} is not valid JSON: {exc}") from None
+    """The plan file's JSON (``-``: standard input), read with ``inputs.py``'s bounds."""
+    from ..inputs import load_json, read_stream_bytes, read_text_file
+
+    if path == "-":
+        raw = read_stream_bytes(sys.stdin.buffer, what="plan (standard input)")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"plan (standard input): not UTF-8 text (byte {exc.start})") from None
+        return load_json(text, what="plan (standard input)")
+    return load_json(read_text_file(path, what="plan"), what=f"plan {path}")
 
 
 def _step_printer(stream: TextIO) -> Callable[[dict], None]:

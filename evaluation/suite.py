@@ -66,32 +66,22 @@ class RunConfig:
         return self.name or " ".join(x for x in (self.graph, self.model) if x) or "default"
 
 
-def _read(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SuiteError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SuiteError(f"{path}: cannot read it ({' '.join(str(exc).split())})") from None
-    if path.suffix.lower() == ".jsonl":
-        cases = []
-        for n, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                cases.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise SuiteError(f"{path}: line {n}: not JSON ({exc.msg})") from None
-        return {"cases": cases}
-    import yaml  # type: ignore[import-untyped]
+def _read(path: Path, what: str = "eval suite") -> Any:
+    """The parsed file (``inputs.py``: a regular file, bounded size, nesting and YAML aliases)."""
+    from ..inputs import InputFileError, load_json, load_yaml, read_text_file
 
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}: " if mark is not None else ""
-        raise SuiteError(f"{path}: {where}not valid YAML ({getattr(exc, 'problem', None) or 'syntax error'})") from None
-    return data
+        text = read_text_file(path, what=what)
+        if path.suffix.lower() == ".jsonl":
+            cases = [
+                load_json(line, what=f"{path}: line {n}")
+                for n, line in enumerate(text.splitlines(), 1)
+                if line.strip()
+            ]
+            return {"cases": cases}
+        return load_yaml(text, what=str(path))
+    except InputFileError as exc:
+        raise SuiteError(str(exc)) from None
 
 
 def _schema_problem(path: Path, data: Any, schema: Mapping[str, Any]) -> str | None:
@@ -232,7 +222,7 @@ def load_suite(path: str | os.PathLike[str]) -> Suite:
 def load_config(path: str | os.PathLike[str]) -> RunConfig:
     """An A/B side from a YAML/JSON file: ``name``, ``graph``, ``model``, ``settings``."""
     p = Path(path)
-    data = _read(p)
+    data = _read(p, "A/B config")
     if data is None:
         data = {}
     problem = _schema_problem(p, data, CONFIG_SCHEMA)

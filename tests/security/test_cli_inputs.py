@@ -1,0 +1,150 @@
+"""Attack: files, flags and variables handed to the real CLI that are not what they claim.
+
+Each case runs ``smart-agent`` in its own process under a 3 GB address-space limit (a memory
+bomb that regressed fails with a MemoryError instead of eating the machine) and a generous
+timeout (a FIFO that regressed fails instead of hanging the suite). Before the fixes a FIFO
+hung the command forever, ``/dev/zero`` ended in an opaque MemoryError, a 458-byte YAML
+"billion laughs" eval suite took gigabytes, and the other inputs were silently taken for
+something else. Now every one ends fast with exit 2 and one line on stderr naming the flag,
+file or variable, and no request reaches the model.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import cli_env
+
+from smart_agent.testing.scripted_server import text
+
+pytestmark = pytest.mark.e2e  # the CLI in separate processes
+
+ADDRESS_SPACE = 3 * 1024**3
+HANG_GUARD_S = 60
+
+# 9**9 values once its aliases are followed (gigabytes), 458 bytes as written.
+LAUGHS = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
+    f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi", strict=True)
+)
+
+
+def _limit_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
+
+
+def cli(args: list[str], env: dict, *, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    exe = Path(sys.executable).with_name("smart-agent")
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "smart_agent.cli"]
+    return subprocess.run(
+        [*cmd, *args], env=env, input=b"", capture_output=True,
+        timeout=HANG_GUARD_S, preexec_fn=_limit_memory, cwd=cwd, check=False,
+    )
+
+
+def assert_one_line(res: subprocess.CompletedProcess, *needles: str, srv=None) -> str:
+    err = res.stderr.decode(errors="replace")
+    assert res.returncode == 2, (res.returncode, err)
+    assert "Traceback" not in err and "MemoryError" not in err, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    if srv is not None:
+        assert srv.requests == [], "nothing may reach the model on bad input"
+    return lines[0]
+
+
+# -- a FIFO and a device where a file is expected ----------------------------------------------
+def _file_commands(ws: Path) -> dict[str, tuple[str, list[str], str]]:
+    """name -> (file name, argv with {} for the file, what the error line names)."""
+    run = ["run", "task", "--workspace", str(ws)]
+    return {
+        "--output-schema": ("schema.json", [*run, "--output-schema", "{}"], "--output-schema"),
+        "--agents": ("team.yaml", [*run, "--agents", "{}"], "agents file"),
+        "--mcp-config": ("mcp.json", [*run, "--mcp-config", "{}"], "--mcp-config"),
+        "execute": ("plan.json", ["execute", "{}", "--workspace", str(ws)], "plan"),
+        "memory import": ("memories.jsonl", ["memory", "import", "{}"], "memory import"),
+        "eval": ("suite.yaml", ["eval", "{}"], "eval suite"),
+        "eval --compare": ("b.yaml", ["eval", "SUITE", "--compare", "CONFIG", "{}"], "A/B config"),
+        "agents validate": ("team.yaml", ["agents", "validate", "{}"], "agents file"),
+        "tools --mcp-config": ("mcp.json", ["tools", "--mcp-config", "{}"], "--mcp-config"),
+    }
+
+
+COMMANDS = list(_file_commands(Path("ws")))
+
+
+def _argv(ws: Path, tmp_path: Path, name: str, target: Path) -> list[str]:
+    given = {"{}": target, "SUITE": tmp_path / "ok-suite.yaml", "CONFIG": tmp_path / "ok-config.yaml"}
+    given["SUITE"].write_text("cases:\n  - id: a\n    task: hi\n")
+    given["CONFIG"].write_text("name: a\n")
+    return [str(given.get(a, a)) for a in _file_commands(ws)[name][1]]
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_a_fifo_as_an_input_file_is_refused_without_blocking(scripted_server, workspace, tmp_path, name):
+    srv = scripted_server([text("ran anyway")])
+    fifo = tmp_path / _file_commands(workspace)[name][0]
+    os.mkfifo(fifo)  # no writer ever comes: opening it for reading would wait forever
+    res = cli(_argv(workspace, tmp_path, name, fifo), cli_env(srv))
+    assert_one_line(res, _file_commands(workspace)[name][2], str(fifo), "a FIFO", srv=srv)
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_dev_zero_as_an_input_file_is_refused_before_reading(scripted_server, workspace, tmp_path, name):
+    srv = scripted_server([text("ran anyway")])
+    link = tmp_path / _file_commands(workspace)[name][0]
+    link.symlink_to("/dev/zero")  # endless bytes: read whole, a MemoryError
+    res = cli(_argv(workspace, tmp_path, name, link), cli_env(srv))
+    assert_one_line(res, _file_commands(workspace)[name][2], "a device, not a regular file", srv=srv)
+
+
+def test_dev_zero_on_standard_input_is_read_to_a_bound(scripted_server, workspace):
+    srv = scripted_server([text("ran anyway")])
+    with open("/dev/zero", "rb") as zero:
+        for argv in (["execute", "-", "--workspace", str(workspace)], ["memory", "import", "-"]):
+            exe = Path(sys.executable).with_name("smart-agent")
+            cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "smart_agent.cli"]
+            res = subprocess.run([*cmd, *argv], env=cli_env(srv), stdin=zero, capture_output=True,
+                                 timeout=HANG_GUARD_S, preexec_fn=_limit_memory, check=False)  # fmt: skip
+            assert_one_line(res, "standard input", "larger than", srv=srv)
+
+
+@pytest.mark.parametrize(
+    ("variable", "argv", "needle"),
+    [
+        ("SMART_AGENT_MCP_CONFIG", ["tools"], "SMART_AGENT_MCP_CONFIG"),
+        ("SMART_AGENT_PRICES", ["run", "task", "--max-cost", "1"], "SMART_AGENT_PRICES"),
+    ],
+)
+@pytest.mark.parametrize("kind", ["device", "fifo"])
+def test_variables_naming_a_device_or_fifo_are_refused(scripted_server, workspace, tmp_path, variable, argv, needle,
+                                                       kind):  # fmt: skip
+    srv = scripted_server([text("ran anyway")])
+    target = tmp_path / "file.json"
+    if kind == "fifo":
+        os.mkfifo(target)
+    else:
+        target.symlink_to("/dev/zero")
+    res = cli([*argv, "--workspace", str(workspace)] if argv[0] == "run" else argv,
+              cli_env(srv, **{variable: str(target)}))  # fmt: skip
+    assert_one_line(res, needle, "a FIFO" if kind == "fifo" else "a device", srv=srv)
+
+
+# -- YAML alias bombs --------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("argv", "name", "needle"),
+    [(["eval"], "suite.yaml", "suite.yaml"), (["agents", "validate"], "team.yaml", "team.yaml")],
+)
+def test_a_yaml_alias_bomb_is_refused_without_expanding(scripted_server, tmp_path, argv, name, needle):
+    srv = scripted_server([text("ran anyway")])
+    bomb = tmp_path / name
+    bomb.write_text(LAUGHS)
+    assert bomb.stat().st_size < 500
+    res = cli([*argv, str(bomb)], cli_env(srv))
+    assert_one_line(res, needle, "expands to more than", srv=srv)
