@@ -25,7 +25,7 @@ from typing import Any, TextIO
 
 from .backends import add_db_arg, add_durability_arg
 from .mcp import add_mcp_args, mcp_names, mcp_values, open_mcp_registry
-from .options import add_workspace_args, check_tool_names, field_int, tool_list, utf8_text
+from .options import add_workspace_args, check_tool_names, field_int, thread_arg, tool_list, utf8_text
 from .review import add_approve_arg, format_plan, prompt_for_approval
 
 __all__ = ["format_plan", "prompt_for_approval", "register_cli"]  # the plan prompt lives in review.py
@@ -76,7 +76,9 @@ def register_cli(subparsers: Any) -> None:
         default=None,
         help="tool executions the plan may make, retries included (default 20)",
     )
-    p.add_argument("--thread", help="keep the execution in the session database under this id; rerun to resume it")
+    p.add_argument(
+        "--thread", type=thread_arg, help="keep the execution in the session database under this id; rerun to resume it"
+    )
     add_db_arg(p)
     add_durability_arg(p)
     add_approve_arg(p)

@@ -11,6 +11,7 @@ file or variable, and no request reaches the model.
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import subprocess
@@ -148,3 +149,67 @@ def test_a_yaml_alias_bomb_is_refused_without_expanding(scripted_server, tmp_pat
     assert bomb.stat().st_size < 500
     res = cli([*argv, str(bomb)], cli_env(srv))
     assert_one_line(res, needle, "expands to more than", srv=srv)
+
+
+# -- flags that were silently taken for something else -----------------------------------------
+def test_an_empty_tools_list_is_refused_not_all_tools(scripted_server, workspace):
+    srv = scripted_server([text("ran anyway")])
+    for value in ("", " , "):
+        res = cli(["run", "task", "--workspace", str(workspace), "--tools", value], cli_env(srv))
+        assert_one_line(res, "--tools", "no tool name given", srv=srv)
+
+
+def test_an_empty_thread_id_is_refused_not_a_new_thread(scripted_server, workspace, tmp_path):
+    srv = scripted_server([text("ran anyway")])
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"steps": [{"id": "s", "tool": "calculator", "args": {"expression": "1+1"}}]}))
+    for argv in (["run", "task", "--workspace", str(workspace)], ["chat"], ["demo"], ["execute", str(plan)],
+                 ["resume", "--approve"]):  # fmt: skip
+        for value in ("", "  "):
+            res = cli([*argv, "--thread", value], cli_env(srv))
+            assert_one_line(res, "--thread", "the thread id is empty", srv=srv)
+
+
+def test_a_database_url_of_another_kind_is_refused_not_made_a_folder(scripted_server, workspace, tmp_path):
+    srv = scripted_server([text("ran anyway")])
+    res = cli(["run", "task", "--workspace", str(workspace), "--db", "mysql://x"], cli_env(srv), cwd=tmp_path)
+    assert_one_line(res, "--db", "'mysql' databases are not supported", "SQLite file", "postgresql://", srv=srv)
+    assert not (tmp_path / "mysql:").exists()
+    res = cli(["threads", "list"], cli_env(srv, SMART_AGENT_DB="sqlite:///x.db"), cwd=tmp_path)
+    assert_one_line(res, "SMART_AGENT_DB", "'sqlite' databases are not supported", srv=srv)
+    assert not (tmp_path / "sqlite:").exists()
+
+
+def test_a_database_file_in_a_missing_folder_is_refused_not_created(scripted_server, workspace, tmp_path):
+    srv = scripted_server([text("ran anyway")])
+    missing = tmp_path / "no" / "such" / "x.sqlite"
+    res = cli(["run", "task", "--workspace", str(workspace), "--db", str(missing)], cli_env(srv))
+    assert_one_line(res, "--db", "does not exist", srv=srv)
+    assert not (tmp_path / "no").exists()
+    res = cli(["run", "task", "--workspace", str(workspace), "--db", str(tmp_path)], cli_env(srv))
+    assert_one_line(res, "--db", "is a folder", srv=srv)
+
+
+def test_the_default_data_folder_is_still_created(scripted_server, workspace, tmp_path):
+    srv = scripted_server([text("done")])
+    home = tmp_path / "new" / "home"
+    res = cli(["run", "task", "--workspace", str(workspace)], cli_env(srv, SMART_AGENT_HOME=str(home)))
+    assert res.returncode == 0, res.stderr
+    assert (home / "sessions.sqlite").is_file()
+
+
+def test_a_missing_plugins_folder_is_refused_not_ignored(scripted_server, workspace, tmp_path):
+    srv = scripted_server([text("ran anyway")])
+    for argv in (["tools"], ["run", "task", "--workspace", str(workspace)]):
+        res = cli(argv, cli_env(srv, SMART_AGENT_PLUGINS=str(tmp_path / "no-plugins")))
+        assert_one_line(res, "SMART_AGENT_PLUGINS", "no-plugins", "no such folder", srv=srv)
+
+
+def test_a_data_home_that_is_a_file_is_one_line(scripted_server, workspace, tmp_path):
+    srv = scripted_server([text("ran anyway")])
+    a_file = tmp_path / "home.txt"
+    a_file.write_text("x")
+    for home in (a_file, a_file / "below"):
+        res = cli(["run", "task", "--workspace", str(workspace)], cli_env(srv, SMART_AGENT_HOME=str(home)))
+        line = assert_one_line(res, "SMART_AGENT_HOME", str(home), "not a folder", srv=srv)
+        assert "NotADirectoryError" not in line
