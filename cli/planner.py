@@ -57,6 +57,13 @@ def register_cli(subparsers: Any) -> None:
         help="how the plan is requested (default: a submit_plan tool)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    # The flags of `run` that bear on planning (a command line of `run` works for `plan --save`):
+    add_workspace_args(p)
+    p.add_argument(
+        "--no-memory", dest="memory", action="store_false", default=None, help="do not offer the memory tools"
+    )
+    p.add_argument("--model-timeout", type=float, metavar="S", help="seconds a model request may wait (default 120)")
+    p.add_argument("--model-retries", type=int, metavar="N", help="retries of a failed model request (default 2)")
     add_mcp_args(p)
     p.set_defaults(handler=plan_command)
 
@@ -150,18 +157,21 @@ async def plan_command(args: argparse.Namespace) -> int:
     from .review import run_metadata
 
     values: dict[str, Any] = {}
-    if args.model:
-        values["model"] = args.model
-    if args.tools:
-        values["tools"] = args.tools
-    if args.max_plan_attempts is not None:
-        values["max_plan_attempts"] = args.max_plan_attempts
+    for flag, name in (
+        ("model", "model"), ("tools", "tools"), ("max_plan_attempts", "max_plan_attempts"), ("memory", "memory"),
+        ("workspace", "workspace"), ("allow_private_network", "allow_private_network"),
+        ("model_timeout", "model_timeout_s"), ("model_retries", "model_max_retries"),
+    ):
+        if getattr(args, flag) is not None:
+            values[name] = getattr(args, flag)
     mcp: dict[str, Any] = {}
     mcp_values(args, mcp)  # --mcp-config: the servers' tools may be planned (their sessions open while planning)
     ctx = check_tool_names(PlannerContext(**values), also=mcp_names(mcp))  # unknown --tools: one line, exit 2
     model = load_chat_model(ctx.model, **model_options(ctx))
     async with open_mcp_registry(run_metadata("plan", mcp)) as with_mcp:
         registry = select_registry(with_mcp or _registry(), ctx.tools)
+        if not ctx.memory:  # as a run offers them: only while its memory is on
+            registry = _without_tag(registry, "memory")
         result = await make_plan(
             args.task, model=model, registry=registry, max_attempts=ctx.max_plan_attempts, method=args.method
         )
@@ -186,6 +196,16 @@ async def plan_command(args: argparse.Namespace) -> int:
     else:
         print(text)
     return EXIT_OK
+
+
+def _without_tag(registry: Any, tag: str) -> Any:
+    from ..tools.registry import ToolRegistry
+
+    kept = ToolRegistry()
+    for tool in registry.tools():
+        if tag not in registry.meta(tool.name).tags:
+            kept.register(tool, registry.meta(tool.name))
+    return kept
 
 
 def _read_plan(path: str) -> Any:

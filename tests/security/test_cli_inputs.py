@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from conftest import cli_env
 
-from smart_agent.testing.scripted_server import text
+from smart_agent.testing.scripted_server import text, tool_call
 
 pytestmark = pytest.mark.e2e  # the CLI in separate processes
 
@@ -213,3 +213,22 @@ def test_a_data_home_that_is_a_file_is_one_line(scripted_server, workspace, tmp_
         res = cli(["run", "task", "--workspace", str(workspace)], cli_env(srv, SMART_AGENT_HOME=str(home)))
         line = assert_one_line(res, "SMART_AGENT_HOME", str(home), "not a folder", srv=srv)
         assert "NotADirectoryError" not in line
+
+
+# -- plan --save takes the run flags that bear on planning -------------------------------------
+def test_plan_save_accepts_the_run_flags_no_memory_and_workspace(scripted_server, workspace, tmp_path):
+    steps = {"steps": [{"id": "s1", "tool": "calculator", "args": {"expression": "2+3"}}]}
+    srv = scripted_server([tool_call("submit_plan", steps), tool_call("submit_plan", steps)])
+    target = tmp_path / "plan.json"
+    env = cli_env(srv, SMART_AGENT_MEMORY="true")
+    res = cli(["plan", "add", "--save", str(target), "--no-memory", "--workspace", str(workspace),
+               "--allow-private-network", "--model-timeout", "30", "--model-retries", "0"], env)  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert json.loads(target.read_text())["steps"][0]["tool"] == "calculator"
+    assert "search_memory" not in json.dumps(srv.requests[0]["messages"])  # memory off: not offered to the plan
+    res = cli(["plan", "add", "--save", str(target)], env)
+    assert res.returncode == 0, res.stderr
+    assert "search_memory" in json.dumps(srv.requests[1]["messages"])  # memory on: it is
+    res = cli(["plan", "add", "--workspace", str(tmp_path / "nope")], env)
+    assert_one_line(res, "--workspace", "does not exist", srv=None)
+    assert len(srv.requests) == 2
