@@ -140,6 +140,29 @@ def check_settings(settings: Mapping[str, Any], graph: str | None, where: str) -
             raise SuiteError(f"{where}settings.{key}: {problem}")
 
 
+def _check_texts(case: Case, where: str) -> None:
+    """What a case sends to the model or writes (its turns, a review's text, a judge's rubric,
+    the files placed before the run) is text ``run`` and ``chat`` would take: no NUL, no lone
+    surrogate (a JSONL ``"\\ud800"``, a YAML ``"\\0"``), not too long (``text_problem``)."""
+    from ..context_types import text_problem
+
+    texts = [(f"task[{n}]" if len(case.turns) > 1 else "task", turn) for n, turn in enumerate(case.turns)]
+    texts += [(f"review.{k}", v) for k, v in (case.review or {}).items() if isinstance(v, str)]
+    judge = case.expect.get("judge")
+    rubric = judge.get("rubric") if isinstance(judge, Mapping) else judge
+    texts += [("expect.judge", rubric)] if isinstance(rubric, str) else []
+    texts += [("files", name) for name in case.files]
+    for key, text in texts:
+        problem = text_problem(text)
+        if problem:
+            raise SuiteError(f"{where}{key}: {problem}")
+    for name, content in case.files.items():  # any text a file may hold, but it must be writable as UTF-8
+        try:
+            content.encode("utf-8")
+        except UnicodeEncodeError:
+            raise SuiteError(f"{where}files.{name}: is not valid UTF-8 text (it contains a lone surrogate)") from None
+
+
 def _check_files(files: Mapping[str, Any], where: str, key: str) -> None:
     for name in files:
         p = Path(name)
@@ -211,6 +234,7 @@ def load_suite(path: str | os.PathLike[str]) -> Suite:
         )
         if case.agents and not Path(case.agents).is_file():
             raise SuiteError(f"{where}agents: {raw['agents']!r} is not a file (relative to the suite)")
+        _check_texts(case, where)
         check_settings(case.settings, case.graph, where)
         _check_files(case.files, where, "files")
         _check_files(case.expect.get("files") or {}, where, "expect.files")

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ..context_types import shown
+from ..context_types import model_spec_valid, shown
 from .mcp_config import McpServer, parse_mcp_servers
 
 __all__ = ["AgentDef", "AgentsConfig", "AgentsFileError", "agent_setting_names", "load_agents_file", "match_tools"]
@@ -183,6 +183,8 @@ def _agent(
 
     for key in [k for k in spec if k in settings_names or k == "model"]:
         problem = field_problem(key, spec[key])
+        if problem is None and key == "model" and not model_spec_valid(spec[key]):
+            problem = f"must be a 'provider:model' string (got {shown(spec[key])})"
         if problem:
             raise bad(key, problem)
         settings[key] = spec[key]

@@ -232,3 +232,38 @@ def test_plan_save_accepts_the_run_flags_no_memory_and_workspace(scripted_server
     res = cli(["plan", "add", "--workspace", str(tmp_path / "nope")], env)
     assert_one_line(res, "--workspace", "does not exist", srv=None)
     assert len(srv.requests) == 2
+
+
+# -- eval suite texts --------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("name", "content", "needle"),
+    [
+        ("nul.yaml", 'cases:\n  - id: a\n    task: "hi \\0 there"\n', "case 'a': task: contains a NUL byte"),
+        ("surrogate.yaml", 'cases:\n  - id: a\n    task: "hi \\ud800"\n', "case 'a': task: is not valid UTF-8"),
+        ("surrogate.jsonl", json.dumps({"id": "a", "task": ["ok", "\ud800"]}) + "\n",
+         "case 'a': task[1]: is not valid UTF-8"),
+        ("review.jsonl", json.dumps({"id": "a", "task": "ok", "review": {"answer": "x\u0000"}}) + "\n",
+         "case 'a': review.answer: contains a NUL byte"),
+        ("judge.yaml", 'cases:\n  - id: a\n    task: t\n    expect: {judge: "rate \\0"}\n',
+         "case 'a': expect.judge: contains a NUL byte"),
+        ("files.jsonl", json.dumps({"id": "a", "task": "t", "files": {"a.txt": "\udcff"}}) + "\n",
+         "case 'a': files.a.txt: is not valid UTF-8"),
+    ],
+)
+def test_eval_suite_texts_the_run_would_refuse_are_refused(scripted_server, tmp_path, name, content, needle):
+    srv = scripted_server([text("ran anyway")])
+    suite = tmp_path / name
+    suite.write_text(content, encoding="utf-8", errors="surrogatepass")
+    res = cli(["eval", str(suite), "--out", str(tmp_path / "out")], cli_env(srv))
+    assert_one_line(res, needle, srv=srv)
+    assert not (tmp_path / "out").exists()
+
+
+# -- agents file: model ------------------------------------------------------------------------
+def test_an_agent_model_that_is_not_provider_model_is_refused(tmp_path):
+    team = tmp_path / "team.yaml"
+    team.write_text("agents:\n  a:\n    description: d\n    prompt: p\n    model: nonsense\n")
+    res = cli(["agents", "validate", str(team)], cli_env())
+    assert_one_line(res, "team.yaml", "agent 'a': model:", "'provider:model'", "'nonsense'")
+    team.write_text("agents:\n  a:\n    description: d\n    prompt: p\n    model: openai:gpt-4o-mini\n")
+    assert cli(["agents", "validate", str(team)], cli_env()).returncode == 0
