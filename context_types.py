@@ -27,8 +27,8 @@ from .identity import IdentityCache
 
 __all__ = [
     "APPROVE_NONE", "APPROVE_SIDE_EFFECTS", "FIELD_BOUNDS", "FIELD_RULES", "approve_tokens", "approve_valid",
-    "env_field", "env_value", "checked_once", "field_value_problem", "parse_bool", "shown", "text_problem", "unchanged",
-    "value_problem", "values_snapshot",
+    "env_field", "env_value", "checked_once", "field_value_problem", "model_spec_valid", "parse_bool", "shown",
+    "text_problem", "unchanged", "value_problem", "values_snapshot",
 ]
 
 TRUE_WORDS = frozenset({"true", "1", "yes", "on"})
@@ -88,6 +88,12 @@ def approve_valid(value: str) -> bool:
     return parts == [APPROVE_NONE] or all(TOOL_NAME.fullmatch(p) for p in parts)
 
 
+def model_spec_valid(value: str) -> bool:
+    """``value`` is a ``provider:model`` spec: a provider and a model name around a colon."""
+    provider, colon, model = value.partition(":")
+    return bool(colon and provider.strip() and model.strip())
+
+
 #: Rules beyond the type, for text fields: (holds, what the value must be).
 FIELD_RULES: dict[str, tuple[Callable[[str], bool], str]] = {
     "model": (lambda v: bool(v.strip()), "a non-empty 'provider:model' string"),
@@ -98,7 +104,7 @@ FIELD_RULES: dict[str, tuple[Callable[[str], bool], str]] = {
         "'none', 'side-effects' or a comma list of tool names",
     ),
     "fallback_models": (
-        lambda v: all(len(p := m.split(":", 1)) == 2 and p[0].strip() and p[1].strip() for m in v),
+        lambda v: all(map(model_spec_valid, v)),
         "a list of 'provider:model' strings",
     ),
 }

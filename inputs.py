@@ -18,7 +18,7 @@ import json
 import os
 import re
 import stat
-from typing import Any
+from typing import Any, BinaryIO
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -29,6 +29,7 @@ __all__ = [
     "load_json",
     "load_yaml",
     "read_bytes_file",
+    "read_stream_bytes",
     "read_text_file",
 ]
 
@@ -90,6 +91,18 @@ def read_bytes_file(path: str | os.PathLike[str], *, what: str = "file", limit: 
         raise InputFileError(f"{what} {name}: cannot read it ({exc.strerror or exc})") from None
     finally:
         os.close(fd)
+
+
+def read_stream_bytes(stream: BinaryIO, *, what: str = "standard input", limit: int = DEFAULT_MAX_BYTES) -> bytes:
+    """At most ``limit`` bytes of ``stream`` (standard input given as ``-``): a larger input
+    (``/dev/zero`` piped in) is refused after ``limit`` + 1 bytes, never read whole."""
+    try:
+        data = stream.read(limit + 1)
+    except OSError as exc:
+        raise InputFileError(f"{what}: cannot read it ({exc.strerror or exc})") from None
+    if len(data) > limit:
+        raise InputFileError(f"{what}: larger than {limit} bytes")
+    return data
 
 
 def _kind(mode: int) -> str:

@@ -11,7 +11,6 @@ A malformed table is a one-line :class:`PriceTableError` naming the variable.
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 from collections.abc import Mapping
 from functools import lru_cache
@@ -65,10 +64,12 @@ def _price_pair(key: str, value: Any, source: str) -> tuple[float, float]:
 
 def parse_prices(text: str, source: str = "inline JSON") -> dict[str, tuple[float, float]]:
     """Prices from JSON text: ``{"provider:model" or "model": {"input": x, "output": y}}``."""
+    from .inputs import InputFileError, load_json
+
     try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise PriceTableError(f"SMART_AGENT_PRICES ({source}) is not valid JSON: {exc}") from None
+        data = load_json(text, what=f"SMART_AGENT_PRICES ({source})")
+    except InputFileError as exc:
+        raise PriceTableError(str(exc)) from None
     if not isinstance(data, dict):
         raise PriceTableError(f"SMART_AGENT_PRICES ({source}) must be a JSON object of model -> price")
     return {str(k).strip().lower(): _price_pair(str(k), v, source) for k, v in data.items()}
@@ -85,11 +86,12 @@ def _table(raw: str | None, stamp: int | None = None) -> dict[str, tuple[float, 
     if text.startswith("{"):
         table.update(parse_prices(text))
         return table
-    path = Path(text).expanduser()
+    from .inputs import InputFileError, read_text_file
+
     try:
-        content = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PriceTableError(f"SMART_AGENT_PRICES: cannot read the price file {text!r}: {exc}") from None
+        content = read_text_file(Path(text).expanduser(), what="SMART_AGENT_PRICES: the price file")
+    except InputFileError as exc:
+        raise PriceTableError(str(exc)) from None
     table.update(parse_prices(content, f"file {text!r}"))
     return table
 

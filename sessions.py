@@ -230,7 +230,8 @@ async def open_backends(
     from .checkpoint_serde import CompressedSerializer
 
     path = Path(url) if url else sessions_path(home)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if not url:  # the data folder is ours to create; the folder of a file the user named is not
+        path.parent.mkdir(parents=True, exist_ok=True)
     # Checkpoints zlib-compressed (checkpoint_serde.py): the saver keeps each one whole.
     async with aiosqlite.connect(str(path)) as conn:
         yield Backends(AsyncSqliteSaver(conn, serde=CompressedSerializer()))

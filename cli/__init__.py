@@ -44,11 +44,11 @@ from collections.abc import Callable
 
 from .. import settings
 from . import run
-from .backends import use_db_arg
+from .backends import check_data_folders, use_db_arg
 from .cassette import add_cassette_args
 from .context_args import add_context_args, context_from_args
 from .mcp import add_mcp_args
-from .options import OneLineParser, utf8_text
+from .options import OneLineParser, thread_arg, utf8_text
 from .outcome import EXIT_FAILURE, EXIT_USAGE, result_json
 from .render import RunSummary, format_event
 from .run import run_once
@@ -150,7 +150,7 @@ def _add_chat(sub: argparse._SubParsersAction) -> None:
 def _add_demo(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="run the agent offline against a bundled scripted model")
     p.add_argument("--workspace", help="folder for the demo's files (default: a new temporary folder)")
-    p.add_argument("--thread", help="thread id for the demo session")
+    p.add_argument("--thread", type=thread_arg, help="thread id for the demo session")
     p.set_defaults(handler=run.demo_command)
 
 
@@ -199,7 +199,10 @@ def main(argv: list[str] | None = None) -> int:
 
     handler = args.handler
     try:
-        use_db_arg(args)
+        checked = args.command != "doctor"  # (doctor reports a bad data folder or database itself)
+        if checked:
+            check_data_folders()
+        use_db_arg(args, check=checked)
         result = handler(args)
         if asyncio.iscoroutine(result):
             result = asyncio.run(result)

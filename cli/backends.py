@@ -5,8 +5,10 @@ the tool-output archive are all on that database (``sessions.open_backends``).""
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import settings
@@ -14,7 +16,10 @@ from .. import settings
 if TYPE_CHECKING:  # pragma: no cover
     from ..sessions import Backends
 
-__all__ = ["add_db_arg", "add_durability_arg", "check_run_embeddings", "open_run_backends", "use_db_arg"]
+__all__ = [
+    "add_db_arg", "add_durability_arg", "check_data_folders", "check_run_embeddings", "database_problem",
+    "open_run_backends", "use_db_arg",
+]
 
 
 def add_db_arg(p: argparse.ArgumentParser) -> None:
@@ -37,19 +42,67 @@ def add_durability_arg(p: argparse.ArgumentParser) -> None:
     )
 
 
-def use_db_arg(args: argparse.Namespace) -> None:
+def use_db_arg(args: argparse.Namespace, *, check: bool = True) -> None:
     """``--db`` given: this process uses it wherever ``$SMART_AGENT_DB`` counts (runs, thread locks);
     ``--durability`` likewise for ``$SMART_AGENT_DURABILITY``, which a command that runs a graph
-    checks now (a bad value: one line before anything runs)."""
+    checks now (a bad value: one line before anything runs). The database of a command that
+    has ``--db`` is checked now too (:func:`database_problem`; ``check=False``: not, for ``doctor``)."""
     url = getattr(args, "db", None)
     if url is not None:
         if not url.strip():
             raise ValueError("--db: give a SQLite file or a postgresql:// URL")
         settings.use_database(url.strip())
+    if check and hasattr(args, "db"):
+        problem = database_problem(settings.database_url())
+        if problem:
+            raise ValueError(f"{'--db' if url is not None else 'SMART_AGENT_DB'}: {problem}")
     if hasattr(args, "durability"):
         if args.durability is not None:
             settings.use_durability(args.durability)
         settings.durability()
+
+
+def database_problem(url: str | None) -> str | None:
+    """Why ``url`` cannot be the sessions database (None: it can, or it is unset: the data
+    folder's ``sessions.sqlite``). A SQLite file must be in a folder that exists (the CLI creates
+    only its own data folder), and a URL must be Postgres: another scheme (``mysql://``) is not
+    taken for a file name."""
+    from ..sessions import is_postgres
+
+    if url is None or is_postgres(url):
+        return None
+    if _SCHEME.match(url):
+        return (
+            f"{url.split(':', 1)[0]!r} databases are not supported: give a SQLite file path or "
+            "postgresql://user:password@host/db (postgres:// too)"
+        )
+    path = Path(url)
+    if path.is_dir():
+        return f"{url!r} is a folder: give a SQLite file path (e.g. {str(path / 'sessions.sqlite')!r})"
+    if not path.parent.is_dir():
+        return f"the folder of the SQLite file {url!r} does not exist ({str(path.parent)!r})"
+    return None
+
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def check_data_folders() -> None:
+    """``$SMART_AGENT_HOME`` (or ``./.smart-agent``) must be a folder or a path one can be made
+    at, and ``$SMART_AGENT_PLUGINS`` (when set) an existing folder: else one line naming the
+    variable (``ValueError``), not a raw ``NotADirectoryError`` later, nor plugins silently
+    missing."""
+    home = settings.data_home()
+    for part in [home, *home.absolute().parents]:
+        if part.exists():
+            if not part.is_dir():
+                where = "" if part == home else f" ({str(part)!r} is a file)"
+                raise ValueError(f"the data folder {str(home)!r} (SMART_AGENT_HOME): not a folder{where}")
+            break
+    plugins = settings.plugins_folder()
+    if plugins is not None and not plugins.is_dir():
+        why = "not a folder" if plugins.exists() else "no such folder"
+        raise ValueError(f"SMART_AGENT_PLUGINS {str(plugins)!r}: {why} (plugins load from a folder of *.py files)")
 
 
 def check_run_embeddings(ctx: Any) -> None:

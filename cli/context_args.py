@@ -20,6 +20,7 @@ from .options import (
     context_budget_values,
     field_int,
     reasoning_values,
+    thread_arg,
     tool_list,
 )
 
@@ -48,7 +49,7 @@ def add_context_args(p: argparse.ArgumentParser, *, review_flags: bool = True) -
     p.add_argument("--graph", default="agent", choices=list(BUILDERS), help="which graph runs the task: %(choices)s")
     p.add_argument("--model", help="chat model as provider:model (default: $SMART_AGENT_MODEL or openai:gpt-4o-mini)")
     p.add_argument("--system-prompt", help="replace the system prompt")
-    p.add_argument("--thread", help="thread id: continue an earlier session of that id")
+    p.add_argument("--thread", type=thread_arg, help="thread id: continue an earlier session of that id")
     p.add_argument(
         "--max-tool-calls", type=field_int("max_tool_calls"), help="hard bound on tool executions per run (default 20)"
     )

@@ -211,6 +211,11 @@ def check_database() -> Check:
         return Check("database", True, "Postgres answers")
     import sqlite3
 
+    from .backends import database_problem
+
+    problem = database_problem(url)
+    if problem:
+        return Check("database", False, problem, "give --db / SMART_AGENT_DB a SQLite file or a postgresql:// URL")
     path = url or str(sessions_path())
     try:
         if not os.path.exists(path):

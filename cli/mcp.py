@@ -36,13 +36,14 @@ def add_mcp_args(p: argparse.ArgumentParser) -> None:
 
 def mcp_values(args: argparse.Namespace, values: dict) -> None:
     """Check the file now (a bad one: one line, exit 2) and record its absolute path."""
-    path = getattr(args, "mcp_config", None) or settings.mcp_config()
+    flag = getattr(args, "mcp_config", None)
+    path = flag or settings.mcp_config()
     if path is None:
         return
     from ..tools.mcp_config import load_mcp_config
 
     path = os.path.abspath(path)
-    load_mcp_config(path)
+    load_mcp_config(path, what="--mcp-config" if flag else "SMART_AGENT_MCP_CONFIG")
     values[FLAG_FIELD] = path
 
 

@@ -272,18 +272,18 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
+    from ..inputs import InputFileError, read_bytes_file, read_stream_bytes
     from ..memory.transfer import ImportLineError, import_records, parse_records
 
     name = "standard input" if args.file == "-" else args.file
     try:
         if args.file == "-":
-            raw = sys.stdin.buffer.read()
+            raw = read_stream_bytes(sys.stdin.buffer, what="memory import: standard input")
         else:
-            with open(args.file, "rb") as f:
-                raw = f.read()
+            raw = read_bytes_file(args.file, what="memory import: file")
         records = parse_records(raw.decode("utf-8").splitlines())
-    except OSError as exc:
-        print(f"smart-agent: cannot read {name}: {exc.strerror or exc}", file=sys.stderr)
+    except InputFileError as exc:
+        print(f"smart-agent: {' '.join(str(exc).split())}", file=sys.stderr)
         return EXIT_REFUSED
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1

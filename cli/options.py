@@ -7,13 +7,13 @@
 * :func:`utf8_text` - text arguments (the task) must be valid UTF-8; undecodable
   bytes in argv are refused, not replaced.
 * :func:`check_tool_names` - ``--tools`` and ``--approve`` names must be registered tools.
+* :func:`thread_arg` - ``--thread`` must be a non-empty id.
 * :func:`chat_line` - a line of ``chat`` input must be valid UTF-8 (checked per line).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NoReturn, TypeVar
@@ -81,13 +81,26 @@ def existing_dir(text: str) -> str:
 
 
 def tool_list(text: str) -> list[str]:
-    """``--tools a,b``: comma-separated names (checked against the registry later)."""
+    """``--tools a,b``: comma-separated names (checked against the registry later). No name at
+    all (``--tools ""``) is refused: an empty list would mean every tool."""
     names = [t.strip() for t in text.split(",") if t.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("no tool name given (leave --tools out to offer every tool)")
     for name in names:
         problem = text_problem(name)
         if problem:
             raise argparse.ArgumentTypeError(f"the tool name {shown(name)} {problem}")
     return names
+
+
+def thread_arg(text: str) -> str:
+    """``--thread ID``: a non-empty id of valid text (an empty one would start a new thread)."""
+    problem = text_problem(text)
+    if problem:
+        raise argparse.ArgumentTypeError(f"the thread id {problem}")
+    if not text.strip():
+        raise argparse.ArgumentTypeError("the thread id is empty (leave --thread out for a new thread)")
+    return text
 
 
 def chat_line(raw: bytes | str) -> tuple[str, str | None]:
@@ -188,13 +201,10 @@ def context_budget_values(args: argparse.Namespace, values: dict) -> None:
             values[field_name] = getattr(args, flag)
     path = getattr(args, "output_schema", None)
     if path:
-        try:
-            with open(path, encoding="utf-8") as fh:
-                values["output_schema"] = json.load(fh)
-        except (OSError, ValueError, RecursionError) as exc:
-            raise ValueError(
-                f"--output-schema {shown(path)}: cannot read a JSON Schema ({type(exc).__name__}: {exc})"
-            ) from None
+        from ..inputs import load_json, read_text_file
+
+        what = f"--output-schema {shown(path)}"
+        values["output_schema"] = load_json(read_text_file(path, what="--output-schema"), what=what)
 
 
 def add_reasoning_args(p: argparse.ArgumentParser) -> None:

@@ -25,7 +25,7 @@ from typing import Any, TextIO
 
 from .backends import add_db_arg, add_durability_arg
 from .mcp import add_mcp_args, mcp_names, mcp_values, open_mcp_registry
-from .options import add_workspace_args, check_tool_names, field_int, tool_list, utf8_text
+from .options import add_workspace_args, check_tool_names, field_int, thread_arg, tool_list, utf8_text
 from .review import add_approve_arg, format_plan, prompt_for_approval
 
 __all__ = ["format_plan", "prompt_for_approval", "register_cli"]  # the plan prompt lives in review.py
@@ -57,6 +57,13 @@ def register_cli(subparsers: Any) -> None:
         help="how the plan is requested (default: a submit_plan tool)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    # The flags of `run` that bear on planning (a command line of `run` works for `plan --save`):
+    add_workspace_args(p)
+    p.add_argument(
+        "--no-memory", dest="memory", action="store_false", default=None, help="do not offer the memory tools"
+    )
+    p.add_argument("--model-timeout", type=float, metavar="S", help="seconds a model request may wait (default 120)")
+    p.add_argument("--model-retries", type=int, metavar="N", help="retries of a failed model request (default 2)")
     add_mcp_args(p)
     p.set_defaults(handler=plan_command)
 
@@ -76,7 +83,9 @@ def register_cli(subparsers: Any) -> None:
         default=None,
         help="tool executions the plan may make, retries included (default 20)",
     )
-    p.add_argument("--thread", help="keep the execution in the session database under this id; rerun to resume it")
+    p.add_argument(
+        "--thread", type=thread_arg, help="keep the execution in the session database under this id; rerun to resume it"
+    )
     add_db_arg(p)
     add_durability_arg(p)
     add_approve_arg(p)
@@ -148,18 +157,21 @@ async def plan_command(args: argparse.Namespace) -> int:
     from .review import run_metadata
 
     values: dict[str, Any] = {}
-    if args.model:
-        values["model"] = args.model
-    if args.tools:
-        values["tools"] = args.tools
-    if args.max_plan_attempts is not None:
-        values["max_plan_attempts"] = args.max_plan_attempts
+    for flag, name in (
+        ("model", "model"), ("tools", "tools"), ("max_plan_attempts", "max_plan_attempts"), ("memory", "memory"),
+        ("workspace", "workspace"), ("allow_private_network", "allow_private_network"),
+        ("model_timeout", "model_timeout_s"), ("model_retries", "model_max_retries"),
+    ):
+        if getattr(args, flag) is not None:
+            values[name] = getattr(args, flag)
     mcp: dict[str, Any] = {}
     mcp_values(args, mcp)  # --mcp-config: the servers' tools may be planned (their sessions open while planning)
     ctx = check_tool_names(PlannerContext(**values), also=mcp_names(mcp))  # unknown --tools: one line, exit 2
     model = load_chat_model(ctx.model, **model_options(ctx))
     async with open_mcp_registry(run_metadata("plan", mcp)) as with_mcp:
         registry = select_registry(with_mcp or _registry(), ctx.tools)
+        if not ctx.memory:  # as a run offers them: only while its memory is on
+            registry = _without_tag(registry, "memory")
         result = await make_plan(
             args.task, model=model, registry=registry, max_attempts=ctx.max_plan_attempts, method=args.method
         )
@@ -186,16 +198,28 @@ async def plan_command(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _without_tag(registry: Any, tag: str) -> Any:
+    from ..tools.registry import ToolRegistry
+
+    kept = ToolRegistry()
+    for tool in registry.tools():
+        if tag not in registry.meta(tool.name).tags:
+            kept.register(tool, registry.meta(tool.name))
+    return kept
+
+
 def _read_plan(path: str) -> Any:
-    try:
-        if path == "-":
-            return json.load(sys.stdin)
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
-    except OSError as exc:
-        raise ValueError(f"cannot read plan {path!r}: {exc.strerror or exc}") from None
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"plan {path!r} is not valid JSON: {exc}") from None
+    """The plan file's JSON (``-``: standard input), read with ``inputs.py``'s bounds."""
+    from ..inputs import load_json, read_stream_bytes, read_text_file
+
+    if path == "-":
+        raw = read_stream_bytes(sys.stdin.buffer, what="plan (standard input)")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"plan (standard input): not UTF-8 text (byte {exc.start})") from None
+        return load_json(text, what="plan (standard input)")
+    return load_json(read_text_file(path, what="plan"), what=f"plan {path}")
 
 
 def _step_printer(stream: TextIO) -> Callable[[dict], None]:

@@ -72,13 +72,9 @@ def parse_json_arg(text: str, flag: str) -> Any:
 
 
 def read_decisions_file(path: str) -> Any:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
-    except OSError as exc:
-        raise ValueError(f"--decisions {shown(path)}: cannot read it ({exc.strerror or exc})") from None
-    except ValueError as exc:
-        raise ValueError(f"--decisions {shown(path)}: not valid JSON ({exc})") from None
+    from ..inputs import load_json, read_text_file
+
+    return load_json(read_text_file(path, what="--decisions"), what=f"--decisions {shown(path)}")
 
 
 def flag_decision(

@@ -220,10 +220,12 @@ def prompt_for_approval(
         if word in ("r", "reject", "n", "no"):
             return {"action": "reject", "reason": rest.strip() or "rejected at the prompt"}
         if word in ("e", "edit") and rest.strip():
+            from ..inputs import InputFileError, load_json, read_text_file
+
+            name = os.path.expanduser(rest.strip())
             try:
-                with open(os.path.expanduser(rest.strip()), encoding="utf-8") as fh:
-                    return {"action": "edit", "plan": json.load(fh)}
-            except (OSError, ValueError) as exc:
+                return {"action": "edit", "plan": load_json(read_text_file(name, what="plan"), what=f"plan {name}")}
+            except InputFileError as exc:
                 print(f"  cannot read {rest.strip()}: {exc}", file=out)
                 continue
         print("  answer a, e FILE or r [reason]", file=out)

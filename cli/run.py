@@ -355,8 +355,12 @@ async def demo_command(args: argparse.Namespace) -> int:
         f"thread {thread_id}."
     )
     if os.path.exists(written):
-        with open(written, encoding="utf-8") as fh:
-            print(f"{DEMO_FILE} now contains: {fh.read().strip()}")
+        from ..inputs import InputFileError, read_text_file
+
+        try:
+            print(f"{DEMO_FILE} now contains: {read_text_file(written, what=DEMO_FILE, errors='replace').strip()}")
+        except InputFileError as exc:
+            print(f"{exc}")
     return 0 if final.get("answer") else EXIT_FAILURE
 
 

@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..inputs import InputFileError, read_text_file
+
 __all__ = ["SYNC_CHECKS", "args_match", "check_result", "target_text"]
 
 Check = dict[str, Any]
@@ -166,10 +168,12 @@ def _files(expected: Any, result: Mapping, on: str | None) -> Check:
     root = Path(str(result.get("workspace") or "."))
     for name, wanted in expected.items():
         path = root / name
-        try:
-            content = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
+        if not path.exists():
             return _ok("files", False, f"{name} does not exist in the workspace")
+        try:  # a regular file, bounded (inputs.py): a FIFO or a device the run left there is a failed check
+            content = read_text_file(path, what=name, errors="replace")
+        except InputFileError as exc:
+            return _ok("files", False, str(exc).replace(f"{name} {path}", name, 1))
         missing = [t for t in _texts(wanted) if t not in content]
         if missing:
             return _ok("files", False, f"{name} has no {_clip(missing[0])}")

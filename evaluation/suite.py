@@ -66,32 +66,22 @@ class RunConfig:
         return self.name or " ".join(x for x in (self.graph, self.model) if x) or "default"
 
 
-def _read(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SuiteError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SuiteError(f"{path}: cannot read it ({' '.join(str(exc).split())})") from None
-    if path.suffix.lower() == ".jsonl":
-        cases = []
-        for n, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                cases.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise SuiteError(f"{path}: line {n}: not JSON ({exc.msg})") from None
-        return {"cases": cases}
-    import yaml  # type: ignore[import-untyped]
+def _read(path: Path, what: str = "eval suite") -> Any:
+    """The parsed file (``inputs.py``: a regular file, bounded size, nesting and YAML aliases)."""
+    from ..inputs import InputFileError, load_json, load_yaml, read_text_file
 
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}: " if mark is not None else ""
-        raise SuiteError(f"{path}: {where}not valid YAML ({getattr(exc, 'problem', None) or 'syntax error'})") from None
-    return data
+        text = read_text_file(path, what=what)
+        if path.suffix.lower() == ".jsonl":
+            cases = [
+                load_json(line, what=f"{path}: line {n}")
+                for n, line in enumerate(text.splitlines(), 1)
+                if line.strip()
+            ]
+            return {"cases": cases}
+        return load_yaml(text, what=str(path))
+    except InputFileError as exc:
+        raise SuiteError(str(exc)) from None
 
 
 def _schema_problem(path: Path, data: Any, schema: Mapping[str, Any]) -> str | None:
@@ -148,6 +138,29 @@ def check_settings(settings: Mapping[str, Any], graph: str | None, where: str) -
         problem = field_problem(key, value)
         if problem:
             raise SuiteError(f"{where}settings.{key}: {problem}")
+
+
+def _check_texts(case: Case, where: str) -> None:
+    """What a case sends to the model or writes (its turns, a review's text, a judge's rubric,
+    the files placed before the run) is text ``run`` and ``chat`` would take: no NUL, no lone
+    surrogate (a JSONL ``"\\ud800"``, a YAML ``"\\0"``), not too long (``text_problem``)."""
+    from ..context_types import text_problem
+
+    texts = [(f"task[{n}]" if len(case.turns) > 1 else "task", turn) for n, turn in enumerate(case.turns)]
+    texts += [(f"review.{k}", v) for k, v in (case.review or {}).items() if isinstance(v, str)]
+    judge = case.expect.get("judge")
+    rubric = judge.get("rubric") if isinstance(judge, Mapping) else judge
+    texts += [("expect.judge", rubric)] if isinstance(rubric, str) else []
+    texts += [("files", name) for name in case.files]
+    for key, text in texts:
+        problem = text_problem(text)
+        if problem:
+            raise SuiteError(f"{where}{key}: {problem}")
+    for name, content in case.files.items():  # any text a file may hold, but it must be writable as UTF-8
+        try:
+            content.encode("utf-8")
+        except UnicodeEncodeError:
+            raise SuiteError(f"{where}files.{name}: is not valid UTF-8 text (it contains a lone surrogate)") from None
 
 
 def _check_files(files: Mapping[str, Any], where: str, key: str) -> None:
@@ -221,6 +234,7 @@ def load_suite(path: str | os.PathLike[str]) -> Suite:
         )
         if case.agents and not Path(case.agents).is_file():
             raise SuiteError(f"{where}agents: {raw['agents']!r} is not a file (relative to the suite)")
+        _check_texts(case, where)
         check_settings(case.settings, case.graph, where)
         _check_files(case.files, where, "files")
         _check_files(case.expect.get("files") or {}, where, "expect.files")
@@ -232,7 +246,7 @@ def load_suite(path: str | os.PathLike[str]) -> Suite:
 def load_config(path: str | os.PathLike[str]) -> RunConfig:
     """An A/B side from a YAML/JSON file: ``name``, ``graph``, ``model``, ``settings``."""
     p = Path(path)
-    data = _read(p)
+    data = _read(p, "A/B config")
     if data is None:
         data = {}
     problem = _schema_problem(p, data, CONFIG_SCHEMA)

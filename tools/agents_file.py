@@ -24,14 +24,13 @@ the agent and the field.
 from __future__ import annotations
 
 import fnmatch
-import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ..context_types import shown
+from ..context_types import model_spec_valid, shown
 from .mcp_config import McpServer, parse_mcp_servers
 
 __all__ = ["AgentDef", "AgentsConfig", "AgentsFileError", "agent_setting_names", "load_agents_file", "match_tools"]
@@ -140,26 +139,16 @@ def _or(first: Callable[[str], bool] | None, second: Callable[[str], bool]) -> C
 
 
 def _read(path: Path, where: str) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        why = getattr(exc, "strerror", None) or exc
-        raise AgentsFileError(f"{where}: cannot read the agents file ({type(exc).__name__}: {why})") from None
-    if path.suffix.lower() == ".json":
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            why = f"line {exc.lineno}, column {exc.colno}: {exc.msg}"
-            raise AgentsFileError(f"{where}: not valid JSON ({why})") from None
-    import yaml  # type: ignore[import-untyped]
+    """The parsed file (``inputs.py``: a regular file, bounded size, nesting and YAML aliases)."""
+    from ..inputs import InputFileError, load_json, load_yaml, read_text_file
 
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise AgentsFileError(f"{where}: not valid YAML ({at}{' '.join(str(problem).split())})") from None
+        text = read_text_file(path, what="agents file")
+        if path.suffix.lower() == ".json":
+            return load_json(text, what=where)
+        return load_yaml(text, what=where)
+    except InputFileError as exc:
+        raise AgentsFileError(str(exc)) from None
 
 
 def _agent(
@@ -194,6 +183,8 @@ def _agent(
 
     for key in [k for k in spec if k in settings_names or k == "model"]:
         problem = field_problem(key, spec[key])
+        if problem is None and key == "model" and not model_spec_valid(spec[key]):
+            problem = f"must be a 'provider:model' string (got {shown(spec[key])})"
         if problem:
             raise bad(key, problem)
         settings[key] = spec[key]

@@ -25,7 +25,6 @@ serve any mapping of servers (``parse_mcp_servers``), e.g. ``mcp_servers`` in an
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -76,18 +75,16 @@ class McpServer:
         return bool(self.prefix) and name.startswith(self.prefix + "__") and len(name) > len(self.prefix) + 2
 
 
-def load_mcp_config(path: str | Path) -> list[McpServer]:
-    """The servers of a JSON file ``{"mcpServers": {...}}``; ``McpConfigError`` (one line) if bad."""
+def load_mcp_config(path: str | Path, *, what: str = "MCP config") -> list[McpServer]:
+    """The servers of a JSON file ``{"mcpServers": {...}}``; ``McpConfigError`` (one line) if bad.
+    ``what`` names where the path came from when the file cannot be read (``--mcp-config``)."""
+    from ..inputs import InputFileError, load_json, read_text_file
+
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        why = getattr(exc, "strerror", None) or exc
-        raise McpConfigError(f"{path}: cannot read the MCP config ({type(exc).__name__}: {why})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise McpConfigError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+        data = load_json(read_text_file(path, what=what), what=str(path))
+    except InputFileError as exc:
+        raise McpConfigError(str(exc)) from None
     if not isinstance(data, Mapping) or not isinstance(data.get("mcpServers"), Mapping):
         raise McpConfigError(f'{path}: expected an object {{"mcpServers": {{name: {{...}}}}}}')
     return parse_mcp_servers(data["mcpServers"], str(path), base=path.parent)

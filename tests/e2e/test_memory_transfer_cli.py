@@ -62,4 +62,5 @@ def test_a_bad_line_is_refused_with_its_number_and_nothing_is_imported(tmp_path)
     res = run_cli(["memory", "list", "--json"], env=env)
     assert json.loads(res.stdout)["total"] == 0
     res = run_cli(["memory", "import", str(tmp_path / "missing.jsonl")], env=env)
-    assert res.returncode == 2 and res.stderr.startswith("smart-agent: cannot read") and res.stderr.count("\n") == 1
+    assert res.returncode == 2 and res.stderr.startswith("smart-agent: memory import: file ")
+    assert res.stderr.rstrip().endswith("missing.jsonl: no such file") and res.stderr.count("\n") == 1

@@ -86,7 +86,7 @@ def test_schema_accepts_the_example_and_lists_the_loader_keys(tmp_path):
         (TEAM.replace("handoffs: [math]", "handoffs: [maths]"), "agent 'triage': handoffs: unknown agent 'maths'"),
         (TEAM.replace("handoffs: [math]", "sub_agents: [math]") + "    sub_agents: [triage]\n",
          "agent 'triage': sub_agents: a cycle (triage -> math -> triage)"),
-        (TEAM.replace("    tools: []\n", "    tools: [\n"), "not valid YAML (line"),
+        (TEAM.replace("    tools: []\n", "    tools: [\n"), "line 8: not valid YAML ("),
         (TEAM.replace("default: triage", "default: nobody"), "default: 'nobody' is not one of the agents"),
         (TEAM.replace("    tools: []\n", "    colour: red\n"), "agent 'triage': colour: unknown field"),
         (TEAM.replace("    tools: []\n", "    max_tool_calls: -3\n"), "agent 'triage': max_tool_calls:"),

@@ -190,7 +190,7 @@ def test_suite_yaml_and_jsonl_load_the_same_cases(tmp_path):
     lines = [{"id": "mult", "task": "What is 37*43?", "expect": {"contains": "1591"}}]
     jsonl = load_suite(write(tmp_path, "\n".join(json.dumps(x) for x in lines) + "\n", "s.jsonl"))
     assert jsonl.cases[0].turns == ["What is 37*43?"] and jsonl.cases[0].expect == {"contains": "1591"}
-    with pytest.raises(SuiteError, match=r"s2.jsonl: line 2: not JSON"):
+    with pytest.raises(SuiteError, match=r"s2.jsonl: line 2: not valid JSON"):
         load_suite(write(tmp_path, '{"id": "a", "task": "t"}\n{oops\n', "s2.jsonl"))
 
 
