@@ -8,7 +8,17 @@ from typing import Any, cast
 from langchain_core.messages import AIMessage, HumanMessage
 
 from .events import preview
-from .usage import valid_count
+
+#: The largest token count one reply may report (far beyond any context window); a larger
+#: one is invalid usage (:func:`checked_usage`).
+MAX_REPORTED_TOKENS = 10**9
+
+
+def valid_count(value: Any) -> bool:
+    """Whether ``value`` is a token count a provider may report: an int from 0 to
+    :data:`MAX_REPORTED_TOKENS` (not a bool, a float, a string...)."""
+    return type(value) is int and 0 <= value <= MAX_REPORTED_TOKENS
+
 
 #: Earlier messages of the thread a planning, decomposition or decision prompt shows (Assistant mode).
 HISTORY_MESSAGES = 10

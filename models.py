@@ -8,7 +8,6 @@ server works with ``openai:<model>``.
 from __future__ import annotations
 
 import asyncio
-import functools
 import sys
 import threading
 import weakref
@@ -22,7 +21,7 @@ from . import settings
 from .context import context_field
 from .events import emit
 from .replies import guard_openai_tool_args, sanitize_reply
-from .usage import checked_usage, current_meter, record_end, record_start
+from .usage import budget_hooks, checked_usage, record_end, record_start, retry_refused_error
 
 #: How to set up a model: printed by `smart-agent doctor` (cli/doctor.py) after a model problem.
 SETUP_HELP = (
@@ -53,50 +52,6 @@ class ModelTimeoutError(RuntimeError):
 
 class ModelBudgetError(RuntimeError):
     """A model request failed and the run's budget leaves no call for its retry; one line."""
-
-
-#: The header the OpenAI client sends with every attempt of a request: 0, then 1, 2... for its retries.
-RETRY_COUNT_HEADER = "x-stainless-retry-count"
-
-
-@functools.cache
-def _retry_refused() -> type[Exception]:
-    """The error :func:`count_model_retry` raises: an ``openai.OpenAIError``, which the OpenAI
-    client passes on as it is instead of retrying the request again."""
-    import openai
-
-    class RetryRefused(openai.OpenAIError):
-        pass
-
-    return RetryRefused
-
-
-async def count_model_retry(request: Any) -> None:
-    """A request hook of the OpenAI-compatible HTTP clients this module builds: every request that
-    reaches the provider is one model call of the run. The client's own retries
-    (``model_max_retries``: after a timeout, a connection error, HTTP 408/409/429/5xx) happen
-    inside one ``ainvoke``, where :func:`invoke_model` counts the first attempt only; this counts
-    each retry on the run's meter before it is sent, and refuses it (nothing is sent) when the
-    run's ``max_model_calls`` (or token / cost budget) has no call left."""
-    try:
-        retry = int(request.headers.get(RETRY_COUNT_HEADER) or 0) > 0
-    except ValueError:
-        retry = False
-    meter = current_meter() if retry else None
-    if meter is None:
-        return
-    if meter.spent():
-        limits = meter.root.limits
-        raise _retry_refused()(
-            f"the model request failed and the run's budget leaves no call for its retry "
-            f"(max_model_calls={limits.model_calls}, {meter.total()['model_calls']} requests sent)"
-        )
-    meter.begin_call()
-
-
-def budget_hooks() -> dict[str, list[Callable[[Any], Any]]]:
-    """``event_hooks`` for an async HTTP client of an OpenAI-compatible model (:func:`count_model_retry`)."""
-    return {"request": [count_model_retry]}
 
 
 #: Providers whose chat model class accepts ``timeout=`` and ``max_retries=``.
@@ -400,7 +355,7 @@ async def invoke_model(
     ``runnable``), with a ``model_fallback`` event; configuration errors never do.
 
     Each request is counted on the run's meter (usage.py), when one is current: the call, each
-    retry the OpenAI client makes on its own (:func:`count_model_retry`) and each fallback's call;
+    retry the OpenAI client makes on its own (:func:`usage.count_model_retry`) and each fallback's call;
     a reply whose provider reported invalid usage (usage.checked_usage) carries and counts the
     estimate. No fallback is tried once the run's budget has no call left."""
     guard_openai_tool_args()  # non-object tool arguments become invalid tool calls
@@ -412,7 +367,7 @@ async def invoke_model(
             record_end(meter, messages, result, spec)
             break
         except Exception as exc:
-            if isinstance(exc, _retry_refused()):
+            if isinstance(exc, retry_refused_error()):
                 where = f" ({spec})" if spec else ""
                 raise ModelBudgetError(f"Model call{where}: {exc}.") from None
             if not pending or not is_provider_error(exc) or (meter is not None and meter.spent()):

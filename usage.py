@@ -45,6 +45,7 @@ from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from typing import Any
 
+from .messages import MAX_REPORTED_TOKENS, valid_count
 from .prices import HOW_TO_PRICE, PriceTableError, call_cost, price_of
 
 USAGE_KEYS = ("model_calls", "input_tokens", "output_tokens", "cost_usd")
@@ -53,9 +54,6 @@ USAGE_KEYS = ("model_calls", "input_tokens", "output_tokens", "cost_usd")
 #: ``max_tokens`` / ``max_cost_usd`` budget (a typical reply with a tool call or a short answer).
 OUTPUT_ALLOWANCE = 256
 
-#: The largest token count one reply may report (far beyond any context window); a larger
-#: one is invalid usage (:func:`checked_usage`).
-MAX_REPORTED_TOKENS = 10**9
 
 #: Added to the system prompt of a turn the budget makes the last one.
 BUDGET_NOTICE = (
@@ -481,12 +479,6 @@ def _usage_of() -> Callable[[Any], dict[str, int]]:
     return usage_of
 
 
-def valid_count(value: Any) -> bool:
-    """Whether ``value`` is a token count a provider may report: an int from 0 to
-    :data:`MAX_REPORTED_TOKENS` (not a bool, a float, a string...)."""
-    return type(value) is int and 0 <= value <= MAX_REPORTED_TOKENS
-
-
 def _shown(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:40] + "..."
@@ -566,3 +558,48 @@ def record_end(meter: Meter | None, messages: Any, response: Any, spec: str | No
     if not tokens_in and not tokens_out:
         tokens_in, tokens_out = estimate_tokens(messages, raw)
     meter.end_call(tokens_in, tokens_out, spec)
+
+
+# --------------------------------------------------------------------------- the client's own retries
+#: The header the OpenAI client sends with every attempt of a request: 0, then 1, 2... for its retries.
+RETRY_COUNT_HEADER = "x-stainless-retry-count"
+
+
+@functools.cache
+def retry_refused_error() -> type[Exception]:
+    """The error :func:`count_model_retry` raises: an ``openai.OpenAIError``, which the OpenAI
+    client passes on as it is instead of retrying the request again."""
+    import openai
+
+    class RetryRefused(openai.OpenAIError):
+        pass
+
+    return RetryRefused
+
+
+async def count_model_retry(request: Any) -> None:
+    """A request hook of the OpenAI-compatible HTTP clients this module builds: every request that
+    reaches the provider is one model call of the run. The client's own retries
+    (``model_max_retries``: after a timeout, a connection error, HTTP 408/409/429/5xx) happen
+    inside one ``ainvoke``, where :func:`invoke_model` counts the first attempt only; this counts
+    each retry on the run's meter before it is sent, and refuses it (nothing is sent) when the
+    run's ``max_model_calls`` (or token / cost budget) has no call left."""
+    try:
+        retry = int(request.headers.get(RETRY_COUNT_HEADER) or 0) > 0
+    except ValueError:
+        retry = False
+    meter = current_meter() if retry else None
+    if meter is None:
+        return
+    if meter.spent():
+        limits = meter.root.limits
+        raise retry_refused_error()(
+            f"the model request failed and the run's budget leaves no call for its retry "
+            f"(max_model_calls={limits.model_calls}, {meter.total()['model_calls']} requests sent)"
+        )
+    meter.begin_call()
+
+
+def budget_hooks() -> dict[str, list[Callable[[Any], Any]]]:
+    """``event_hooks`` for an async HTTP client of an OpenAI-compatible model (:func:`count_model_retry`)."""
+    return {"request": [count_model_retry]}
