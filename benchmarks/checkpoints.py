@@ -90,7 +90,7 @@ async def saver_for(run: str, path: Path) -> AsyncIterator[Any]:
         async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:
             yield saver
     else:
-        from smart_agent.sessions import open_backends
+        from smart_agent.sessions.store import open_backends
 
         async with open_backends(str(path)) as backends:
             yield backends.checkpointer
@@ -111,7 +111,7 @@ async def run_conversation(run: str, turns: int, chars: int, folder: Path) -> di
             for i in range(turns):
                 await agent.ainvoke({"messages": [{"role": "user", "content": f"What is in document {i}?"}]}, config)
         else:
-            from smart_agent.context import Context
+            from smart_agent.config.context import Context
             from smart_agent.graphs.agent import build_agent_graph
             from smart_agent.tools.registry import ToolMeta, ToolRegistry
 

@@ -75,7 +75,7 @@ def make_model(calls: int):
 async def run_mode(mode: str, calls: int, chars: int, context_tokens: int, workspace: Path) -> dict:
     from langchain_openai import ChatOpenAI
 
-    from smart_agent.context import Context
+    from smart_agent.config.context import Context
     from smart_agent.graphs.agent import build_agent_graph
     from smart_agent.testing.scripted_server import ScriptedOpenAIServer
 

@@ -84,7 +84,7 @@ async def bench_size(size: int, url: str, real_vecs, real_texts, queries, rng) -
 
     from smart_agent.memory.backend import recall
     from smart_agent.memory.store import FaissMemoryStore
-    from smart_agent.sessions import open_backends
+    from smart_agent.sessions.store import open_backends
 
     # One FAISS thread, also in the worker threads the async API runs FAISS in (OpenMP's setting is per thread).
     faiss.omp_set_num_threads(1)

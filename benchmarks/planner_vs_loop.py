@@ -94,7 +94,7 @@ def loop_script(urls: list[str], *, parallel: bool) -> list[Any]:
 async def run_one(kind: str, urls: list[str], latency: float, workspace: str) -> dict[str, Any]:
     from langchain_openai import ChatOpenAI
 
-    from smart_agent.context import Context
+    from smart_agent.config.context import Context
     from smart_agent.graphs.agent import build_agent_graph
     from smart_agent.graphs.planner import build_planner_graph
     from smart_agent.testing.scripted_server import ScriptedOpenAIServer
@@ -115,7 +115,7 @@ async def run_one(kind: str, urls: list[str], latency: float, workspace: str) ->
             if kind.startswith("create_agent"):
                 from langchain.agents import create_agent
 
-                from smart_agent.context import DEFAULT_SYSTEM_PROMPT
+                from smart_agent.config.context import DEFAULT_SYSTEM_PROMPT
 
                 graph = create_agent(
                     model, tools=registry.tools(TOOLS), system_prompt=DEFAULT_SYSTEM_PROMPT, context_schema=Context

@@ -148,7 +148,7 @@ def runner(mode: str, turns: int, tool: Any) -> Callable[[], Any]:
         ] if mode == LIMITS else []
         agent = create_agent(model, tools=[tool], middleware=middleware)
         return lambda: agent.ainvoke({"messages": [{"role": "user", "content": "Look the items up."}]})
-    from smart_agent.context import Context
+    from smart_agent.config.context import Context
     from smart_agent.graphs.agent import build_agent_graph
     from smart_agent.tools.registry import ToolMeta, ToolRegistry
 

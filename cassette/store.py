@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..inputs import DEFAULT_MAX_BYTES, InputFileError, load_json, read_text_file
-from ..redact import redact_value
+from ..config.files import DEFAULT_MAX_BYTES, InputFileError, load_json, read_text_file
+from ..runs.redact import redact_value
 from .match import describe_request, exact_key, tolerant_key
 
 FORMAT = "smart-agent-cassette/1"

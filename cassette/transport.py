@@ -97,7 +97,7 @@ class CassetteSession:
         """``http_client`` and ``http_async_client`` for ``ChatOpenAI(...)`` (the same two
         objects on every call, so models built with them are cached once per session)."""
         if self._clients is None:
-            from ..usage import budget_hooks
+            from ..models.usage import budget_hooks
 
             httpx = sdk_httpx()
             sync_cls, async_cls = _transport_classes(httpx)

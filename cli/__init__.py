@@ -42,7 +42,7 @@ import asyncio
 import sys
 from collections.abc import Callable
 
-from .. import settings
+from ..config import settings
 from . import run
 from .backends import check_data_folders, use_db_arg
 from .cassette import add_cassette_args
@@ -193,9 +193,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
-    from ..models import ModelConfigError
+    from ..models.chat import ModelConfigError
     from ..nodes.resolver import InputError
-    from ..structured_output import StructuredOutputError
+    from ..replies.structured import StructuredOutputError
 
     handler = args.handler
     try:
@@ -229,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
 def _error_line(line: str) -> None:
     """The error a command ended with, on stderr, without credentials (redact.py: an error may
     quote a URL with its password, a header, a key)."""
-    from ..redact import redact_text
+    from ..runs.redact import redact_text
 
     print(redact_text(line), file=sys.stderr)
 

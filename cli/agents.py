@@ -15,7 +15,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from .. import settings
+from ..config import settings
 from .mcp import AGENTS_FIELD as FLAG_FIELD  # the key of the recorded flags (not a Context field)
 
 __all__ = ["add_agents_args", "agents_values", "checked_agents_file", "recorded_agents_file", "register_cli"]

@@ -11,10 +11,10 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import settings
+from ..config import settings
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..sessions import Backends
+    from ..sessions.store import Backends
 
 __all__ = [
     "add_db_arg", "add_durability_arg", "check_data_folders", "check_run_embeddings", "database_problem",
@@ -67,7 +67,7 @@ def database_problem(url: str | None) -> str | None:
     folder's ``sessions.sqlite``). A SQLite file must be in a folder that exists (the CLI creates
     only its own data folder), and a URL must be Postgres: another scheme (``mysql://``) is not
     taken for a file name."""
-    from ..sessions import is_postgres
+    from ..sessions.store import is_postgres
 
     if url is None or is_postgres(url):
         return None
@@ -109,7 +109,7 @@ def check_run_embeddings(ctx: Any) -> None:
     """A run on Postgres with memory on embeds with the local model (``open_run_backends`` gives the
     store that index): another ``embedding_model`` is one line before anything runs, not ignored."""
     from ..memory.service import check_postgres_embeddings, memory_enabled
-    from ..sessions import is_postgres
+    from ..sessions.store import is_postgres
 
     if is_postgres(settings.database_url()) and memory_enabled(ctx):
         check_postgres_embeddings(getattr(ctx, "embedding_model", None))
@@ -122,7 +122,7 @@ async def open_run_backends(ctx: Any = None) -> AsyncIterator[Backends]:
     run with memory off works on a server without pgvector."""
     from ..memory.backend import local_index
     from ..memory.service import memory_enabled
-    from ..sessions import open_backends
+    from ..sessions.store import open_backends
 
     async with open_backends(index=local_index() if memory_enabled(ctx) else None) as backends:
         yield backends

@@ -13,7 +13,7 @@ from .options import field_int, shown
 
 def field_float(field_name: str) -> Callable[[str], float]:
     """An argparse ``type`` for a float context field: a finite number within its bounds."""
-    from ..context import field_problem
+    from ..config.context import field_problem
 
     def parse(text: str) -> float:
         try:
@@ -58,7 +58,7 @@ def usage_report(final: dict, counted: dict) -> dict:
     input_tokens, output_tokens, cost_usd - null when a model without a price was called -, plus
     total_tokens), else what the events
     counted (``counted``, e.g. a run that failed before its state was read)."""
-    from ..usage import as_usage
+    from ..models.usage import as_usage
 
     if not isinstance(final.get("usage"), dict):
         return {"cost_usd": None, **counted}  # the events carry no cost: unknown

@@ -13,7 +13,7 @@ import contextlib
 import os
 from typing import Any
 
-from ..context_types import shown, text_problem
+from ..config.checks import shown, text_problem
 
 
 def _folder(must_exist: bool) -> Any:

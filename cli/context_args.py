@@ -25,7 +25,7 @@ from .options import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..context import BaseContext
+    from ..config.context import BaseContext
 
 CONTEXT_FLAGS: dict[str, str] = {
     "model": "model",
@@ -138,7 +138,7 @@ def context_from_args(args: argparse.Namespace, base: dict[str, Any] | None = No
     """The run's context, of the class of the graph it runs (``--graph``, default agent):
     flags that graph has no field for are ignored, as they always were by its nodes.
     ``base``: field values the flags override (a resumed thread's recorded flags)."""
-    from ..context import GRAPH_CONTEXTS, Context
+    from ..config.context import GRAPH_CONTEXTS, Context
     from .mcp import mcp_names
 
     schema: type[BaseContext] = GRAPH_CONTEXTS.get(getattr(args, "graph", None) or "agent", Context)

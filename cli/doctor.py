@@ -26,7 +26,7 @@ import tempfile
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .. import settings
+from ..config import settings
 from .backends import add_db_arg
 
 EXIT_PROBLEM = 1
@@ -76,7 +76,7 @@ def register_cli(subparsers: Any) -> argparse.ArgumentParser:
 def check_model(spec: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> list[Check]:
     from importlib.util import find_spec
 
-    from ..models import split_spec
+    from ..models.chat import split_spec
 
     provider, name = split_spec(spec)
     if not provider or not name:
@@ -105,7 +105,7 @@ def check_model(spec: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> list[Check]:
 def _check_openai_server(model: str, timeout_s: float) -> list[Check]:
     import httpx
 
-    from ..redact import redact_text, redact_url
+    from ..runs.redact import redact_text, redact_url
 
     base = (settings.openai_base_url() or "https://api.openai.com/v1").rstrip("/")
     where = "OPENAI_BASE_URL" if settings.openai_base_url() else "OpenAI's API (OPENAI_BASE_URL is not set)"
@@ -151,12 +151,12 @@ def check_data_folder() -> Check:
 
 
 def check_memory() -> list[Check]:
-    from ..context import env_default
+    from ..config.context import env_default
 
     if not env_default("memory", True):
         return [Check("memory", True, "off (SMART_AGENT_MEMORY)")]
     spec = env_default("embedding_model", "local")
-    from ..sessions import is_postgres
+    from ..sessions.store import is_postgres
 
     if is_postgres(settings.database_url()):
         from ..memory.service import check_postgres_embeddings
@@ -189,8 +189,8 @@ def check_memory() -> list[Check]:
 
 
 def check_database() -> Check:
-    from ..context import env_default
-    from ..sessions import connect_postgres, is_postgres, pgvector_version, sessions_path
+    from ..config.context import env_default
+    from ..sessions.store import connect_postgres, is_postgres, pgvector_version, sessions_path
 
     url = settings.database_url()
     if is_postgres(url):
@@ -233,9 +233,9 @@ def check_database() -> Check:
 
 # -- the command ------------------------------------------------------------------------------
 def doctor_command(args: argparse.Namespace) -> int:
-    from ..context import DEFAULT_MODEL, env_default
-    from ..models import SETUP_HELP
-    from ..redact import redact_text
+    from ..config.context import DEFAULT_MODEL, env_default
+    from ..models.chat import SETUP_HELP
+    from ..runs.redact import redact_text
 
     spec = args.model or env_default("model", DEFAULT_MODEL)
     model_checks = check_model(spec, args.timeout)

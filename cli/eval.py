@@ -133,7 +133,7 @@ class _Progress:
 
 async def _run_side(suite: Any, config: Any, out: Path, args: argparse.Namespace, sub: str | None) -> dict:
     from ..evaluation.report import markdown_report, summarize
-    from ..redact import redact_value
+    from ..runs.redact import redact_value
     from .eval_run import EvalRun, run_cases
 
     def folder(base: str | None) -> str | None:
@@ -166,7 +166,7 @@ async def _run_side(suite: Any, config: Any, out: Path, args: argparse.Namespace
 async def eval_command(args: argparse.Namespace) -> int:
     from ..evaluation.report import compare, compare_table, table
     from ..evaluation.suite import load_suite
-    from ..redact import redact_value
+    from ..runs.redact import redact_value
 
     suite = load_suite(args.suite)
     sides = _sides(args)

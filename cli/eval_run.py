@@ -22,7 +22,7 @@ from typing import Any
 from ..evaluation.checks import check_result, tool_call_count
 from ..evaluation.judge import judge_check
 from ..evaluation.suite import Case, RunConfig, Suite
-from ..redact import redact_value
+from ..runs.redact import redact_value
 
 __all__ = ["EvalRun", "run_cases"]
 
@@ -43,7 +43,7 @@ class EvalRun:
 def _context(case: Case, config: RunConfig, graph_name: str, workspace: Path) -> Any:
     """The case's context: its settings, the config's over them, its own workspace; the
     model of the config, else the case's, else the default."""
-    from ..context import GRAPH_CONTEXTS, Context
+    from ..config.context import GRAPH_CONTEXTS, Context
 
     schema = GRAPH_CONTEXTS.get(graph_name, Context)
     names = {f.name for f in fields(schema)}
@@ -89,7 +89,7 @@ def _warm_up(run: EvalRun, graphs: dict[str, Any], backends: Any) -> None:
     """Before any run is timed: build the graphs and create the model clients, so the first runs
     (and side A of a comparison) do not pay the process's one-time start-up. A model that cannot
     be configured stops the eval here (``ModelConfigError``: one line, exit 2)."""
-    from ..models import ModelConfigError, load_chat_model
+    from ..models.chat import ModelConfigError, load_chat_model
 
     for case in run.suite.cases:
         _graph(graphs, run.config.graph or case.graph or "agent", case.agents, backends)
@@ -104,7 +104,7 @@ def _warm_up(run: EvalRun, graphs: dict[str, Any], backends: Any) -> None:
 
 
 def _default_model() -> str:
-    from ..context import Context
+    from ..config.context import Context
 
     return Context().model
 

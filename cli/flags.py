@@ -16,7 +16,7 @@ import types
 from collections.abc import Callable, Collection
 from typing import Any, Literal, Union, get_args, get_origin
 
-from ..context_types import shown
+from ..config.checks import shown
 
 #: The ``dest`` of a feature's flag whose name is not its field's name -> that field.
 FLAG_FIELDS: dict[str, str] = {
@@ -50,7 +50,7 @@ def add_generated_args(p: argparse.ArgumentParser, *, skip: Collection[str] = ()
     """Add a flag for every context field no flag of ``p`` covers (except ``skip``); the fields."""
     from dataclasses import fields
 
-    from ..context import Context
+    from ..config.context import Context
 
     covered = covered_fields(p) | set(skip)
     added = []
@@ -80,7 +80,7 @@ def _help(metadata: Any) -> str:
 
 def _kind(field_name: str) -> dict[str, Any]:
     """``add_argument`` keywords for the field's type: the parser, metavar or action."""
-    from ..context import field_types
+    from ..config.context import field_types
 
     annotation = _plain(field_types()[field_name])
     if annotation is bool:
@@ -117,7 +117,7 @@ def _comma_list(text: str) -> list[str]:
 
 def _checked(field_name: str, convert: Callable[[str], Any]) -> Callable[[str], Any]:
     """An argparse ``type``: ``convert(text)`` checked as the field's value (one line when not)."""
-    from ..context import field_problem
+    from ..config.context import field_problem
 
     def parse(text: str) -> Any:
         value = convert(text)

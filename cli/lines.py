@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from ..events import clip
+from ..runs.events import clip
 
 
 def short(value: Any, n: int = 120) -> str:

@@ -200,7 +200,7 @@ class LiveLines(Lines):
     def _token(self, message: Any, metadata: dict) -> None:
         from langchain_core.messages import AIMessageChunk
 
-        from ..messages import message_text
+        from ..models.messages import message_text
         from ..tools.agents import DEPTH_KEY
 
         if not isinstance(message, AIMessageChunk) or metadata.get("langgraph_node") not in ANSWER_NODES:

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
-from .. import settings
+from ..config import settings
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..tools.registry import ToolRegistry
@@ -86,7 +86,7 @@ async def open_mcp_registry(
     if not path and not servers:
         yield None
         return
-    from ..run_tools import using_run_tools
+    from ..runs.run_tools import using_run_tools
     from ..tools.mcp import mcp_tools, run_tools_of
     from ..tools.mcp_config import load_mcp_config
 

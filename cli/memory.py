@@ -15,7 +15,7 @@ import sys
 import time
 from typing import Any
 
-from ..events import clip
+from ..runs.events import clip
 from .backends import add_db_arg
 
 EXIT_NOT_FOUND = 2  # an id that names no memory of the user is bad input (the CLI's rule, as threads)
@@ -111,7 +111,7 @@ def _guarded(handler: Any) -> Any:
 
 
 def _user(args: argparse.Namespace) -> tuple[tuple[str, str], str]:
-    from .. import settings
+    from ..config import settings
     from ..memory.store import user_namespace
 
     user = args.user or settings.field_env("user_id")[1] or "default"
@@ -272,7 +272,7 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
-    from ..inputs import InputFileError, read_bytes_file, read_stream_bytes
+    from ..config.files import InputFileError, read_bytes_file, read_stream_bytes
     from ..memory.transfer import ImportLineError, import_records, parse_records
 
     name = "standard input" if args.file == "-" else args.file

@@ -18,10 +18,10 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NoReturn, TypeVar
 
-from ..context_types import shown, text_problem
+from ..config.checks import shown, text_problem
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..context import BaseContext
+    from ..config.context import BaseContext
 
 C = TypeVar("C", bound="BaseContext")
 
@@ -38,7 +38,7 @@ class OneLineParser(argparse.ArgumentParser):
 
 def field_int(field_name: str) -> Callable[[str], int]:
     """An argparse ``type`` for an integer context field: its type and bounds."""
-    from ..context import field_problem
+    from ..config.context import field_problem
 
     def parse(text: str) -> int:
         try:
@@ -120,7 +120,7 @@ def check_tool_names(ctx: C, also: Callable[[str], bool] | None = None) -> C:
     """``ctx``; a ``ValueError`` listing the known tools when one of ``ctx.tools`` or of the
     tool names in ``ctx.approve`` is not a registered tool (built-ins, context tools and
     plugins: what a CLI run's graph offers) nor a name ``also`` accepts (MCP tools)."""
-    from ..context_types import APPROVE_SIDE_EFFECTS, approve_tokens
+    from ..config.checks import APPROVE_SIDE_EFFECTS, approve_tokens
 
     approve = [n for n in approve_tokens(getattr(ctx, "approve", None) or "none") if n != APPROVE_SIDE_EFFECTS]
     checks = [("--tools", list(ctx.tools or [])), ("--approve", approve)]
@@ -201,7 +201,7 @@ def context_budget_values(args: argparse.Namespace, values: dict) -> None:
             values[field_name] = getattr(args, flag)
     path = getattr(args, "output_schema", None)
     if path:
-        from ..inputs import load_json, read_text_file
+        from ..config.files import load_json, read_text_file
 
         what = f"--output-schema {shown(path)}"
         values["output_schema"] = load_json(read_text_file(path, what="--output-schema"), what=what)

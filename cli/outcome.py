@@ -24,7 +24,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from ..redact import redact_text
+from ..runs.redact import redact_text
 from .budget import usage_report
 from .summary import RunSummary
 

@@ -150,8 +150,8 @@ def _registry():
 
 
 async def plan_command(args: argparse.Namespace) -> int:
-    from ..context import PlannerContext
-    from ..models import load_chat_model, model_options
+    from ..config.context import PlannerContext
+    from ..models.chat import load_chat_model, model_options
     from ..nodes.planner.common import select_registry
     from ..nodes.planner.plan import make_plan
     from .review import run_metadata
@@ -210,7 +210,7 @@ def _without_tag(registry: Any, tag: str) -> Any:
 
 def _read_plan(path: str) -> Any:
     """The plan file's JSON (``-``: standard input), read with ``inputs.py``'s bounds."""
-    from ..inputs import load_json, read_stream_bytes, read_text_file
+    from ..config.files import load_json, read_stream_bytes, read_text_file
 
     if path == "-":
         raw = read_stream_bytes(sys.stdin.buffer, what="plan (standard input)")
@@ -246,8 +246,8 @@ def execution_json(final: dict) -> dict[str, Any]:
 
 
 async def execute_command(args: argparse.Namespace) -> int:
-    from ..context import PlannerContext
-    from ..context_types import approve_tokens
+    from ..config.checks import approve_tokens
+    from ..config.context import PlannerContext
     from ..graphs.planner import build_executor_graph
     from .review import ask_terminal, on_terminal, report_interrupted, run_metadata, run_until_paused
 
@@ -285,7 +285,7 @@ async def execute_command(args: argparse.Namespace) -> int:
     async with open_mcp_registry(metadata) as with_mcp:
         registry = with_mcp or _registry()
         if args.thread:
-            from ..thread_lock import thread_lock
+            from ..sessions.thread_lock import thread_lock
             from .backends import open_run_backends
 
             async with thread_lock(args.thread), open_run_backends() as backends:  # one run at a time on a thread

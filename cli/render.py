@@ -3,7 +3,7 @@ collected from its events, is :class:`RunSummary` (cli/summary.py)."""
 
 from __future__ import annotations
 
-from ..redact import redact_value
+from ..runs.redact import redact_value
 from .lines import event_line, short
 from .summary import RunSummary
 

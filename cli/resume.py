@@ -19,7 +19,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..context_types import shown
+from ..config.checks import shown
 from .options import utf8_text
 from .review import EXIT_INTERRUPTED, action_requests, interrupt_kind
 
@@ -72,7 +72,7 @@ def parse_json_arg(text: str, flag: str) -> Any:
 
 
 def read_decisions_file(path: str) -> Any:
-    from ..inputs import load_json, read_text_file
+    from ..config.files import load_json, read_text_file
 
     return load_json(read_text_file(path, what="--decisions"), what=f"--decisions {shown(path)}")
 
@@ -82,7 +82,7 @@ def flag_decision(
 ) -> Any:
     """The resume value for one interrupt from ``resume``'s flags (exactly one given); every
     review request gets the same decision. A flag that does not fit is a ``ReviewError``."""
-    from ..approval import ReviewError, answer_of, check_decisions
+    from ..runs.approval import ReviewError, answer_of, check_decisions
 
     kind = interrupt_kind(value)
     if kind == "review":
@@ -120,7 +120,7 @@ def file_decisions(interrupts: Sequence[Any], content: Any) -> list[Any]:
     """One resume value per interrupt from a ``--decisions`` file: for review requests a JSON
     list (or ``{"decisions": [...]}``) with one decision per pending tool call, in order,
     across the pending requests; any other interrupt takes the file's value as it is."""
-    from ..approval import ReviewError, check_decisions
+    from ..runs.approval import ReviewError, check_decisions
 
     reviews = [i for i in interrupts if interrupt_kind(getattr(i, "value", None)) == "review"]
     if not reviews:
@@ -142,7 +142,7 @@ def file_decisions(interrupts: Sequence[Any], content: Any) -> list[Any]:
 
 async def _recorded(thread_id: str) -> dict[str, Any] | None:
     """The metadata of the thread's latest checkpoint; None when the thread does not exist."""
-    from ..sessions import open_checkpointer
+    from ..sessions.store import open_checkpointer
 
     async with open_checkpointer() as saver:
         found = await saver.aget_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})

@@ -67,7 +67,7 @@ async def run_until_paused(
     ending) stream parts: a terminal's live display (cli/live.py)."""
     from langgraph.types import Command
 
-    from .. import settings
+    from ..config import settings
 
     final: dict = {}
     while True:
@@ -96,7 +96,7 @@ async def run_until_paused(
 
 def interrupt_kind(value: Any) -> str:
     """'review', 'question', 'plan' or 'other'."""
-    from ..approval import is_question, is_review_request
+    from ..runs.approval import is_question, is_review_request
 
     if is_review_request(value):
         return "review"
@@ -220,7 +220,7 @@ def prompt_for_approval(
         if word in ("r", "reject", "n", "no"):
             return {"action": "reject", "reason": rest.strip() or "rejected at the prompt"}
         if word in ("e", "edit") and rest.strip():
-            from ..inputs import InputFileError, load_json, read_text_file
+            from ..config.files import InputFileError, load_json, read_text_file
 
             name = os.path.expanduser(rest.strip())
             try:

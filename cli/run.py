@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
-from .. import settings
+from ..config import settings
 from .context_args import context_from_args, context_values
 from .live import Lines, make_display
 from .options import chat_line
@@ -37,7 +37,7 @@ from .render import short
 from .summary import RunSummary
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..context import BaseContext
+    from ..config.context import BaseContext
 
 
 # --------------------------------------------------------------------------- running
@@ -128,7 +128,7 @@ async def run_and_report(
     the outcome (``run`` and ``resume``): the answer or the --json object, and the exit code of
     its status (cli/outcome.py: 0 completed, 1 failed or halted, 3 waiting for a person; Ctrl-C
     ends it with 130 through main())."""
-    from ..thread_lock import thread_lock
+    from ..sessions.thread_lock import thread_lock
     from .agents import recorded_agents_file
     from .backends import open_run_backends
     from .cassette import cassette_session
@@ -197,7 +197,7 @@ async def read_chat_line(stdin: Any, interactive: bool) -> Any:
 
 
 async def chat_command(args: argparse.Namespace) -> int:
-    from ..thread_lock import thread_lock
+    from ..sessions.thread_lock import thread_lock
     from .agents import recorded_agents_file
     from .backends import open_run_backends
     from .cassette import cassette_session
@@ -314,10 +314,10 @@ async def chat_command(args: argparse.Namespace) -> int:
 
 
 async def demo_command(args: argparse.Namespace) -> int:
-    from ..context import Context
+    from ..config.context import Context
+    from ..sessions.thread_lock import thread_lock
     from ..testing.demo import DEMO_FILE, DEMO_TASK, demo_responder
     from ..testing.scripted_server import ScriptedOpenAIServer
-    from ..thread_lock import thread_lock
     from .backends import open_run_backends
     from .review import run_metadata
 
@@ -355,7 +355,7 @@ async def demo_command(args: argparse.Namespace) -> int:
         f"thread {thread_id}."
     )
     if os.path.exists(written):
-        from ..inputs import InputFileError, read_text_file
+        from ..config.files import InputFileError, read_text_file
 
         try:
             print(f"{DEMO_FILE} now contains: {read_text_file(written, what=DEMO_FILE, errors='replace').strip()}")

@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
-from ..events import clip
+from ..runs.events import clip
 from .backends import add_db_arg
 
 EXIT_NOT_FOUND = 2  # an id that names no thread is bad input (the CLI's rule; resume says the same)
@@ -58,7 +58,7 @@ def register_cli(subparsers: Any) -> argparse.ArgumentParser:
 # -- reading the checkpointer ---------------------------------------------------------------
 @asynccontextmanager
 async def _saver() -> AsyncIterator[Any]:
-    from ..sessions import open_backends
+    from ..sessions.store import open_backends
 
     async with open_backends() as backends:
         yield backends.checkpointer
@@ -100,7 +100,7 @@ def first_user_line(values: Mapping[str, Any]) -> str:
     """The first line of the thread's first user message (or of its task)."""
     from langchain_core.messages import HumanMessage
 
-    from ..messages import message_text
+    from ..models.messages import message_text
 
     text = next((message_text(m) for m in _messages(values) if isinstance(m, HumanMessage)), "")
     text = (text or str(values.get("task") or "")).strip()
@@ -124,7 +124,7 @@ def summary(thread_id: str, tup: Any) -> dict[str, Any]:
 
 def message_record(message: Any) -> dict[str, Any]:
     """One message as plain JSON: role, text, and its tool calls or tool-call id."""
-    from ..messages import message_text
+    from ..models.messages import message_text
 
     role = {"human": "user", "ai": "assistant"}.get(getattr(message, "type", ""), getattr(message, "type", "?"))
     out: dict[str, Any] = {"role": role, "content": message_text(message)}
@@ -246,13 +246,13 @@ async def export_command(args: argparse.Namespace) -> int:
 
 
 def _redacted(value: Any) -> Any:
-    from ..redact import redact_value
+    from ..runs.redact import redact_value
 
     return redact_value(value)
 
 
 async def delete_command(args: argparse.Namespace) -> int:
-    from ..thread_lock import thread_lock
+    from ..sessions.thread_lock import thread_lock
 
     async with _saver() as saver:
         if await latest(saver, args.thread_id) is None:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..inputs import InputFileError, read_text_file
+from ..config.files import InputFileError, read_text_file
 
 __all__ = ["SYNC_CHECKS", "args_match", "check_result", "target_text"]
 

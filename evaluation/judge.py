@@ -60,7 +60,7 @@ async def judge_check(
     """The ``judge`` check of one result: ``{"check": "judge", "passed", "detail", "score", "reason"}``."""
     from langchain_core.messages import HumanMessage, SystemMessage
 
-    from ..models import load_chat_model
+    from ..models.chat import load_chat_model
 
     spec = {"rubric": spec} if isinstance(spec, str) else dict(spec)
     model = spec.get("model") or default_model

@@ -68,7 +68,7 @@ class RunConfig:
 
 def _read(path: Path, what: str = "eval suite") -> Any:
     """The parsed file (``inputs.py``: a regular file, bounded size, nesting and YAML aliases)."""
-    from ..inputs import InputFileError, load_json, load_yaml, read_text_file
+    from ..config.files import InputFileError, load_json, load_yaml, read_text_file
 
     try:
         text = read_text_file(path, what=what)
@@ -125,7 +125,7 @@ def _shown(value: Any) -> str:
 
 def check_settings(settings: Mapping[str, Any], graph: str | None, where: str) -> None:
     """Each run setting must be a context field of the graph with a valid value (one line)."""
-    from ..context import GRAPH_CONTEXTS, Context, context_field_names, field_problem
+    from ..config.context import GRAPH_CONTEXTS, Context, context_field_names, field_problem
 
     if graph is not None and graph not in GRAPH_CONTEXTS:
         raise SuiteError(f"{where}graph: unknown graph {graph!r} (one of {', '.join(GRAPH_CONTEXTS)})")
@@ -144,7 +144,7 @@ def _check_texts(case: Case, where: str) -> None:
     """What a case sends to the model or writes (its turns, a review's text, a judge's rubric,
     the files placed before the run) is text ``run`` and ``chat`` would take: no NUL, no lone
     surrogate (a JSONL ``"\\ud800"``, a YAML ``"\\0"``), not too long (``text_problem``)."""
-    from ..context_types import text_problem
+    from ..config.checks import text_problem
 
     texts = [(f"task[{n}]" if len(case.turns) > 1 else "task", turn) for n, turn in enumerate(case.turns)]
     texts += [(f"review.{k}", v) for k, v in (case.review or {}).items() if isinstance(v, str)]

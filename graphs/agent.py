@@ -31,7 +31,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 from langgraph.graph import END, START, StateGraph
 
-from ..context import AgentContext
+from ..config.context import AgentContext
 from ..history.budget import ContextBudget
 from ..nodes.agent import make_agent_node, offered_tools
 from ..nodes.human import make_human_node, needs_human

@@ -19,7 +19,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 
-from ..context import DualContext
+from ..config.context import DualContext
 from ..nodes.dual import (
     brainstorm,
     finish,

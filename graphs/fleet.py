@@ -17,7 +17,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 from langgraph.graph import END, START, StateGraph
 
-from ..context import FleetContext
+from ..config.context import FleetContext
 from ..nodes.fleet import (
     make_aggregate_node,
     make_decompose_node,

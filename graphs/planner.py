@@ -20,7 +20,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 
-from ..context import PlannerContext
+from ..config.context import PlannerContext
 from ..nodes.planner.approve import make_approve_node
 from ..nodes.planner.execute import (
     BACKOFF_BASE_S,

@@ -31,9 +31,9 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from .. import settings
-from ..context_client import client_context
-from ..run_tools import using_run_tools
+from ..config import settings
+from ..config.served import client_context
+from ..runs.run_tools import using_run_tools
 from ..tools.mcp import run_mcp_tools
 from ..tools.mcp_config import McpServer, load_mcp_config
 from .self_routing import SelfRoutedGraph

@@ -19,7 +19,7 @@ from langchain.tools import ToolRuntime
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool, StructuredTool
 
-from ..context import Context, coerce_context
+from ..config.context import Context, coerce_context
 from ..tools.agents import SUB_AGENT, TaskArgs, agent_depth, child_context, run_child
 from ..tools.assembly import resolve_registry
 from ..tools.registry import ToolMeta, ToolRegistry

@@ -30,8 +30,8 @@ from langchain.tools import ToolRuntime
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool, StructuredTool
 
-from .. import settings
-from ..context import Context, coerce_context
+from ..config import settings
+from ..config.context import Context, coerce_context
 from ..nodes.team import AgentSpec
 from ..tools.agents import TaskArgs, agent_depth, child_context, run_child
 from ..tools.agents_file import AgentDef, AgentsConfig, load_agents_file, match_tools

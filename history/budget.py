@@ -19,11 +19,8 @@ from typing import Any, Protocol, cast
 from langchain_core.messages import BaseMessage, SystemMessage
 from langchain_core.tools import BaseTool
 
-from ..events import emit
-from ..prompts import build_system_prompt
-from ..state import merge_messages
-from ..structured_output import schema_of
-from ..tokens import (
+from ..models.prompts import build_system_prompt
+from ..models.tokens import (
     CHARS_PER_TOKEN,
     ENVELOPE_TOKENS,
     TokenCounter,
@@ -37,6 +34,9 @@ from ..tokens import (
     system_request_chars,
     usable_tokens,
 )
+from ..replies.structured import schema_of
+from ..runs.events import emit
+from ..state import merge_messages
 from .groups import drop_old_units, drop_orphan_results
 from .shrink import archivable, archive_tool_outputs, shrink_texts
 

@@ -17,9 +17,9 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from ..archive import clip_text
-from ..messages import message_text as text_of
-from ..messages import pending_tool_calls
+from ..models.messages import message_text as text_of
+from ..models.messages import pending_tool_calls
+from ..sessions.archive import clip_text
 from ..tools.context_tools import GET_TOOL_RESPONSE
 from .markers import SUMMARY_KIND, archived_meta, is_summary, mark_of, marker
 

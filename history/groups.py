@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
-from ..messages import pending_tool_calls
-from ..tokens import TokenCounter, count_messages, has_orphan_results
+from ..models.messages import pending_tool_calls
+from ..models.tokens import TokenCounter, count_messages, has_orphan_results
 from .markers import OMITTED_KIND, is_kind, marker, task_index
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
-from ..archive import ARCHIVE_KEY
+from ..sessions.archive import ARCHIVE_KEY
 
 MARK = "smart_agent"  # additional_kwargs key of messages the framework writes
 SUMMARY_KIND = "summary"  # a compaction summary (nodes/summarize.py)

@@ -8,11 +8,11 @@ from typing import Any, TypeGuard
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
-from ..archive import ARCHIVE_KEY, ArchiveUnavailable, ToolArchive, clip_text, make_view
-from ..events import emit
-from ..messages import message_text as text_of
-from ..messages import pending_tool_calls
-from ..tokens import CHARS_PER_TOKEN, TokenCounter, count_messages
+from ..models.messages import message_text as text_of
+from ..models.messages import pending_tool_calls
+from ..models.tokens import CHARS_PER_TOKEN, TokenCounter, count_messages
+from ..runs.events import emit
+from ..sessions.archive import ARCHIVE_KEY, ArchiveUnavailable, ToolArchive, clip_text, make_view
 from ..tools.context_tools import GET_TOOL_RESPONSE
 from .digest import args_text
 

@@ -15,11 +15,11 @@ from langchain_core.messages import (
 )
 from langchain_core.runnables import Runnable
 
-from ..archive import clip_text
-from ..messages import message_text as text_of
-from ..messages import pending_tool_calls
-from ..models import Fallback, invoke_model, rebind_all
-from ..tokens import CHARS_PER_TOKEN, TokenCounter, count_request
+from ..models.chat import Fallback, invoke_model, rebind_all
+from ..models.messages import message_text as text_of
+from ..models.messages import pending_tool_calls
+from ..models.tokens import CHARS_PER_TOKEN, TokenCounter, count_request
+from ..sessions.archive import clip_text
 from .digest import args_text, summary_body
 from .markers import archived_meta, is_summary
 

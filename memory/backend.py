@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import settings
+from ..config import settings
 from .integrity import MemoryUnavailable
 from .ranking import DEFAULT_IMPORTANCE, RankingConfig, Recalled, WriteResult, _importance, memory_times
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.embeddings import Embeddings
 
-from .. import settings
+from ..config import settings
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np

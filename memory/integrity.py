@@ -49,7 +49,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..inputs import DEFAULT_MAX_DEPTH, json_depth_problem
+from ..config.files import DEFAULT_MAX_DEPTH, json_depth_problem
 from .matching import _ns_path
 
 if TYPE_CHECKING:  # pragma: no cover

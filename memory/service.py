@@ -14,11 +14,11 @@ import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .. import settings
-from ..context import context_field
-from ..context_types import parse_bool
-from ..events import clip
-from ..messages import message_text
+from ..config import settings
+from ..config.checks import parse_bool
+from ..config.context import context_field
+from ..models.messages import message_text
+from ..runs.events import clip
 
 if TYPE_CHECKING:  # pragma: no cover
     from .store import Recalled
@@ -125,7 +125,7 @@ async def open_memory_store(embedding_model: str | None = None) -> AsyncIterator
     FAISS store in ``$SMART_AGENT_HOME/memory`` with ``embedding_model`` (default: the context
     field's environment variable, else ``local``). With ``SMART_AGENT_DB=postgresql://...``: the
     ``AsyncPostgresStore`` the runs use (``sessions.open_backends``; pgvector, the local model)."""
-    from ..sessions import is_postgres, open_backends
+    from ..sessions.store import is_postgres, open_backends
     from .store import FaissMemoryStore
 
     spec = embedding_model or settings.field_env("embedding_model")[1] or "local"

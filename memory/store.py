@@ -45,8 +45,8 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import BaseStore, SearchItem
 
-from .. import settings
-from ..sessions import data_home
+from ..config import settings
+from ..sessions.store import data_home
 from . import background, integrity
 from .backend import DEFAULT_DEDUPE_THRESHOLD, DEFAULT_MAX_ITEMS, MERGE_IMPORTANCE_BUMP, is_memory_store
 from .embeddings import LOCAL, LOCAL_DIM, embedding_id

@@ -11,11 +11,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
-from ..context import AgentContext
-from ..events import emit, preview, streaming
+from ..config.context import AgentContext
 from ..history.budget import ContextBudget
-from ..messages import as_ai_message, message_text, usage_of
-from ..models import (
+from ..models.chat import (
     Fallback,
     ModelBudgetError,
     ModelReplyError,
@@ -25,13 +23,15 @@ from ..models import (
     model_options,
     rebind_all,
 )
-from ..prompts import build_system_prompt
+from ..models.messages import as_ai_message, message_text, usage_of
+from ..models.prompts import build_system_prompt
+from ..models.tokens import count_request, resolve_counter
+from ..models.usage import BUDGET_NOTICE, BUDGET_SPENT_ANSWER, Meter, metered
+from ..runs.events import emit, preview, streaming
 from ..state import AgentState, count_of
-from ..tokens import count_request, resolve_counter
 from ..tools.ask import ASK_TAG
 from ..tools.context_tools import CONTEXT_TAG, CONTEXT_TOOL_NAMES, context_tools_for
 from ..tools.registry import ToolRegistry
-from ..usage import BUDGET_NOTICE, BUDGET_SPENT_ANSWER, Meter, metered
 from .routes import pending_tool_calls, tool_limit_reached
 
 

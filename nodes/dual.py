@@ -24,15 +24,15 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
 
-from ..context import DualContext
-from ..events import emit, preview
-from ..messages import as_ai_message, conversation_so_far, message_text, task_text, usage_of
-from ..models import ModelReplyError, aload_chat_model, invoke_model, model_fallbacks, model_options, rebind_all
+from ..config.context import DualContext
+from ..models.chat import ModelReplyError, aload_chat_model, invoke_model, model_fallbacks, model_options, rebind_all
+from ..models.messages import as_ai_message, conversation_so_far, message_text, task_text, usage_of
+from ..models.tokens import count_request, resolve_counter
+from ..models.usage import BUDGET_SPENT_ANSWER, current_meter, run_start_usage
 from ..replies.submit import bind_submit, reply_payload, submit_tool
+from ..runs.events import emit, preview
 from ..state import DualState, count_of
-from ..tokens import count_request, resolve_counter
 from ..tools.agents import tag_events
-from ..usage import BUDGET_SPENT_ANSWER, current_meter, run_start_usage
 from .metering import metered_node
 
 DECIDE = "decide"

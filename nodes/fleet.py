@@ -29,12 +29,13 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from ..context import FleetContext
-from ..events import emit, preview
-from ..messages import as_ai_message, conversation_so_far, message_text, task_text, usage_of
-from ..models import Fallback, aload_chat_model, invoke_model, model_fallbacks, model_options, rebind_all
+from ..config.context import FleetContext
+from ..models.chat import Fallback, aload_chat_model, invoke_model, model_fallbacks, model_options, rebind_all
+from ..models.messages import as_ai_message, conversation_so_far, message_text, task_text, usage_of
+from ..models.usage import Meter, add_usage, as_usage, shared_meter, using
 from ..replies.feedback import feedback
 from ..replies.submit import bind_submit, reply_payload, submit_tool
+from ..runs.events import emit, preview
 from ..state import FleetState, count_of
 from ..tools.agents import (
     AGENT_KEY,
@@ -44,7 +45,6 @@ from ..tools.agents import (
     run_detached,
     tag_events,
 )
-from ..usage import Meter, add_usage, as_usage, shared_meter, using
 from .metering import metered_node
 
 SUBMIT_SUBTASKS = "submit_subtasks"

@@ -31,7 +31,10 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
-from ..approval import (
+from ..config.checks import APPROVE_NONE, approve_tokens
+from ..config.context import AgentContext
+from ..models.messages import pending_tool_calls
+from ..runs.approval import (
     answer_of,
     ask_until_valid,
     check_decisions,
@@ -40,10 +43,7 @@ from ..approval import (
     rejection_text,
     review_request,
 )
-from ..context import AgentContext
-from ..context_types import APPROVE_NONE, approve_tokens
-from ..events import emit, preview
-from ..messages import pending_tool_calls
+from ..runs.events import emit, preview
 from ..state import AgentState
 from ..tools.agents import agent_depth
 from ..tools.ask import ASK_TAG

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..events import emit
-from ..prompts import FINALIZE_NOTICE
+from ..models.prompts import FINALIZE_NOTICE
+from ..runs.events import emit
 from ..state import AgentState, count_of
 from .routes import found_cycle, loop_limit_reached, tool_limit_reached
 from .tool_turn import loop_event, loop_notice

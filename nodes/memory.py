@@ -45,8 +45,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from ..context import AgentContext, context_field
-from ..events import emit
+from ..config.context import AgentContext, context_field
 from ..memory import backend, background
 from ..memory.backend import NoVectorIndex, is_memory_store
 from ..memory.integrity import MemoryUnavailable
@@ -61,6 +60,7 @@ from ..memory.service import (
     run_task_and_facts,
     store_for,
 )
+from ..runs.events import emit
 from ..state import AgentState
 
 log = logging.getLogger(__name__)

@@ -9,8 +9,8 @@ from typing import Any, TypeVar, cast
 
 from langgraph.runtime import Runtime
 
-from ..context import BaseContext
-from ..usage import Meter, as_usage, metered, run_start_usage
+from ..config.context import BaseContext
+from ..models.usage import Meter, as_usage, metered, run_start_usage
 
 Node = TypeVar("Node", bound=Callable[..., Awaitable[dict[str, Any]]])
 

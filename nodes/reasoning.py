@@ -27,17 +27,17 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langgraph.runtime import Runtime
 
-from ..context import AgentContext
-from ..events import emit
+from ..config.context import AgentContext
 from ..history.budget import ContextBudget
-from ..messages import usage_of
-from ..models import aload_chat_model, model_fallbacks, model_options
-from ..prompts import build_system_prompt
+from ..models.chat import aload_chat_model, model_fallbacks, model_options
+from ..models.messages import usage_of
+from ..models.prompts import build_system_prompt
+from ..models.tokens import count_request, resolve_counter
+from ..models.usage import current_meter, metered
 from ..replies.submit import submit_tool
+from ..runs.events import emit
 from ..state import AgentState, count_of
-from ..tokens import count_request, resolve_counter
 from ..tools.registry import ToolRegistry
-from ..usage import current_meter, metered
 from .agent import call_model, offered_tools, system_message
 
 REASONING = "reasoning"

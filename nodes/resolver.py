@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, RemoveMessage, ToolMessage
 from langgraph.runtime import Runtime
 
-from ..context import AgentContext, validate_context
+from ..config.context import AgentContext, validate_context
+from ..models.usage import run_start_usage
 from ..state import AgentState
-from ..usage import run_start_usage
 from .routes import pending_tool_calls
 
 if TYPE_CHECKING:

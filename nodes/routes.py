@@ -23,13 +23,12 @@ from langgraph._internal._constants import (  # where langgraph.runtime finds it
 )
 from langgraph.types import Command
 
-from ..context import AgentContext
+from ..config.context import AgentContext
 from ..history.budget import BudgetSettings, RequestMeter, apply_update
 from ..history.markers import is_feedback
-from ..jsontext import encoder_text, unicode_json
-from ..messages import pending_tool_calls
+from ..models.messages import pending_tool_calls
+from ..models.tokens import unicode_json, usable_tokens
 from ..state import AgentState, count_of
-from ..tokens import usable_tokens
 from ..tools.agents import (
     HANDOFF_PREFIX,  # transfer_to_<agent> hands the thread over (as_handoff)
 )
@@ -57,9 +56,8 @@ def tool_limit_reached(state: Mapping[str, Any]) -> bool:
     return limit is not None and count_of(state, "tool_calls_made") >= int(limit)
 
 
-# call_signature's encoders, built once (jsontext.py: the same text as ``json.dumps`` with
-# these options, without its per-call set-up).
-_args_text = encoder_text(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
+# call_signature's encoders, built once: the same text as ``json.dumps`` with these options.
+_args_text = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr).encode
 
 #: A tool's canonical effect (``ToolMeta.canonical``): its arguments mapped to those that decide
 #: what the call does (presentation-only arguments dropped, a URL without its fragment...).

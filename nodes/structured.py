@@ -15,14 +15,14 @@ from typing import Any
 from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
 
-from ..context import AgentContext
-from ..events import emit
+from ..config.context import AgentContext
 from ..history.budget import ContextBudget
 from ..history.markers import FEEDBACK_KIND, marker
-from ..messages import message_text as text_of
+from ..models.messages import message_text as text_of
 from ..replies.feedback import error_list
+from ..replies.structured import RETRY_MESSAGE, StructuredOutputError, validate_answer
+from ..runs.events import emit
 from ..state import AgentState, count_of
-from ..structured_output import RETRY_MESSAGE, StructuredOutputError, validate_answer
 
 
 def make_structured_output_node(budget: ContextBudget) -> Callable:

@@ -33,18 +33,16 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.runtime import Runtime
 
 from ..cassette import ReplayMiss
-from ..context import AgentContext
-from ..events import emit
+from ..config.context import AgentContext
 from ..history.budget import ContextBudget, apply_update
 from ..history.digest import covered_ids, digest, fit_lines, summary_message
 from ..history.groups import plan_compaction, rebuild
 from ..history.markers import mark_of, task_index
 from ..history.shrink import archive_oversized
 from ..history.transcript import model_summary
-from ..messages import message_text as text_of
-from ..models import aload_chat_model, model_fallbacks, model_options
-from ..state import AgentState, count_of
-from ..tokens import (
+from ..models.chat import aload_chat_model, model_fallbacks, model_options
+from ..models.messages import message_text as text_of
+from ..models.tokens import (
     CHARS_PER_TOKEN,
     compaction_target,
     count_messages,
@@ -52,7 +50,9 @@ from ..tokens import (
     summary_tokens,
     usable_tokens,
 )
-from ..usage import Meter, current_meter
+from ..models.usage import Meter, current_meter
+from ..runs.events import emit
+from ..state import AgentState, count_of
 from .metering import metered_node
 
 

@@ -19,8 +19,8 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
-from ..context import AgentContext
-from ..events import emit
+from ..config.context import AgentContext
+from ..runs.events import emit
 from ..state import AgentState, count_of
 from ..tools.agents import as_handoff
 from ..tools.builtins import builtin_meta

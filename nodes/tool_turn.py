@@ -11,10 +11,9 @@ from typing import Any, cast
 
 from langchain_core.messages import AIMessage
 
-from ..events import emit
-from ..jsontext import encoder_text
-from ..prompts import LOOP_CYCLE_FINALIZE_NOTICE, LOOP_CYCLE_NOTICE, LOOP_FINALIZE_NOTICE, LOOP_NOTICE
+from ..models.prompts import LOOP_CYCLE_FINALIZE_NOTICE, LOOP_CYCLE_NOTICE, LOOP_FINALIZE_NOTICE, LOOP_NOTICE
 from ..replies import MAX_JSON_CHARS
+from ..runs.events import emit
 from ..state import count_of
 from ..tools.context_tools import GET_TOOL_RESPONSE, STATE_TAG
 from ..tools.registry import ToolRegistry
@@ -52,9 +51,8 @@ OVERSIZED = (
 )
 
 
-# arg_chars' encoder, built once (jsontext.py: json.dumps's text with these options,
-# without its per-call set-up).
-_args_text = encoder_text(ensure_ascii=False, default=str)
+# arg_chars' encoder, built once: json.dumps's text with these options.
+_args_text = json.JSONEncoder(ensure_ascii=False, default=str).encode
 
 
 def arg_chars(call: Mapping[str, Any]) -> int:

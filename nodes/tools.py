@@ -28,17 +28,17 @@ from langchain_core.tools import BaseTool
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
-from ..context import AgentContext, context_field
-from ..events import emit, preview, streaming
+from ..config.context import AgentContext, context_field
 from ..history.budget import ContextBudget
-from ..prompts import SKIPPED_RESULT
+from ..models.prompts import SKIPPED_RESULT
+from ..models.usage import Meter, metered
+from ..runs.events import emit, preview, streaming
 from ..state import AgentState, count_of
 from ..tools.ask import ASK_TAG, ask_tools
 from ..tools.context_tools import CONTEXT_TOOL_NAMES, free_retrievals
 from ..tools.invoke import ToolOutcome, run_tool, tool_timeout
 from ..tools.registry import ToolMeta, ToolRegistry
 from ..tools.retry import BACKOFF_BASE_S, backoff_delay, jittered
-from ..usage import Meter, metered
 from .human import review_context, reviewed_message
 from .metering import with_run_usage
 from .routes import pending_tool_calls

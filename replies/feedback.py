@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from ..messages import message_text
+from ..models.messages import message_text
 
 NOT_ACCEPTED = "Your reply was not accepted:\n{errors}\nAnswer again in the requested format."
 SEE_ABOVE = "See the errors above."

@@ -18,7 +18,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import Runnable
 
-from ..messages import message_text
+from ..models.messages import message_text
 from .parse import ReplySyntaxError, extract_json
 
 

@@ -140,7 +140,7 @@ def run_cli(args, *, env, input_text=None, timeout=120, cwd=None):
 def loop_context(workspace, **kw):
     """The agent loop's run context for a test: files in ``workspace``, long-term memory off
     unless ``memory`` is given."""
-    from smart_agent.context import Context
+    from smart_agent.config.context import Context
 
     kw.setdefault("memory", False)
     return Context(workspace=str(workspace), **kw)

@@ -12,7 +12,7 @@ from langchain.tools import ToolRuntime
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool
 
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 
 
 def make_runtime(workspace: Path | None = None, *, store: Any = None, **context: Any) -> ToolRuntime:

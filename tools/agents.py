@@ -29,9 +29,9 @@ from langchain_core.runnables.config import var_child_runnable_config
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
-from ..context import Context, coerce_context
-from ..events import make_event, preview
-from ..usage import child_meter, current_meter, using
+from ..config.context import Context, coerce_context
+from ..models.usage import child_meter, current_meter, using
+from ..runs.events import make_event, preview
 from .registry import ToolRegistry
 
 DEPTH_KEY = "smart_agent_depth"

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ..context_types import model_spec_valid, shown
+from ..config.checks import model_spec_valid, shown
 from .mcp_config import McpServer, parse_mcp_servers
 
 __all__ = ["AgentDef", "AgentsConfig", "AgentsFileError", "agent_setting_names", "load_agents_file", "match_tools"]
@@ -70,7 +70,7 @@ class AgentsConfig:
 
 def agent_setting_names() -> list[str]:
     """The run settings an agent may set: the agent loop's context fields but its prompt and tools."""
-    from ..context import AgentContext
+    from ..config.context import AgentContext
 
     return [f.name for f in fields(AgentContext) if f.name not in NOT_SETTINGS]
 
@@ -140,7 +140,7 @@ def _or(first: Callable[[str], bool] | None, second: Callable[[str], bool]) -> C
 
 def _read(path: Path, where: str) -> Any:
     """The parsed file (``inputs.py``: a regular file, bounded size, nesting and YAML aliases)."""
-    from ..inputs import InputFileError, load_json, load_yaml, read_text_file
+    from ..config.files import InputFileError, load_json, load_yaml, read_text_file
 
     try:
         text = read_text_file(path, what="agents file")
@@ -179,7 +179,7 @@ def _agent(
         elif pattern not in known_tools and not (also and also(pattern)):
             raise bad("tools", f"unknown tool {shown(pattern)} (known: {', '.join(known_tools)})")
     settings: dict[str, Any] = {}
-    from ..context import field_problem
+    from ..config.context import field_problem
 
     for key in [k for k in spec if k in settings_names or k == "model"]:
         problem = field_problem(key, spec[key])
@@ -225,7 +225,7 @@ def _check_links(agent: AgentDef, agents: Mapping[str, AgentDef], where: str, kn
 def _check_depth(agents: Mapping[str, AgentDef], where: str, max_depth: int | None) -> None:
     """No agent reaches itself through sub_agents, and no chain is deeper than ``max_depth``."""
     if max_depth is None:
-        from ..context import AgentContext
+        from ..config.context import AgentContext
 
         max_depth = AgentContext().max_agent_depth
 

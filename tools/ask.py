@@ -12,7 +12,7 @@ from langchain_core.tools import tool
 from langgraph.types import interrupt
 from pydantic import BaseModel, Field
 
-from ..approval import answer_of, question_request
+from ..runs.approval import answer_of, question_request
 from .registry import ToolRegistry
 
 ASK_USER = "ask_user"

@@ -18,10 +18,10 @@ from langchain_core.tools import BaseTool, tool
 from langgraph.types import Command
 from pydantic import BaseModel, Field
 
-from ..archive import ToolArchive
-from ..events import emit
-from ..prompts import render_todos
-from ..tokens import DEFAULT_CONTEXT_TOKENS, page_chars
+from ..models.prompts import render_todos
+from ..models.tokens import DEFAULT_CONTEXT_TOKENS, page_chars
+from ..runs.events import emit
+from ..sessions.archive import ToolArchive
 from .guards import ToolError, context_value
 from .registry import ToolMeta, ToolRegistry
 

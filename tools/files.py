@@ -17,7 +17,7 @@ from langchain.tools import ToolRuntime
 from langchain_core.tools import tool
 from pydantic import BaseModel, Field
 
-from .. import settings
+from ..config import settings
 from .guards import ToolError, context_value, workspace_of
 from .safe_fs import open_dir, open_regular, write_regular
 

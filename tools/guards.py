@@ -21,8 +21,8 @@ from typing import Any
 
 import httpx
 
-from .. import settings
-from ..context import context_field, context_flag
+from ..config import settings
+from ..config.context import context_field, context_flag
 
 __all__ = [
     "Resolver",

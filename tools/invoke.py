@@ -25,7 +25,7 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command
 from pydantic import ValidationError
 
-from ..tokens import measure_message
+from ..models.tokens import measure_message
 from .executor import ainvoke_tool
 from .retry import is_retryable
 

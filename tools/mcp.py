@@ -47,8 +47,8 @@ from typing import Any, TypeVar
 
 from langchain_core.tools import BaseTool, StructuredTool
 
-from ..events import make_event
-from ..run_tools import RunTools, current_run_tools
+from ..runs.events import make_event
+from ..runs.run_tools import RunTools, current_run_tools
 from .mcp_config import McpServer, load_mcp_config
 from .mcp_stdio import MALFORMED, StdioLink, stdio_transport
 from .registry import META_KEY, ToolMeta, ToolRegistry

@@ -78,7 +78,7 @@ class McpServer:
 def load_mcp_config(path: str | Path, *, what: str = "MCP config") -> list[McpServer]:
     """The servers of a JSON file ``{"mcpServers": {...}}``; ``McpConfigError`` (one line) if bad.
     ``what`` names where the path came from when the file cannot be read (``--mcp-config``)."""
-    from ..inputs import InputFileError, load_json, read_text_file
+    from ..config.files import InputFileError, load_json, read_text_file
 
     path = Path(path)
     try:

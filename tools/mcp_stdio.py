@@ -50,7 +50,7 @@ import anyio
 import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from .. import settings
+from ..config import settings
 from ..replies import MAX_JSON_DEPTH, clean_value, value_depth_problem
 
 __all__ = ["LOG_MAX_BYTES", "MALFORMED", "MAX_MESSAGE_BYTES", "StdioLink", "log_path", "stdio_transport"]

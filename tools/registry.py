@@ -28,7 +28,7 @@ from typing import Any, TypeVar, cast
 
 from langchain_core.tools import BaseTool
 
-from ..run_tools import run_tools_matching
+from ..runs.run_tools import run_tools_matching
 
 T = TypeVar("T")
 

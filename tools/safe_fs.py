@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .. import settings
+from ..config import settings
 from .guards import ToolError, resolve_in_workspace
 
 __all__ = [
@@ -59,7 +59,7 @@ def plugins_folder() -> Path | None:
 
 def protected_dirs() -> list[Path]:
     """The data folder and the plugins folder, resolved (they need not exist)."""
-    from ..sessions import data_home
+    from ..sessions.store import data_home
 
     dirs = [data_home().resolve()]
     plugins = plugins_folder()

@@ -18,8 +18,8 @@ from langchain_core.tools import StructuredTool, tool
 from pydantic import BaseModel, Field
 
 from .. import __version__
-from ..context import context_field
-from ..events import clip
+from ..config.context import context_field
+from ..runs.events import clip
 from .executor import run_in_daemon_thread
 from .guards import Resolver, ToolError, allow_private_network_of, check_url_allowed
 from .html_text import html_to_text, known_codec

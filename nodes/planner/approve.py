@@ -23,8 +23,8 @@ from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
-from ...context import PlannerContext
-from ...events import emit
+from ...config.context import PlannerContext
+from ...runs.events import emit
 from ...state import PlannerState, count_of
 from ...tools.registry import ToolRegistry
 from .common import offered_registry, remaining_budget, task_text

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...messages import task_text  # noqa: F401  (the planner nodes import it from here)
+from ...models.messages import task_text  # noqa: F401  (the planner nodes import it from here)
 from ...tools.ask import ask_tools
 from ...tools.registry import ToolRegistry
 

@@ -22,13 +22,13 @@ from typing import Any
 from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
 
-from ...context import PlannerContext
-from ...events import emit
+from ...config.context import PlannerContext
+from ...models.usage import Meter, add_usage, as_usage, current_meter, run_start_usage, shared_meter, using
+from ...runs.events import emit
 from ...state import PlannerState, count_of
 from ...tools.invoke import run_tool, tool_timeout
 from ...tools.registry import ToolMeta, ToolRegistry
 from ...tools.retry import BACKOFF_BASE_S, backoff_delay
-from ...usage import Meter, add_usage, as_usage, current_meter, run_start_usage, shared_meter, using
 from .common import attempts_used, offered_registry, task_text
 from .prompts import clip
 from .refs import ReferenceResolutionError, referenced_steps, resolve

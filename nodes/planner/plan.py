@@ -25,16 +25,16 @@ from langchain_core.messages import (
 )
 from langgraph.runtime import Runtime
 
-from ...context import PlannerContext
-from ...events import emit
-from ...messages import as_ai_message, conversation_so_far, message_text, usage_of
-from ...models import Fallback, invoke_model, load_chat_model, model_fallbacks, model_options, rebind_all
+from ...config.context import PlannerContext
+from ...models.chat import Fallback, invoke_model, load_chat_model, model_fallbacks, model_options, rebind_all
+from ...models.messages import as_ai_message, conversation_so_far, message_text, usage_of
+from ...models.tokens import count_request, resolve_counter
+from ...models.usage import current_meter
 from ...replies.feedback import feedback
 from ...replies.submit import bind_submit, find_submission
+from ...runs.events import emit
 from ...state import PlannerState, count_of
-from ...tokens import count_request, resolve_counter
 from ...tools.registry import ToolRegistry
-from ...usage import current_meter
 from ..metering import metered_node
 from .common import (
     offered_registry,

@@ -6,8 +6,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...events import clip as shorten
 from ...replies.feedback import error_list
+from ...runs.events import clip as shorten
 from ...tools.registry import ToolRegistry
 from .refs import as_text
 

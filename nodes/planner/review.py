@@ -34,9 +34,9 @@ from typing import Any
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
-from ...approval import ask_until_valid, check_decisions, needs_approval, rejection_text, review_request
-from ...context import PlannerContext
-from ...events import emit
+from ...config.context import PlannerContext
+from ...runs.approval import ask_until_valid, check_decisions, needs_approval, rejection_text, review_request
+from ...runs.events import emit
 from ...state import PlannerState, count_of
 from ...tools.agents import agent_depth
 from ...tools.registry import ToolRegistry

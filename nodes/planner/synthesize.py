@@ -13,12 +13,12 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
-from ...context import PlannerContext
-from ...events import emit
-from ...messages import as_ai_message, message_text, usage_of
-from ...models import invoke_model, load_chat_model, model_fallbacks, model_options
+from ...config.context import PlannerContext
+from ...models.chat import invoke_model, load_chat_model, model_fallbacks, model_options
+from ...models.messages import as_ai_message, message_text, usage_of
+from ...models.usage import BUDGET_SPENT_ANSWER, current_meter
+from ...runs.events import emit
 from ...state import PlannerState, count_of
-from ...usage import BUDGET_SPENT_ANSWER, current_meter
 from ..metering import metered_node
 from .common import task_text
 from .prompts import SYNTHESIZE_SYSTEM, clip, synthesize_prompt

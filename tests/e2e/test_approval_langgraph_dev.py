@@ -4,7 +4,7 @@ action requests, and a resume command rejects or approves the call."""
 
 from __future__ import annotations
 
-from smart_agent.approval import rejection_text
+from smart_agent.runs.approval import rejection_text
 from smart_agent.testing.scripted_server import last_tool_message, text, tool_call
 
 

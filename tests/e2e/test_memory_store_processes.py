@@ -71,7 +71,7 @@ sys.path.insert(0, {tests!r})
 from types import SimpleNamespace
 from langchain_core.messages import AIMessage, HumanMessage
 from memory_fakes import TableEmbeddings
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.memory.store import FaissMemoryStore
 from smart_agent.nodes.memory import memory_write
 store = FaissMemoryStore({path!r}, embeddings=TableEmbeddings())

@@ -43,7 +43,7 @@ with ScriptedOpenAIServer([text("done"), text("again")]) as srv:
     print(",".join(srv.offered_tools(0)))
 
 # the CLI's --tools check and any other registry of the process reuse the same load
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.tools.builtins import default_registry
 from smart_agent.cli.options import check_tool_names
 

@@ -135,7 +135,7 @@ def test_memory_export_import_through_the_cli_faiss_to_postgres_and_back(pg_url,
 OPEN_BACKENDS = """
 import asyncio, sys
 from smart_agent.memory.backend import local_index
-from smart_agent.sessions import open_backends
+from smart_agent.sessions.store import open_backends
 
 async def main():
     async with open_backends(sys.argv[1], index=local_index()) as b:
@@ -173,8 +173,8 @@ WORKER = """
 import asyncio, json, sys
 from smart_agent.cli.backends import open_run_backends
 from smart_agent.cli.run import _build, run_once
-from smart_agent.context import Context
-from smart_agent.thread_lock import thread_lock
+from smart_agent.config.context import Context
+from smart_agent.sessions.thread_lock import thread_lock
 
 events = []
 
@@ -252,7 +252,7 @@ def _histories(url: str, threads: list[str]) -> dict[str, list[tuple[str, str]]]
     import asyncio
 
     from smart_agent.graphs import get_builder
-    from smart_agent.sessions import open_checkpointer
+    from smart_agent.sessions.store import open_checkpointer
 
     async def read() -> dict[str, list[tuple[str, str]]]:
         async with open_checkpointer(url=url) as saver:
@@ -316,7 +316,7 @@ def test_a_users_recall_gets_all_its_candidates_among_many_users_memories(pg_url
     (pgvector 0.6 here: no iterative scans)."""
     import asyncio
 
-    from smart_agent.sessions import open_backends
+    from smart_agent.sessions.store import open_backends
 
     url = fresh_database(pg_url)
     query = np.random.default_rng(0).normal(size=384).tolist()

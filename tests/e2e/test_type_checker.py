@@ -52,8 +52,8 @@ def test_mypy_reports_a_bad_call_in_a_node(package_copy: Path) -> None:
 
 def test_ruff_reports_an_unused_import(package_copy: Path) -> None:
     assert tool("ruff", "check", ".", "--no-cache", cwd=package_copy).returncode == 0
-    events = package_copy / "events.py"
+    events = package_copy / "runs" / "events.py"
     events.write_text(events.read_text() + "\nimport fractions\n")
     result = tool("ruff", "check", ".", "--no-cache", cwd=package_copy)
     assert result.returncode == 1
-    assert "events.py" in result.stdout and "F401" in result.stdout, result.stdout
+    assert "runs/events.py" in result.stdout and "F401" in result.stdout, result.stdout

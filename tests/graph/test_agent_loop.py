@@ -10,7 +10,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from smart_agent.graphs.agent import build_agent_graph
-from smart_agent.prompts import FINALIZE_NOTICE
+from smart_agent.models.prompts import FINALIZE_NOTICE
 from smart_agent.testing.scripted_server import text, tool_call, tool_calls
 from smart_agent.tools.builtins import default_registry
 from smart_agent.tools.registry import ToolRegistry

@@ -10,7 +10,7 @@ from conftest import offered, openai_model, run_with_events
 from langchain_core.messages import ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.graphs.agent import build_agent_graph
 from smart_agent.graphs.sub_agent import sub_agent_tool
 from smart_agent.testing.scripted_server import error, text, tool_call, tool_calls

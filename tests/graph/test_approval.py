@@ -9,8 +9,8 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from smart_agent.approval import rejection_text
 from smart_agent.graphs.agent import build_agent_graph
+from smart_agent.runs.approval import rejection_text
 from smart_agent.testing.scripted_server import last_tool_message, text, tool_call, tool_calls, tool_messages
 from smart_agent.tools.builtins import default_registry
 from smart_agent.tools.registry import ToolMeta

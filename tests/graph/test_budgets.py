@@ -4,10 +4,10 @@ state's ``usage`` adds up what the server reported."""
 
 from conftest import openai_model, run_graph
 
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.graphs.agent import build_agent_graph
+from smart_agent.models.usage import BUDGET_NOTICE, OUTPUT_ALLOWANCE
 from smart_agent.testing.scripted_server import text, tool_call
-from smart_agent.usage import BUDGET_NOTICE, OUTPUT_ALLOWANCE
 
 USAGE = {"prompt_tokens": 100, "completion_tokens": 10}
 

@@ -6,14 +6,14 @@ run's usage. Through the real langchain-openai client against the scripted serve
 from conftest import offered, openai_model, run_graph
 from scripted_support import big_echo_registry
 
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.graphs.agent import build_agent_graph
 from smart_agent.history.transcript import SUMMARY_SYSTEM_PROMPT
+from smart_agent.models.usage import BUDGET_SPENT_ANSWER
 from smart_agent.nodes.reasoning import REASONING
 from smart_agent.testing.scripted_server import text, tool_call, tool_calls
 from smart_agent.tools.calculator import calculator
 from smart_agent.tools.registry import ToolRegistry
-from smart_agent.usage import BUDGET_SPENT_ANSWER
 
 
 def calculator_only():

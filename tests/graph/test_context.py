@@ -348,7 +348,7 @@ async def test_recalled_memories_count_in_the_first_budget_decision(scripted_ser
     from memory_fakes import TableEmbeddings, unit
 
     from smart_agent.memory.store import FaissMemoryStore, user_namespace
-    from smart_agent.tokens import usable_tokens
+    from smart_agent.models.tokens import usable_tokens
 
     store = FaissMemoryStore(tmp_path / "mem", embeddings=TableEmbeddings())
     table = store.embeddings.table

@@ -7,7 +7,7 @@ from conftest import offered, openai_model, run_with_events
 from langgraph.checkpoint.memory import InMemorySaver
 from planner_support import make_registry
 
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.graphs.dual import build_dual_graph
 from smart_agent.nodes.dual import DECIDE, LAST_STEP, parse_decision, route_after_decide
 from smart_agent.testing.scripted_server import text, tool_call

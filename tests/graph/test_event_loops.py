@@ -9,9 +9,9 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.graphs.agent import build_agent_graph
-from smart_agent.models import load_chat_model
+from smart_agent.models.chat import load_chat_model
 from smart_agent.testing.scripted_server import text
 
 
@@ -72,7 +72,7 @@ def test_with_a_proxy_langchain_gives_each_model_its_client(openai_server, monke
 def test_a_runs_turns_find_its_model_on_the_loop(openai_server, workspace, monkeypatch):
     """The model of a spec is built off the loop once per loop; every later turn finds it without
     a thread hop. Another base URL is another model."""
-    from smart_agent import models
+    from smart_agent.models import chat as models
     from smart_agent.testing.scripted_server import tool_call
 
     replies = iter([tool_call("calculator", {"expression": "6*7"}), tool_call("calculator", {"expression": "1+1"})])

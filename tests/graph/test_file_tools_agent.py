@@ -7,7 +7,7 @@ from __future__ import annotations
 from conftest import openai_model, run_graph
 from langgraph.checkpoint.memory import InMemorySaver
 
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.graphs.agent import build_agent_graph
 from smart_agent.testing.scripted_server import text, tool_call, tool_calls, tool_messages
 from smart_agent.tools.builtins import default_registry

@@ -9,7 +9,7 @@ from conftest import openai_model, run_with_events
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Send
 
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.graphs.fleet import build_fleet_graph
 from smart_agent.nodes.fleet import AGGREGATE_SYSTEM, SUBMIT_SUBTASKS, route_after_dispatch, validate_subtasks
 from smart_agent.testing.scripted_server import error, text, tool_call

@@ -2,9 +2,9 @@
 
 from conftest import openai_model, run_graph
 
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.graphs.agent import build_agent_graph
-from smart_agent.prompts import LOOP_FINALIZE_NOTICE, LOOP_NOTICE
+from smart_agent.models.prompts import LOOP_FINALIZE_NOTICE, LOOP_NOTICE
 from smart_agent.testing.scripted_server import text, tool_call, tool_calls
 
 

@@ -14,11 +14,11 @@ from langgraph.types import Command
 from mcp_support import alive, pids_of, stdio_server, write_config
 from planner_support import run_graph as run_planner
 
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.graphs.agent import build_agent_graph
 from smart_agent.graphs.planner import build_planner_graph
 from smart_agent.nodes.resolver import InputError
-from smart_agent.run_tools import current_run_tools
+from smart_agent.runs.run_tools import current_run_tools
 from smart_agent.testing.scripted_server import last_tool_message, text, tool_call, tool_messages
 
 

@@ -22,7 +22,7 @@ from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 from memory_fakes import DIM, TableEmbeddings, unit
 
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.graphs.agent import build_agent_graph
 from smart_agent.memory import backend, background
 from smart_agent.memory.backend import NO_INDEX, MemoryPolicy, local_index

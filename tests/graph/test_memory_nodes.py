@@ -7,7 +7,7 @@ from conftest import openai_model, run_graph
 from langgraph.checkpoint.memory import InMemorySaver
 from memory_fakes import TableEmbeddings, unit
 
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.graphs.agent import build_agent_graph
 from smart_agent.memory import background
 from smart_agent.memory.store import FaissMemoryStore, user_namespace

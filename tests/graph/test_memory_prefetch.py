@@ -10,7 +10,7 @@ from conftest import openai_model, run_graph
 from langgraph.checkpoint.memory import InMemorySaver
 from memory_fakes import TableEmbeddings
 
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.graphs.agent import build_agent_graph
 from smart_agent.memory import background, embeddings
 from smart_agent.memory.store import DB_NAME, FaissMemoryStore, default_memory_dir, user_namespace

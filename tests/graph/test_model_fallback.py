@@ -7,10 +7,10 @@ import pytest
 from conftest import offered, run_with_events
 from planner_support import make_registry
 
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.graphs.agent import build_agent_graph
 from smart_agent.graphs.dual import build_dual_graph
-from smart_agent.models import ModelConfigError
+from smart_agent.models.chat import ModelConfigError
 from smart_agent.nodes.dual import DECIDE
 from smart_agent.testing.scripted_server import text, tool_call
 

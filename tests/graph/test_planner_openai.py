@@ -10,7 +10,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 from planner_support import SlowPages, make_registry, run_graph
 
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.graphs.planner import build_planner_graph
 from smart_agent.tools.builtins import default_registry
 

@@ -11,13 +11,13 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command, interrupt
 from planner_support import make_registry
 
-from smart_agent.approval import answer_of, question_request
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.graphs.agent import build_agent_graph
 from smart_agent.graphs.dual import build_dual_graph
 from smart_agent.graphs.planner import build_executor_graph, build_planner_graph
 from smart_agent.nodes.dual import DECIDE
 from smart_agent.nodes.human import NO_APPROVER
+from smart_agent.runs.approval import answer_of, question_request
 from smart_agent.testing.scripted_server import text, tool_call
 from smart_agent.tools.agents import as_tool
 from smart_agent.tools.builtins import default_registry

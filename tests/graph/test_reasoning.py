@@ -7,7 +7,7 @@ from conftest import offered, openai_model, run_with_events
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.graphs.agent import build_agent_graph
 from smart_agent.nodes.reasoning import REASONING, read_reasoning, tools_named
 from smart_agent.testing.scripted_server import text, tool_call

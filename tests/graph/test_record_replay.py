@@ -10,9 +10,9 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from smart_agent.cassette import ReplayMiss, recording, replaying
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.graphs.agent import build_agent_graph
-from smart_agent.models import ModelConfigError
+from smart_agent.models.chat import ModelConfigError
 from smart_agent.testing.scripted_server import text, tool_call
 
 
@@ -115,7 +115,7 @@ async def test_a_miss_the_run_caught_is_raised_when_the_replay_ends(openai_serve
     a failed step and go on; the replay session raises it at its end all the same."""
     from langchain_core.messages import HumanMessage
 
-    from smart_agent.models import invoke_model, load_chat_model
+    from smart_agent.models.chat import invoke_model, load_chat_model
 
     srv = openai_server([text("recorded")])
     async with recording(tmp_path / "c"):
@@ -161,7 +161,7 @@ async def test_concurrent_runs_record_and_replay_their_own_cassettes(openai_serv
 async def test_a_stream_the_client_closed_before_its_end_is_not_recorded(openai_server, tmp_path):
     from langchain_core.messages import HumanMessage
 
-    from smart_agent.models import load_chat_model
+    from smart_agent.models.chat import load_chat_model
 
     openai_server([text("one two three four five six seven eight"), text("whole")])
     async with recording(tmp_path / "c"):

@@ -7,7 +7,7 @@ from conftest import openai_model
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.graphs.team import build_team_graph
 from smart_agent.nodes.routes import route_after_handoff, route_after_tools
 from smart_agent.nodes.team import AgentSpec, resolve_handoffs

@@ -7,7 +7,7 @@ from __future__ import annotations
 from conftest import offered, openai_model, run_with_events
 from langgraph.checkpoint.memory import InMemorySaver
 
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.graphs.agent import build_agent_graph
 from smart_agent.testing.scripted_server import text, tool_call
 

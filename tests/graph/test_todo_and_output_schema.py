@@ -13,7 +13,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import BaseModel, field_validator
 
 from smart_agent.graphs.agent import build_agent_graph
-from smart_agent.structured_output import StructuredOutputError
+from smart_agent.replies.structured import StructuredOutputError
 from smart_agent.testing.scripted_server import text, tool_call, tool_calls
 
 ctx = loop_context

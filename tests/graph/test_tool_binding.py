@@ -4,7 +4,7 @@ same model and tool objects are offered; a different offer is bound anew."""
 from langchain_core.messages import AIMessage
 from langchain_core.tools import StructuredTool
 
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.graphs.agent import build_agent_graph
 from smart_agent.testing.fake_models import ScriptedChatModel
 from smart_agent.tools.registry import ToolMeta, ToolRegistry

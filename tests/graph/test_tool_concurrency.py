@@ -16,7 +16,7 @@ from langchain_core.tools import StructuredTool
 from planner_support import SlowPages
 from planner_support import run_graph as run_planner
 
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.graphs.agent import build_agent_graph
 from smart_agent.graphs.fleet import build_fleet_graph
 from smart_agent.graphs.planner import build_planner_graph

@@ -10,7 +10,7 @@ import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.tools import StructuredTool
 
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.graphs.agent import build_agent_graph
 from smart_agent.nodes import tools as tools_node
 from smart_agent.testing.fake_models import ScriptedChatModel

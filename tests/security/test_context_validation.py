@@ -13,7 +13,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from smart_agent.context import (
+from smart_agent.config.checks import value_problem
+from smart_agent.config.context import (
     FIELD_BOUNDS,
     Context,
     coerce_context,
@@ -22,7 +23,6 @@ from smart_agent.context import (
     field_types,
     validate_context,
 )
-from smart_agent.context_types import value_problem
 from smart_agent.memory.service import memory_enabled
 from smart_agent.tools.guards import ToolError, allow_private_network_of
 
@@ -251,7 +251,7 @@ def test_memory_switch_is_read_strictly_from_a_raw_context(monkeypatch):
 
 # -- every graph's context class ----------------------------------------------------------
 def test_every_context_class_is_validated_on_every_field_and_keeps_only_its_own_fields():
-    from smart_agent.context import CONTEXT_CLASSES, GRAPH_CONTEXTS, AgentContext, BaseContext, PlannerContext
+    from smart_agent.config.context import CONTEXT_CLASSES, GRAPH_CONTEXTS, AgentContext, BaseContext, PlannerContext
 
     union = {f.name for f in fields(Context)}
     for cls in CONTEXT_CLASSES:

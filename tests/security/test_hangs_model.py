@@ -13,8 +13,8 @@ import pytest
 from conftest import cli_env, run_cli
 
 from security.hostile_http import SilentServer
-from smart_agent.context import Context
-from smart_agent.models import load_chat_model, model_options
+from smart_agent.config.context import Context
+from smart_agent.models.chat import load_chat_model, model_options
 
 TIMEOUT_S = 1.0
 RETRIES = 1
@@ -56,7 +56,7 @@ def test_a_silent_server_gets_one_request_and_max_retries_more():
     """The same through the Python API: a one-line ModelTimeoutError after 3 attempts."""
     import asyncio
 
-    from smart_agent.models import ModelTimeoutError, invoke_model
+    from smart_agent.models.chat import ModelTimeoutError, invoke_model
 
     with SilentServer() as srv:
         model = load_chat_model("openai:silent", api_key="k", base_url=f"{srv.url}/v1", timeout=0.5, max_retries=2)

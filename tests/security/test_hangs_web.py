@@ -16,7 +16,7 @@ import time
 import pytest
 
 from security.hostile_http import SlowHeaderServer
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.tools.html_text import MAX_HTML_CHARS, html_to_text
 from smart_agent.tools.invoke import run_tool
 from smart_agent.tools.web import browse_url

@@ -8,7 +8,7 @@ import resource
 
 import pytest
 
-from smart_agent.inputs import InputFileError, load_json, load_yaml, read_text_file
+from smart_agent.config.files import InputFileError, load_json, load_yaml, read_text_file
 
 LAUGHS = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
     f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi", strict=True)

@@ -21,7 +21,7 @@ import pytest
 from conftest import loop_context, openai_model, run_graph
 
 from smart_agent.graphs.agent import build_agent_graph
-from smart_agent.prompts import LOOP_CYCLE_FINALIZE_NOTICE, LOOP_CYCLE_NOTICE
+from smart_agent.models.prompts import LOOP_CYCLE_FINALIZE_NOTICE, LOOP_CYCLE_NOTICE
 from smart_agent.testing.scripted_server import text, tool_call, tool_calls
 
 pytestmark = pytest.mark.graph

@@ -13,7 +13,7 @@ from conftest import cli_env, openai_model, run_cli, run_graph
 from langgraph.checkpoint.memory import InMemorySaver
 from memory_fakes import DIM, TableEmbeddings
 
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.graphs.agent import build_agent_graph
 from smart_agent.memory import background
 from smart_agent.memory.store import DB_NAME, INDEX_DIR, FaissMemoryStore

@@ -10,9 +10,9 @@ import pytest
 from conftest import cli_env, openai_model, run_cli, run_graph
 from langchain_core.messages import AIMessage
 
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.graphs.agent import build_agent_graph
-from smart_agent.models import ModelReplyError
+from smart_agent.models.chat import ModelReplyError
 from smart_agent.testing.scripted_server import text, tool_call, tool_calls
 
 

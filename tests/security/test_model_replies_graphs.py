@@ -10,12 +10,12 @@ from conftest import openai_model, run_graph, run_with_events
 from planner_support import make_registry
 from planner_support import run_graph as run_planner
 
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.graphs.agent import build_agent_graph
 from smart_agent.graphs.dual import build_dual_graph
 from smart_agent.graphs.fleet import build_fleet_graph
 from smart_agent.graphs.planner import build_planner_graph
-from smart_agent.models import ModelReplyError
+from smart_agent.models.chat import ModelReplyError
 from smart_agent.nodes.dual import DECIDE
 from smart_agent.nodes.fleet import AGGREGATE_SYSTEM, SUBMIT_SUBTASKS
 from smart_agent.testing.scripted_server import text, tool_call

@@ -16,12 +16,12 @@ from langchain_core.tools import tool
 from planner_support import make_registry
 from planner_support import run_graph as run_planner
 
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.graphs.agent import build_agent_graph
 from smart_agent.graphs.planner import build_planner_graph
 from smart_agent.history.markers import is_summary
 from smart_agent.history.transcript import SUMMARY_SYSTEM_PROMPT
-from smart_agent.models import ModelReplyError
+from smart_agent.models.chat import ModelReplyError
 from smart_agent.testing.scripted_server import text, tool_call, tool_calls
 from smart_agent.tools.registry import ToolRegistry
 

@@ -14,10 +14,10 @@ from conftest import cli_env, run_cli, run_graph
 from langchain_openai import ChatOpenAI
 
 from security.bad_openai import BODIES, BadOpenAIServer, completion
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.graphs.dual import build_dual_graph
 from smart_agent.graphs.fleet import build_fleet_graph
-from smart_agent.models import ModelReplyError
+from smart_agent.models.chat import ModelReplyError
 from smart_agent.tools.registry import ToolRegistry
 
 EXPECTED = {

@@ -15,7 +15,7 @@ import pytest
 from conftest import openai_model, run_graph
 from langchain_core.tools import tool
 
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.graphs.planner import build_planner_graph
 from smart_agent.tools.builtins import default_registry
 from smart_agent.tools.registry import ToolMeta, ToolRegistry

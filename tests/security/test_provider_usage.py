@@ -15,7 +15,7 @@ from conftest import cli_env, offered, openai_model, run_cli, run_graph
 from langchain_openai import ChatOpenAI
 
 from security.bad_openai import BadOpenAIServer
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.graphs.agent import build_agent_graph
 from smart_agent.nodes.dual import DECIDE
 from smart_agent.nodes.fleet import AGGREGATE_SYSTEM

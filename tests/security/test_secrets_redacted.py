@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import cli_env, run_cli
 
-from smart_agent.redact import environment_secrets, redact_headers, redact_text, redact_url, redact_value
+from smart_agent.runs.redact import environment_secrets, redact_headers, redact_text, redact_url, redact_value
 from smart_agent.testing.scripted_server import message_text, text, tool_call
 
 PASSWORD = "password"

@@ -10,8 +10,8 @@ import os
 
 import pytest
 
-from smart_agent.context import AgentContext
-from smart_agent.context_client import ClientContextError, client_context, narrowed_workspace
+from smart_agent.config.context import AgentContext
+from smart_agent.config.served import ClientContextError, client_context, narrowed_workspace
 
 pytestmark = pytest.mark.unit
 

@@ -22,7 +22,7 @@ import pytest
 from conftest import openai_model, run_cli, run_graph
 from langchain_core.tools import tool
 
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.nodes.fleet import AGGREGATE_SYSTEM, SUBMIT_SUBTASKS
 from smart_agent.testing.scripted_server import text, tool_call
 from smart_agent.tools.registry import ToolMeta, ToolRegistry

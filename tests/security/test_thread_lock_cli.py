@@ -68,7 +68,7 @@ def _run_both(srv, workspace, thread: str, **env_extra) -> list[subprocess.Compl
 
 async def _thread_messages(thread: str, url: str | None = None) -> list:
     from smart_agent.graphs import get_builder
-    from smart_agent.sessions import open_checkpointer
+    from smart_agent.sessions.store import open_checkpointer
 
     async with open_checkpointer(url=url) as saver:
         graph = get_builder("agent")(checkpointer=saver)

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.e2e
 
 OPEN = """
 import asyncio, sys
-from smart_agent.sessions import open_checkpointer
+from smart_agent.sessions.store import open_checkpointer
 
 async def main():
     async with open_checkpointer(url=sys.argv[1]) as saver:

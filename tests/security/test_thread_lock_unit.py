@@ -13,11 +13,11 @@ import sys
 import pytest
 from conftest import cli_env, run_cli
 
-from smart_agent.thread_lock import ThreadBusyError, lock_path, thread_lock
+from smart_agent.sessions.thread_lock import ThreadBusyError, lock_path, thread_lock
 
 HOLDER = """
 import asyncio, sys
-from smart_agent.thread_lock import thread_lock
+from smart_agent.sessions.thread_lock import thread_lock
 
 async def main():
     async with thread_lock(sys.argv[1], url=sys.argv[2] or None, timeout_s=60):
@@ -114,7 +114,7 @@ def test_cli_run_on_a_busy_thread_is_refused_and_writes_nothing(scripted_server,
     assert srv.requests == []
 
     async def checkpoint():
-        from smart_agent.sessions import open_checkpointer
+        from smart_agent.sessions.store import open_checkpointer
 
         async with open_checkpointer(url=db_url) as saver:
             return await saver.aget_tuple({"configurable": {"thread_id": "t-cli-busy"}})

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import cli_env, openai_model, run_cli, run_graph
 
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.graphs.agent import build_agent_graph
 from smart_agent.testing.scripted_server import text, tool_calls
 from smart_agent.tools.files import list_files, read_file, write_file

@@ -15,7 +15,7 @@ import pytest
 from langchain.tools import ToolRuntime
 from tool_support import make_runtime
 
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.tools.files import read_file, write_file
 from smart_agent.tools.guards import ToolError
 

@@ -173,7 +173,7 @@ def test_a_huge_file_is_searched_only_up_to_the_caps(dirs: tuple[Path, Path], mo
 PATHOLOGICAL = """
 import sys
 from langchain.tools import ToolRuntime
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.tools.file_search import grep_files
 rt = ToolRuntime(state={}, context=Context(workspace=sys.argv[1], memory=False, tool_timeout_s=1), config={},
                  stream_writer=lambda x: None, tool_call_id="c1", store=None)

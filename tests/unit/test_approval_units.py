@@ -5,7 +5,10 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
 
-from smart_agent.approval import (
+from smart_agent.config.context import AgentContext
+from smart_agent.nodes.human import human_calls, needs_human, reviewed_message
+from smart_agent.nodes.routes import END, reviewed, route_after_agent
+from smart_agent.runs.approval import (
     ReviewError,
     answer_of,
     check_decisions,
@@ -16,9 +19,6 @@ from smart_agent.approval import (
     rejection_text,
     review_request,
 )
-from smart_agent.context import AgentContext
-from smart_agent.nodes.human import human_calls, needs_human, reviewed_message
-from smart_agent.nodes.routes import END, reviewed, route_after_agent
 from smart_agent.tools.builtins import default_registry
 from smart_agent.tools.registry import ToolMeta
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from smart_agent import settings
-from smart_agent.sessions import PG_EF_SEARCH, _hnsw_settings, is_postgres, postgres_index
+from smart_agent.config import settings
+from smart_agent.sessions.store import PG_EF_SEARCH, _hnsw_settings, is_postgres, postgres_index
 
 
 def test_pool_size_default_value_and_one_line_errors(monkeypatch):

@@ -236,7 +236,7 @@ async def test_a_summary_request_the_cassette_lacks_fails_the_run_instead_of_a_d
     fails naming the summary request (nodes/summarize.py)."""
     from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-    from smart_agent.context import AgentContext
+    from smart_agent.config.context import AgentContext
     from smart_agent.history.budget import ContextBudget
     from smart_agent.nodes.summarize import write_summary
     from smart_agent.testing.fake_models import ScriptedChatModel

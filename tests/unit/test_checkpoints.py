@@ -11,11 +11,11 @@ from langchain_core.tools import StructuredTool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from smart_agent import settings
-from smart_agent.checkpoint_serde import SUFFIX, CompressedSerializer
-from smart_agent.context import Context
+from smart_agent.config import settings
+from smart_agent.config.context import Context
 from smart_agent.graphs.agent import build_agent_graph
-from smart_agent.sessions import open_backends
+from smart_agent.sessions.serde import SUFFIX, CompressedSerializer
+from smart_agent.sessions.store import open_backends
 from smart_agent.testing.fake_models import ScriptedChatModel
 from smart_agent.tools.registry import ToolMeta, ToolRegistry
 

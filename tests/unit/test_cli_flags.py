@@ -13,7 +13,7 @@ import pytest
 
 from smart_agent.cli import build_parser
 from smart_agent.cli.context_args import context_values
-from smart_agent.context import Context, context_field_names
+from smart_agent.config.context import Context, context_field_names
 from smart_agent.graphs import BUILDERS
 
 pytestmark = pytest.mark.unit
@@ -90,7 +90,7 @@ def test_generated_flags_are_named_after_their_fields_and_checked(samples):
 
 def test_generated_flags_reach_the_graphs_context():
     from smart_agent.cli.context_args import context_from_args
-    from smart_agent.context import DualContext, FleetContext
+    from smart_agent.config.context import DualContext, FleetContext
 
     args = build_parser().parse_args(["run", "t", "--graph", "fleet", "--max-workers", "2", "--max-agent-depth", "1"])
     ctx = context_from_args(args)

@@ -10,9 +10,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from smart_agent.approval import ReviewError, question_request, review_request
 from smart_agent.cli import resume, review
 from smart_agent.cli.render import format_event
+from smart_agent.runs.approval import ReviewError, question_request, review_request
 
 REVIEW = review_request([{"name": "write_file", "args": {"path": "a", "content": "x"}},
                          {"name": "calculator", "args": {"expression": "1+1"}}])

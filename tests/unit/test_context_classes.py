@@ -7,7 +7,7 @@ from dataclasses import fields
 import pytest
 
 from smart_agent.cli import build_parser, context_from_args
-from smart_agent.context import (
+from smart_agent.config.context import (
     GRAPH_CONTEXTS,
     AgentContext,
     Context,

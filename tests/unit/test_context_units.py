@@ -8,13 +8,10 @@ import json
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
-from smart_agent.archive import ToolArchive, clip_text, execution_id, make_view
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.history.digest import digest, summary_message
 from smart_agent.history.groups import group_units, pairing_problems, plan_compaction, rebuild
-from smart_agent.nodes.routes import END, route_after_structured_output, route_after_tools, route_before_agent
-from smart_agent.structured_output import parse_json_answer, schema_problem, validate_answer
-from smart_agent.tokens import (
+from smart_agent.models.tokens import (
     approx_counter,
     count_messages,
     count_request,
@@ -22,6 +19,9 @@ from smart_agent.tokens import (
     text_counter,
     usable_tokens,
 )
+from smart_agent.nodes.routes import END, route_after_structured_output, route_after_tools, route_before_agent
+from smart_agent.replies.structured import parse_json_answer, schema_problem, validate_answer
+from smart_agent.sessions.archive import ToolArchive, clip_text, execution_id, make_view
 from smart_agent.tools.context_tools import apply_todo_changes, render_todos
 from smart_agent.tools.guards import ToolError
 

@@ -8,7 +8,7 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
 
-from smart_agent import events
+from smart_agent.runs import events
 
 
 class State(TypedDict, total=False):

@@ -14,7 +14,7 @@ import pytest
 import smart_agent
 from smart_agent.cli.lines import LINES, format_plan
 from smart_agent.cli.render import format_event
-from smart_agent.events import EVENT_TYPES
+from smart_agent.runs.events import EVENT_TYPES
 
 pytestmark = pytest.mark.unit
 
@@ -45,7 +45,7 @@ def emitted() -> list[tuple[str, str, dict]]:
             args = list(node.args)
             if _name(node.func) == "partial" and args and _name(args[0]) in EMITTERS:
                 args = args[1:]  # functools.partial(emit, "type", ...)
-            elif _name(node.func) not in EMITTERS or rel == "events.py":
+            elif _name(node.func) not in EMITTERS or rel == "runs/events.py":
                 continue
             if not args:
                 continue

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 from tool_support import make_runtime
 
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.tools.guards import (
     ToolError,
     allow_private_network_of,

@@ -7,7 +7,7 @@ import gc
 
 from langchain_core.messages import AIMessage
 
-from smart_agent.identity import IdentityCache
+from smart_agent.runs.identity import IdentityCache
 
 
 def test_a_value_is_computed_once_per_object():

@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from memory_fakes import TableEmbeddings
 from tool_support import make_runtime
 
-from smart_agent.context import Context, validate_context
+from smart_agent.config.context import Context, validate_context
 from smart_agent.memory.open_stores import open_store
 from smart_agent.memory.service import (
     build_observation,

@@ -14,12 +14,12 @@ import weakref
 from langchain_core.messages import AIMessage
 from langchain_core.tools import StructuredTool
 
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.graphs.agent import build_agent_graph
+from smart_agent.models.usage import Meter
 from smart_agent.testing.fake_models import ScriptedChatModel
 from smart_agent.tools.executor import run_in_daemon_thread
 from smart_agent.tools.registry import ToolMeta, ToolRegistry
-from smart_agent.usage import Meter
 
 
 def lookup(n: int) -> str:

@@ -8,7 +8,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from smart_agent.cli.outcome import EXIT_CODES, halt_error, result_json, run_status, summary_line
 from smart_agent.cli.summary import RunSummary
-from smart_agent.messages import HISTORY_MESSAGES, conversation_so_far
+from smart_agent.models.messages import HISTORY_MESSAGES, conversation_so_far
 from smart_agent.nodes.planner.prompts import with_history
 
 

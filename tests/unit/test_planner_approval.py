@@ -10,7 +10,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 from planner_support import build, echo, make_registry, plan_call, steps
 
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.testing.fake_models import ScriptedChatModel
 
 APPROVE_CTX = Context(model="scripted:model", approve_plan=True)

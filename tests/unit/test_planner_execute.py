@@ -6,7 +6,7 @@ import pytest
 from langgraph.types import Send
 from planner_support import make_registry
 
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.nodes.planner.execute import backoff_delay, execute_step, step_policy, step_task
 from smart_agent.nodes.planner.routes import (
     route_after_approve,

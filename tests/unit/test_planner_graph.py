@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from planner_support import SimulatedCrash, build, echo, make_registry, plan_call, run_graph, steps
 
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.testing.fake_models import ScriptedChatModel
 
 CTX = Context(model="scripted:model")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from langgraph.types import Send
 from planner_support import make_registry
 
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.nodes.planner.common import offered_registry
 from smart_agent.nodes.planner.review import rejected_result, review_calls
 from smart_agent.nodes.planner.routes import route_after_dispatch, route_after_review

@@ -8,7 +8,6 @@ import itertools
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from smart_agent.events import clip, preview
 from smart_agent.nodes.planner.validate import find_cycles
 from smart_agent.replies.feedback import feedback
 from smart_agent.replies.parse import (
@@ -24,6 +23,7 @@ from smart_agent.replies.submit import (
     reply_payload,
     submit_tool,
 )
+from smart_agent.runs.events import clip, preview
 from smart_agent.testing.fake_models import ScriptedChatModel
 
 

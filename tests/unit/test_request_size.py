@@ -10,12 +10,12 @@ from concurrent.futures import ThreadPoolExecutor
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import StructuredTool
 
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.graphs.agent import build_agent_graph
 from smart_agent.history.budget import ContextBudget
 from smart_agent.history.groups import drop_orphan_results
+from smart_agent.models.tokens import approx_counter, request_json, request_json_chars, tool_schemas
 from smart_agent.testing.fake_models import ScriptedChatModel
-from smart_agent.tokens import approx_counter, request_json, request_json_chars, tool_schemas
 from smart_agent.tools.registry import ToolMeta, ToolRegistry
 
 
@@ -119,7 +119,7 @@ def test_drop_orphan_results_checks_what_a_grown_conversation_added():
 def test_the_orphan_check_finds_the_conversation_the_request_size_folded(monkeypatch):
     """The route measures the next request and the agent node then checks the same messages for
     stray tool results: one pass over the messages answers both (tokens._message_runs)."""
-    from smart_agent import tokens
+    from smart_agent.models import tokens
 
     steps: list[object] = []
     step = tokens._message_runs.step

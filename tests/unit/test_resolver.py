@@ -3,7 +3,7 @@
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage, ToolMessage
 
-from smart_agent.context import Context
+from smart_agent.config.context import Context
 from smart_agent.nodes.resolver import INTERRUPTED_RESULT, InputError, resolve_input
 
 

@@ -156,7 +156,7 @@ def test_after_tools_finalizes_a_loop_past_loop_limit():
 
 
 def test_memory_nodes_only_while_the_runs_memory_is_on(monkeypatch):
-    from smart_agent.context import AgentContext
+    from smart_agent.config.context import AgentContext
 
     monkeypatch.delenv("SMART_AGENT_MEMORY", raising=False)
     on, off = AgentContext(memory=True), AgentContext(memory=False)

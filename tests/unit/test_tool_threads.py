@@ -108,7 +108,7 @@ async def test_a_sync_tools_result_message_is_built_where_the_tool_ran(monkeypat
     assert len(built_on) == 1 and built_on[0].startswith("smart-agent-tool-echo-")  # built in the worker
     message = outcome.to_message()  # the node's call: the message built there, not a new one
     assert message is outcome.message and message.content == "hi" and message.tool_call_id == "c1"
-    from smart_agent import tokens
+    from smart_agent.models import tokens
 
     assert id(message) in tokens._message_json._data  # and measured there, for the next request's size
     outcome.content += " (not retried)"  # a changed outcome gets a message that says what it says

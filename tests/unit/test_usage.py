@@ -9,9 +9,9 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from smart_agent.cli.budget import usage_report
 from smart_agent.cli.render import format_event
-from smart_agent.context import Context
-from smart_agent.prices import BUILTIN_PRICES, PriceTableError, call_cost, price_of, price_table
-from smart_agent.usage import (
+from smart_agent.config.context import Context
+from smart_agent.models.prices import BUILTIN_PRICES, PriceTableError, call_cost, price_of, price_table
+from smart_agent.models.usage import (
     OUTPUT_ALLOWANCE,
     Limits,
     Meter,

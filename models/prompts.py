@@ -69,7 +69,7 @@ def build_system_prompt(ctx: Any, state: Mapping[str, Any]) -> str:
         parts.append(PLANNING_RULES + "\n\nCurrent todo list:\n" + render_todos(state.get("todos") or []))
     schema = state.get("output_schema")
     if schema:
-        from .structured_output import output_instructions
+        from ..replies.structured import output_instructions
 
         parts.append(output_instructions(schema))
     notice = (state.get("notice") or "").strip()

@@ -267,7 +267,7 @@ class Meter:
         self._add(0, tokens_in, tokens_out, cost)
         limits = self.root.limits
         if limits is not NO_LIMITS and limits.any():
-            from .events import emit
+            from ..runs.events import emit
 
             emit("budget", consumed=self.total(), limit=limits.as_dict(), action="ok")
 
@@ -292,7 +292,7 @@ class Meter:
         return budget_spent(self.root.usage, limits) if limits.any() else None
 
     def finalize_event(self, reason: str, **extra: Any) -> None:
-        from .events import emit
+        from ..runs.events import emit
 
         emit("budget", consumed=self.total(), limit=self.root.limits.as_dict(), action="finalize", reason=reason,
              **extra)
@@ -529,7 +529,7 @@ def checked_usage(response: Any, messages: Any) -> Any:
     problem = usage_problem(raw)
     if problem is None or not hasattr(raw, "model_copy"):  # (nearly every reply)
         return response
-    from .events import emit
+    from ..runs.events import emit
 
     tokens_in, tokens_out = estimate_tokens(messages, raw)
     emit("error", node="model", error=f"the provider reported invalid token usage ({problem}); the estimate "

@@ -17,7 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from . import settings
+from ..config import settings
 
 #: Built-in prices, USD per 1M tokens (input, output); SMART_AGENT_PRICES adds and overrides.
 BUILTIN_PRICES: dict[str, tuple[float, float]] = {
@@ -64,7 +64,7 @@ def _price_pair(key: str, value: Any, source: str) -> tuple[float, float]:
 
 def parse_prices(text: str, source: str = "inline JSON") -> dict[str, tuple[float, float]]:
     """Prices from JSON text: ``{"provider:model" or "model": {"input": x, "output": y}}``."""
-    from .inputs import InputFileError, load_json
+    from ..config.files import InputFileError, load_json
 
     try:
         data = load_json(text, what=f"SMART_AGENT_PRICES ({source})")
@@ -86,7 +86,7 @@ def _table(raw: str | None, stamp: int | None = None) -> dict[str, tuple[float, 
     if text.startswith("{"):
         table.update(parse_prices(text))
         return table
-    from .inputs import InputFileError, read_text_file
+    from ..config.files import InputFileError, read_text_file
 
     try:
         content = read_text_file(Path(text).expanduser(), what="SMART_AGENT_PRICES: the price file")

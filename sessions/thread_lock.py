@@ -27,8 +27,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from . import settings
-from .sessions import PG_LOCK_NAMESPACE, connect_postgres, is_postgres
+from ..config import settings
+from .store import PG_LOCK_NAMESPACE, connect_postgres, is_postgres
 
 DEFAULT_TIMEOUT_S = 300.0
 TIMEOUT_ENV = settings.THREAD_LOCK_TIMEOUT_ENV
@@ -53,7 +53,7 @@ def lock_timeout(value: float | str | None = None) -> float:
 
 def lock_path(thread_id: str, url: str | None = None, home: Path | None = None) -> Path:
     """The lock file of ``thread_id`` for the SQLite database at ``url`` (or the default one)."""
-    from .sessions import data_home
+    from .store import data_home
 
     digest = hashlib.sha256(thread_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
     if url:

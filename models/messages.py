@@ -7,7 +7,7 @@ from typing import Any, cast
 
 from langchain_core.messages import AIMessage, HumanMessage
 
-from .events import preview
+from ..runs.events import preview
 
 #: The largest token count one reply may report (far beyond any context window); a larger
 #: one is invalid usage (:func:`checked_usage`).

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 from langgraph.errors import GraphInterrupt
 from langgraph.types import interrupt
 
-from .context_types import APPROVE_SIDE_EFFECTS, approve_tokens
+from ..config.checks import APPROVE_SIDE_EFFECTS, approve_tokens
 from .events import clip, emit
 
 ALLOWED_DECISIONS = ("approve", "edit", "reject")

@@ -7,7 +7,7 @@ threads (``AsyncPostgresSaver``) and the store (``AsyncPostgresStore`` with pgve
 memory and the tool-output archive) on one connection pool.
 
 A checkpointer does not serialize runs: two runs on one thread at once fork it and one
-run's turn is lost. Hold ``smart_agent.thread_lock.thread_lock(thread_id)`` around each
+run's turn is lost. Hold ``smart_agent.sessions.thread_lock.thread_lock(thread_id)`` around each
 run (the CLI does).
 """
 
@@ -22,7 +22,7 @@ from typing import Any, TypeGuard
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 
-from . import settings
+from ..config import settings
 
 DB_ENV = "SMART_AGENT_DB"
 # The memory store's vector index on pgvector: HNSW (pgvector's defaults m=16,
@@ -227,7 +227,7 @@ async def open_backends(
     import aiosqlite
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-    from .checkpoint_serde import CompressedSerializer
+    from .serde import CompressedSerializer
 
     path = Path(url) if url else sessions_path(home)
     if not url:  # the data folder is ours to create; the folder of a file the user named is not

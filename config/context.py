@@ -16,8 +16,7 @@ from dataclasses import dataclass, field, fields
 from functools import cache
 from typing import Annotated, Any, Literal, Self, TypeVar, get_type_hints
 
-from .context_controls import RunControls
-from .context_types import (
+from .checks import (
     FIELD_BOUNDS,
     FIELD_RULES,
     checked_once,
@@ -26,6 +25,7 @@ from .context_types import (
     parse_bool,
     shown,
 )
+from .controls import RunControls
 
 __all__ = [
     "AgentContext", "BaseContext", "CONTEXT_CLASSES", "Context", "DualContext", "FIELD_BOUNDS", "FIELD_RULES",
@@ -379,7 +379,7 @@ def validate_context(ctx: BaseContext) -> list[str]:
     context is checked when it is built and by every run it starts); the budget every time."""
     errors = checked_once(ctx, value_problems)
     if not errors and getattr(ctx, "max_cost_usd", None):  # (checked: a number; 0, no budget)
-        from .usage import budget_problem
+        from ..models.usage import budget_problem
 
         problem = budget_problem(ctx)  # max_cost_usd needs a price for the run's models
         if problem:
@@ -392,7 +392,7 @@ def value_problems(ctx: BaseContext) -> list[str]:
     errors = [p for f in fields(ctx) if (p := field_problem(f.name, getattr(ctx, f.name)))]
     output_schema = getattr(ctx, "output_schema", None)
     if not errors and output_schema is not None:
-        from .structured_output import schema_problem
+        from ..replies.structured import schema_problem
 
         problem = schema_problem(output_schema)
         if problem:

@@ -36,7 +36,7 @@ ARCHIVE_KEY = "smart_agent_archive"
 
 
 def archive_dir() -> Path:
-    from .sessions import data_home
+    from .store import data_home
 
     return data_home() / "archive"
 

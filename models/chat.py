@@ -17,10 +17,10 @@ from typing import Any, NoReturn
 
 from langchain_core.language_models import BaseChatModel
 
-from . import settings
-from .context import context_field
-from .events import emit
-from .replies import guard_openai_tool_args, sanitize_reply
+from ..config import settings
+from ..config.context import context_field
+from ..replies import guard_openai_tool_args, sanitize_reply
+from ..runs.events import emit
 from .usage import budget_hooks, checked_usage, record_end, record_start, retry_refused_error
 
 #: How to set up a model: printed by `smart-agent doctor` (cli/doctor.py) after a model problem.
@@ -176,7 +176,7 @@ CASSETTE_PROVIDERS = frozenset({"openai"})
 def _cassette_kwargs(provider: str | None, spec: str) -> dict[str, Any]:
     """The HTTP clients of the active record or replay session (cassette/transport.py), if any;
     a ModelConfigError for a provider it does not cover (its requests would bypass it)."""
-    from .cassette import active_session
+    from ..cassette import active_session
 
     session = active_session()
     if session is None:
@@ -271,7 +271,7 @@ def _own_async_client(kwargs: dict[str, Any]) -> bool:
 def _model_key(spec: str, timeout: float | None, max_retries: int | None, overrides: dict[str, Any]) -> tuple:
     """What a model built for ``spec`` with these options depends on: they, the OpenAI variables
     and the record/replay session (whose clients it is given). Reads no file: the event loop asks it."""
-    from .cassette import active_session
+    from ..cassette import active_session
 
     options = {"timeout": timeout, "max_retries": max_retries, **overrides}
     return (
@@ -301,7 +301,7 @@ async def aload_chat_model(
 def _first_line(exc: BaseException) -> str:
     """The first line of an error's message, its credentials redacted (a client error may quote
     the URL it was sent to, with the base URL's password)."""
-    from .redact import redact_text
+    from ..runs.redact import redact_text
 
     text = str(exc).strip().splitlines()
     return redact_text(text[0].rstrip(".")) if text else type(exc).__name__
@@ -312,7 +312,7 @@ def explain_model_error(exc: BaseException, spec: str | None = None) -> ModelCon
 
     Returns None for errors that are not about configuration or reachability.
     """
-    from .redact import redact_url
+    from ..runs.redact import redact_url
 
     if isinstance(exc, ModelConfigError):
         return exc
@@ -383,8 +383,8 @@ async def invoke_model(
 
 def _raise_model_error(exc: Exception, spec: str | None) -> NoReturn:
     """Raise what a failed model call means: a configuration, timeout or reply error, else ``exc``."""
-    from .cassette import miss_from_error
-    from .replies import reply_problem
+    from ..cassette import miss_from_error
+    from ..replies import reply_problem
 
     miss = miss_from_error(exc)  # --replay: the cassette holds no answer to this request
     if miss is not None:

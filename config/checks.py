@@ -21,9 +21,9 @@ import types
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, Union, get_args, get_origin
 
+from ..runs.events import clip
+from ..runs.identity import IdentityCache
 from . import settings
-from .events import clip
-from .identity import IdentityCache
 
 __all__ = [
     "APPROVE_NONE", "APPROVE_SIDE_EFFECTS", "FIELD_BOUNDS", "FIELD_RULES", "approve_tokens", "approve_valid",

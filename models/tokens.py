@@ -46,8 +46,7 @@ from langchain_core.messages import (
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from .identity import IdentityCache
-from .jsontext import unicode_json
+from ..runs.identity import IdentityCache
 
 CHARS_PER_TOKEN = 4
 HEADROOM = 0.9  # share of the limit a request may use in our own accounting
@@ -59,6 +58,9 @@ PAGE_SHARE = 0.25  # one tool message carries at most this share of the limit
 DEFAULT_CONTEXT_TOKENS = 24_000
 DEFAULT_SUMMARY_TOKENS = 1_000
 DEFAULT_ARCHIVE_CHARS = 2_000
+
+# ``json.dumps(value, ensure_ascii=False)``: a tool call's arguments as the OpenAI format writes them.
+unicode_json = json.JSONEncoder(ensure_ascii=False).encode
 
 
 class TokenCounter(Protocol):

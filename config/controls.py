@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, get_type_hints
 
-from .context_types import APPROVE_NONE, env_field
+from .checks import APPROVE_NONE, env_field
 
 
 @cache

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from .replies.parse import parse_json_answer
+from .parse import parse_json_answer
 
 MAX_REPORTED_ERRORS = 8
 

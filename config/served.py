@@ -29,7 +29,7 @@ from functools import cache
 from typing import Any
 
 from . import settings
-from .context_types import parse_bool, shown
+from .checks import parse_bool, shown
 
 __all__ = ["CEILINGS", "SWITCHES", "ClientContextError", "client_context", "narrowed_workspace", "server_workspace"]
 

@@ -1,0 +1,1 @@
+"""Run configuration: the context classes, their settings, checks and environment."""

@@ -1,0 +1,1 @@
+"""Chat models: loading and calling them, their messages, tokens, prices and usage."""

@@ -1,0 +1,1 @@
+"""What surrounds a run: its events, its MCP tools, approvals, redaction of what it writes out."""
