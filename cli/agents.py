@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..config import settings
+from .flags import setting_value
 from .mcp import AGENTS_FIELD as FLAG_FIELD  # the key of the recorded flags (not a Context field)
 
 __all__ = ["add_agents_args", "agents_values", "checked_agents_file", "recorded_agents_file", "register_cli"]
@@ -40,7 +41,7 @@ def agents_values(args: argparse.Namespace, values: dict) -> None:
         if given:
             raise ValueError(f"--agents: only the agent graph runs a team (not --graph {graph})")
         return
-    if getattr(args, "tools", None):
+    if setting_value(args, "tools"):
         raise ValueError(f"--tools: each agent of {path} offers the tools the file lists; set them there")
     path = os.path.abspath(path)
     _load(path, values)

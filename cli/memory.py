@@ -75,25 +75,6 @@ def register_cli(subparsers: Any) -> argparse.ArgumentParser:
 
 
 # -- run/chat flags -----------------------------------------------------------------
-def add_memory_context_args(p: argparse.ArgumentParser) -> None:
-    """Flags for ``run``/``chat`` that map onto the memory context fields."""
-    p.add_argument("--user", dest="user_id", default=None, help="user id for long-term memory (default 'default')")
-    p.add_argument(
-        "--no-memory", dest="memory", action="store_false", default=None, help="do not recall or write long-term memory"
-    )
-    p.add_argument("--memory-k", type=int, default=None, help="memories recalled into the prompt (default 5)")
-    p.add_argument(
-        "--embedding-model", default=None, help="memory embeddings: 'local' (default, offline) or provider:model"
-    )
-
-
-def memory_context_values(args: argparse.Namespace, values: dict) -> None:
-    for name in ("memory", "memory_k", "user_id", "embedding_model"):
-        v = getattr(args, name, None)
-        if v is not None:
-            values[name] = v
-
-
 # -- handlers -------------------------------------------------------------------------
 def _guarded(handler: Any) -> Any:
     """A refused memory file ends the command with its one-line message and exit 2."""

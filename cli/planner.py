@@ -17,20 +17,27 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import uuid
 from collections.abc import Callable
 from typing import Any, TextIO
 
 from .backends import add_db_arg, add_durability_arg
+from .flags import add_setting_args, setting_values
 from .mcp import add_mcp_args, mcp_names, mcp_values, open_mcp_registry
-from .options import add_workspace_args, check_tool_names, field_int, thread_arg, tool_list, utf8_text
-from .review import add_approve_arg, format_plan, prompt_for_approval
+from .options import check_tool_names, thread_arg, utf8_text
+from .review import format_plan, prompt_for_approval
 
 __all__ = ["format_plan", "prompt_for_approval", "register_cli"]  # the plan prompt lives in review.py
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+#: The context fields whose flags ``plan`` takes (those of ``run`` that bear on planning) and ``execute``.
+PLAN_SETTINGS = (
+    "model", "tools", "max_plan_attempts", "workspace", "allow_private_network", "memory", "model_timeout_s",
+    "model_max_retries",
+)
+EXECUTE_SETTINGS = ("workspace", "allow_private_network", "max_parallel_tools", "max_tool_calls", "approve")
 
 
 def register_cli(subparsers: Any) -> None:
@@ -42,14 +49,6 @@ def register_cli(subparsers: Any) -> None:
     )
     p.add_argument("task", type=utf8_text("task"), help="the task, in plain language")
     p.add_argument("--save", metavar="PATH", help="write the plan as JSON to PATH")
-    p.add_argument("--model", help="chat model as provider:model (default: $SMART_AGENT_MODEL)")
-    p.add_argument("--tools", type=tool_list, help="comma-separated tool names the plan may use")
-    p.add_argument(
-        "--max-plan-attempts",
-        type=field_int("max_plan_attempts"),
-        default=None,
-        help="model attempts to get a valid plan (default 3)",
-    )
     p.add_argument(
         "--method",
         choices=("tool", "structured", "text"),
@@ -58,12 +57,7 @@ def register_cli(subparsers: Any) -> None:
     )
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     # The flags of `run` that bear on planning (a command line of `run` works for `plan --save`):
-    add_workspace_args(p)
-    p.add_argument(
-        "--no-memory", dest="memory", action="store_false", default=None, help="do not offer the memory tools"
-    )
-    p.add_argument("--model-timeout", type=float, metavar="S", help="seconds a model request may wait (default 120)")
-    p.add_argument("--model-retries", type=int, metavar="N", help="retries of a failed model request (default 2)")
+    add_setting_args(p, PLAN_SETTINGS)
     add_mcp_args(p)
     p.set_defaults(handler=plan_command)
 
@@ -73,46 +67,16 @@ def register_cli(subparsers: Any) -> None:
         description="Validate and execute a plan file: parallel steps, retries, timeouts, on_fail; no model calls.",
     )
     p.add_argument("plan_file", metavar="PLAN", help="plan JSON file ('-' for stdin)")
-    add_workspace_args(p)
-    p.add_argument(
-        "--max-parallel-tools", type=field_int("max_parallel_tools"), default=None, help="steps run at once (default 5)"
-    )
-    p.add_argument(
-        "--max-tool-calls",
-        type=field_int("max_tool_calls"),
-        default=None,
-        help="tool executions the plan may make, retries included (default 20)",
-    )
+    add_setting_args(p, EXECUTE_SETTINGS)
     p.add_argument(
         "--thread", type=thread_arg, help="keep the execution in the session database under this id; rerun to resume it"
     )
     add_db_arg(p)
     add_durability_arg(p)
-    add_approve_arg(p)
     p.add_argument("--json", action="store_true", help="print the trace as one JSON object on stdout")
     p.add_argument("--quiet", "-q", action="store_true", help="do not print step events")
     add_mcp_args(p)
     p.set_defaults(handler=execute_command)
-
-
-# -- flags of `smart-agent run --graph planner` ----------------------------------------
-def add_planner_context_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--approve-plan", action="store_true", default=None, help="planner: show the plan and ask before running it"
-    )
-    p.add_argument(
-        "--max-replans", type=int, default=None, help="planner: revised plans after a halting failure (default 1)"
-    )
-    p.add_argument(
-        "--max-plan-attempts", type=int, default=None, help="planner: attempts to get a valid plan (default 3)"
-    )
-
-
-def planner_context_values(args: argparse.Namespace, values: dict) -> None:
-    for name in ("approve_plan", "max_replans", "max_plan_attempts"):
-        v = getattr(args, name, None)
-        if v is not None:
-            values[name] = v
 
 
 # -- `run --graph planner --thread T` on a thread with unfinished work ----------------------
@@ -156,14 +120,7 @@ async def plan_command(args: argparse.Namespace) -> int:
     from ..nodes.planner.plan import make_plan
     from .review import run_metadata
 
-    values: dict[str, Any] = {}
-    for flag, name in (
-        ("model", "model"), ("tools", "tools"), ("max_plan_attempts", "max_plan_attempts"), ("memory", "memory"),
-        ("workspace", "workspace"), ("allow_private_network", "allow_private_network"),
-        ("model_timeout", "model_timeout_s"), ("model_retries", "model_max_retries"),
-    ):
-        if getattr(args, flag) is not None:
-            values[name] = getattr(args, flag)
+    values = setting_values(args)
     mcp: dict[str, Any] = {}
     mcp_values(args, mcp)  # --mcp-config: the servers' tools may be planned (their sessions open while planning)
     ctx = check_tool_names(PlannerContext(**values), also=mcp_names(mcp))  # unknown --tools: one line, exit 2
@@ -252,17 +209,7 @@ async def execute_command(args: argparse.Namespace) -> int:
     from .review import ask_terminal, on_terminal, report_interrupted, run_metadata, run_until_paused
 
     plan = _read_plan(args.plan_file)
-    values: dict[str, Any] = {}
-    if args.workspace:
-        values["workspace"] = os.path.abspath(args.workspace)
-    if args.allow_private_network is not None:
-        values["allow_private_network"] = True
-    if args.max_parallel_tools is not None:
-        values["max_parallel_tools"] = args.max_parallel_tools
-    if args.max_tool_calls is not None:
-        values["max_tool_calls"] = args.max_tool_calls
-    if args.approve is not None:
-        values["approve"] = args.approve
+    values = setting_values(args)
     mcp: dict[str, Any] = {}
     mcp_values(args, mcp)  # --mcp-config: recorded with the flags, so `resume` reopens the servers
     ctx = check_tool_names(PlannerContext(**values), also=mcp_names(mcp))  # unknown --approve tools: one line, exit 2

@@ -59,7 +59,6 @@ def register_cli(subparsers: Any) -> None:
     )
     add_context_args(p, review_flags=False)
     add_cassette_args(p)  # --record / --replay the resumed run's model traffic (cli/cassette.py)
-    p.add_argument("--ask-user", action=argparse.BooleanOptionalAction, default=None, help="offer ask_user from now on")
     p.set_defaults(handler=resume_command, graph=None)
 
 

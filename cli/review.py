@@ -12,7 +12,7 @@ planner's plan approval - any LangGraph interrupt of any graph.
 * :func:`add_review_context_args` / :func:`review_context_values` - ``--approve`` and
   ``--ask-user`` of ``run`` and ``chat``.
 
-The formats are approval.py's (LangChain's HumanInTheLoopMiddleware) and
+The formats are runs/approval.py's (LangChain's HumanInTheLoopMiddleware) and
 nodes/planner/approve.py's. The ``resume`` command and the decisions it builds from its
 flags are cli/resume.py.
 """
@@ -341,37 +341,6 @@ def ask_terminal(
 def on_terminal(args: argparse.Namespace) -> bool:
     """Whether decisions are asked interactively: stdin and stdout are terminals, no --json."""
     return not getattr(args, "json", False) and sys.stdin.isatty() and sys.stdout.isatty()
-
-
-# -- --approve / --ask-user of run and chat --------------------------------------------------
-def add_approve_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--approve",
-        metavar="none|side-effects|LIST",
-        help="tool calls that wait for your decision before they run: none (default), side-effects "
-        "(tools with side effects) or a comma list of tool names",
-    )
-
-
-def add_review_context_args(p: argparse.ArgumentParser) -> None:
-    add_approve_arg(p)
-    p.add_argument(
-        "--ask-user",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="offer the ask_user tool: the model may ask you a question (default: on in chat, off in run)",
-    )
-
-
-def review_context_values(args: argparse.Namespace, values: dict) -> None:
-    approve = getattr(args, "approve", None)
-    if isinstance(approve, str):
-        values["approve"] = approve
-    ask = getattr(args, "ask_user", None)
-    if ask is None and getattr(args, "command", None) == "chat":
-        ask = True  # chat offers ask_user unless --no-ask-user
-    if ask is not None:
-        values["ask_user"] = ask
 
 
 # -- what a thread records for `resume` ------------------------------------------------------

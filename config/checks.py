@@ -26,7 +26,7 @@ from ..runs.identity import IdentityCache
 from . import settings
 
 __all__ = [
-    "APPROVE_NONE", "APPROVE_SIDE_EFFECTS", "FIELD_BOUNDS", "FIELD_RULES", "approve_tokens", "approve_valid",
+    "APPROVE_NONE", "APPROVE_SIDE_EFFECTS", "approve_tokens", "approve_valid", "comma_names",
     "env_field", "env_value", "checked_once", "field_value_problem", "model_spec_valid", "parse_bool", "shown",
     "text_problem", "unchanged", "value_problem", "values_snapshot",
 ]
@@ -38,37 +38,7 @@ MAX_TEXT_CHARS = 1_000_000
 MAX_LIST_ITEMS = 1_000
 
 Bounds = Mapping[str, tuple[float, float]]
-
-#: Inclusive (lowest, highest) value of every numeric field. A numeric field missing
-#: here is refused (and a test fails), so a new field cannot go unbounded.
-FIELD_BOUNDS: dict[str, tuple[float, float]] = {
-    "max_tool_calls": (0, 10_000),
-    "max_parallel_tools": (1, 64),
-    "tool_timeout_s": (0.001, 86_400.0),
-    "context_token_limit": (1000, 10_000_000),
-    "summary_token_limit": (50, 1_000_000),
-    "archive_threshold_chars": (0, 10_000_000),
-    "max_output_retries": (0, 100),
-    "memory_k": (0, 100),
-    "max_replans": (0, 100),
-    "max_plan_attempts": (1, 100),
-    "max_workers": (1, 64),
-    "max_subtasks": (1, 100),
-    "max_agent_depth": (0, 10),
-    "max_sub_agents": (1, 64),
-    "max_iterations": (1, 1000),
-    "max_tool_calls_per_turn": (1, 1000),
-    "loop_limit": (0, 1000),
-    "max_tool_arg_chars": (100, 10_000_000),
-    "step_time_cap_s": (0.001, 86_400.0),
-    "model_timeout_s": (0.001, 3600.0),
-    "model_max_retries": (0, 10),
-    "tool_retries": (0, 10),
-    "max_write_bytes": (1, 1_000_000_000),
-    "max_model_calls": (0, 1_000_000),
-    "max_tokens": (0, 1_000_000_000_000),
-    "max_cost_usd": (0.0, 1_000_000.0),
-}
+Rule = tuple[Callable[[Any], bool], str]
 
 APPROVE_NONE = "none"
 APPROVE_SIDE_EFFECTS = "side-effects"
@@ -92,22 +62,6 @@ def model_spec_valid(value: str) -> bool:
     """``value`` is a ``provider:model`` spec: a provider and a model name around a colon."""
     provider, colon, model = value.partition(":")
     return bool(colon and provider.strip() and model.strip())
-
-
-#: Rules beyond the type, for text fields: (holds, what the value must be).
-FIELD_RULES: dict[str, tuple[Callable[[str], bool], str]] = {
-    "model": (lambda v: bool(v.strip()), "a non-empty 'provider:model' string"),
-    "user_id": (lambda v: bool(v.strip()), "a non-empty string"),
-    "embedding_model": (lambda v: v.strip() == "local" or ":" in v, "'local' or 'provider:model'"),
-    "approve": (
-        approve_valid,
-        "'none', 'side-effects' or a comma list of tool names",
-    ),
-    "fallback_models": (
-        lambda v: all(map(model_spec_valid, v)),
-        "a list of 'provider:model' strings",
-    ),
-}
 
 
 def shown(value: Any, n: int = 60) -> str:
@@ -153,7 +107,7 @@ def _optional(hint: Any) -> tuple[Any, bool]:
 
 def _range_problem(name: str, value: float, kind: str, bounds: Bounds) -> str | None:
     if name not in bounds:
-        return f"{name} has no bounds in context.FIELD_BOUNDS (a programming error)"
+        return f"{name} has no bounds (declare them with setting(..., bounds=...): a programming error)"
     low, high = bounds[name]
     if low <= value <= high:
         return None
@@ -238,26 +192,48 @@ def _kind(hint: Any) -> str:
     return {bool: "true or false", int: "an integer", float: "a finite number"}.get(hint, "a JSON object")
 
 
-def field_value_problem(name: str, hint: Any, value: Any) -> str | None:
-    """Why ``value`` cannot be context field ``name`` of type ``hint`` (None when it can):
-    type, bounds (FIELD_BOUNDS), rules (FIELD_RULES)."""
-    problem = value_problem(name, hint, value, FIELD_BOUNDS)
-    if problem is None and name in FIELD_RULES and not FIELD_RULES[name][0](value):
-        problem = f"{name} must be {FIELD_RULES[name][1]} (got {shown(value)})"
+def field_value_problem(
+    name: str, hint: Any, value: Any, bounds: tuple[float, float] | None = None, rule: Rule | None = None
+) -> str | None:
+    """Why ``value`` cannot be context field ``name`` of type ``hint`` (None when it can): its type,
+    its ``bounds`` (a number's inclusive range) and its ``rule`` (``config/fields.py`` declares both)."""
+    problem = value_problem(name, hint, value, {name: bounds} if bounds is not None else {})
+    if problem is None and rule is not None and not rule[0](value):
+        problem = f"{name} must be {rule[1]} (got {shown(value)})"
     return problem
 
 
-def env_field(name: str, hint: Any, default: Any) -> Any:
+def env_field(
+    name: str, hint: Any, default: Any, bounds: tuple[float, float] | None = None, rule: Rule | None = None
+) -> Any:
     """``SMART_AGENT_<NAME>`` converted to ``hint`` and checked like field ``name`` (an
     unusable value is a ``ValueError`` naming the variable); ``default`` when unset or empty."""
     variable, raw = settings.field_env(name)
     if raw is None:
         return default
     value = env_value(hint, raw, variable)
-    problem = field_value_problem(name, hint, value)
+    problem = field_value_problem(name, hint, value, bounds, rule)
     if problem:
         raise ValueError(f"{variable}: {problem}")
     return value
+
+
+def comma_names(what: str, empty: str) -> Callable[[str], list[str]]:
+    """A flag's text as a comma list of names, each valid text; no name at all is refused with
+    ``empty`` (what to do instead): an empty list may mean something else (every tool)."""
+
+    def parse(text: str) -> list[str]:
+        names = [t.strip() for t in text.split(",") if t.strip()]
+        if not names:
+            raise ValueError(f"no {what} given ({empty})")
+        for name in names:
+            problem = text_problem(name)
+            if problem:
+                raise ValueError(f"the {what} {shown(name)} {problem}")
+        return names
+
+    parse.__name__ = what.replace(" ", "_") + "s"
+    return parse
 
 
 # -- a context's values, to check a context again only when one changed ----------------------

@@ -1,210 +1,76 @@
-"""Run configuration: per-graph context classes (LangGraph ``context_schema``).
+"""Run configuration: per-graph context classes (LangGraph ``context_schema``), composed of the
+settings of the concerns each graph has.
 
+Every concern declares its settings once, in its own module under ``policies/`` (a settings
+class, ``config/fields.py``): name, type, default, bounds, help, environment variable, flag.
+The context classes below are those settings classes put together, one line each:
 ``BaseContext`` holds what every graph uses; ``AgentContext``, ``PlannerContext``,
-``DualContext`` (a planner inside) and ``FleetContext`` (agent workers inside) add only
-their own fields, so Studio shows each graph only its own. ``Context`` has every field:
-the CLI builds it and any graph accepts it. Studio renders every field with its
-description; the CLI maps its flags onto the same fields; defaults fall back to
-environment variables of the same name with a ``SMART_AGENT_`` prefix (for example
-``SMART_AGENT_MAX_TOOL_CALLS=10``, read through ``settings.field_env``).
+``DualContext`` (a planner inside) and ``FleetContext`` (agent workers inside) add only their
+own, so Studio shows each graph only its own fields. ``Context`` has every field: the CLI builds
+it and any graph accepts it. Defaults come from ``SMART_AGENT_<FIELD>`` when set (for example
+``SMART_AGENT_MAX_TOOL_CALLS=10``), read each time a context is made.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from functools import cache
-from typing import Annotated, Any, Literal, Self, TypeVar, get_type_hints
+from typing import Any, Self, TypeVar, get_type_hints
 
-from .checks import (
-    FIELD_BOUNDS,
-    FIELD_RULES,
-    checked_once,
-    env_field,
-    field_value_problem,
-    parse_bool,
-    shown,
-)
-from .controls import RunControls
+from ..policies.archive import ArchiveSettings
+from ..policies.context_budget import ContextBudgetSettings
+from ..policies.fallback import FallbackSettings
+from ..policies.loop_guard import LoopSettings
+from ..policies.memory import MemorySettings
+from ..policies.model import DEFAULT_MODEL, DEFAULT_SYSTEM_PROMPT, ModelSettings
+from ..policies.reasoning import ReasoningMode, ReasoningSettings
+from ..policies.review import ReviewSettings
+from ..policies.run_budget import RunBudgetSettings
+from ..policies.sandbox import SandboxSettings
+from ..policies.structured_output import StructuredOutputSettings
+from ..policies.sub_agents import SubAgentSettings
+from ..policies.todo import TodoSettings
+from ..policies.tool_budget import ToolBudgetSettings
+from ..policies.tool_execution import ToolExecutionSettings
+from ..policies.tool_retry import ToolRetrySettings
+from ..policies.turn_limits import TurnLimitSettings
+from .checks import checked_once, env_field, field_value_problem, parse_bool, shown
+from .fields import Declared, Settings, declared_fields, setting
 
 __all__ = [
-    "AgentContext", "BaseContext", "CONTEXT_CLASSES", "Context", "DualContext", "FIELD_BOUNDS", "FIELD_RULES",
-    "FleetContext", "GRAPH_CONTEXTS", "PlannerContext", "coerce_context", "context_field", "context_field_names",
-    "context_flag", "field_problem", "field_types", "validate_context",
+    "AgentContext", "BaseContext", "CONTEXT_CLASSES", "Context", "DEFAULT_MODEL", "DEFAULT_SYSTEM_PROMPT",
+    "DualContext", "FIELD_BOUNDS", "FIELD_RULES", "FleetContext", "GRAPH_CONTEXTS", "PlannerContext",
+    "ReasoningMode", "coerce_context", "context_field", "context_field_names", "context_flag", "declaration",
+    "field_problem", "field_types", "validate_context",
 ]
 C = TypeVar("C", bound="BaseContext")
 
-DEFAULT_MODEL = "openai:gpt-4o-mini"
-
-ReasoningMode = Literal["direct", "two_phase"]
-
-DEFAULT_SYSTEM_PROMPT = (
-    "You are smart-agent, a careful autonomous assistant. Use the tools you are given when "
-    "they help; never guess a value a tool can compute or look up. When the task is done, "
-    "answer directly and concisely without calling more tools."
-)
-
 
 def env_default(name: str, default: Any) -> Any:
-    """``SMART_AGENT_<NAME>`` as field ``name``'s value (``context_types.env_field``)."""
-    return env_field(name, field_types()[name], default)
+    """``SMART_AGENT_<NAME>`` as field ``name``'s value, else ``default``."""
+    decl = declaration(name)
+    return env_field(name, field_types()[name], default, decl.bounds, decl.rule)
 
 
-_env = env_default
-
-
-def _d(description: str, **extra: Any) -> dict[str, Any]:
-    return {"description": description, **extra}
-
-
+# A context class lists its settings classes last first: a dataclass orders its fields from the
+# last base to the first, and Studio shows them in that order (the model first).
 @dataclass(kw_only=True)
-class BaseContext(RunControls):
-    """What every graph is configured with: model, prompt, tools, workspace, network,
-    timeouts, budgets, long-term memory, context management; approval and run budgets
-    (``context_controls.RunControls``). All fields are optional."""
-
-    model: Annotated[str, {"__template_metadata__": {"kind": "llm"}}] = field(
-        default_factory=lambda: _env("model", DEFAULT_MODEL),
-        metadata=_d(
-            "Chat model as 'provider:model' (init_chat_model), e.g. 'openai:gpt-4o-mini', "
-            "'anthropic:claude-sonnet-4-5', 'ollama:llama3.1'. OPENAI_BASE_URL selects any "
-            "OpenAI-compatible server. Default: $SMART_AGENT_MODEL or openai:gpt-4o-mini."
-        ),
-    )
-    system_prompt: str = field(
-        default_factory=lambda: _env("system_prompt", DEFAULT_SYSTEM_PROMPT),
-        metadata=_d("System prompt of the agent."),
-    )
-    max_tool_calls: int = field(
-        default_factory=lambda: _env("max_tool_calls", 20),
-        metadata=_d(
-            "Hard bound on tool executions per run, retries included: one budget for the whole run, "
-            "shared by a fleet's workers, sub-agents and planner steps. When reached, the next model "
-            "turn is offered no tools and must answer."
-        ),
-    )
-    max_parallel_tools: int = field(
-        default_factory=lambda: _env("max_parallel_tools", 5),
-        metadata=_d("How many tool calls of one model turn run concurrently."),
-    )
-    tools: list[str] | None = field(
-        default=None,
-        metadata=_d(
-            "Names of registry tools to offer (see `smart-agent tools`). Empty/None offers "
-            "every registered tool."
-        ),
-    )
-    workspace: str = field(
-        # Empty means "the current folder", resolved when a tool runs (not here:
-        # contexts are built on the server's event loop, where os.getcwd blocks).
-        default_factory=lambda: _env("workspace", ""),
-        metadata=_d("Folder the file tools are confined to. Empty: $SMART_AGENT_WORKSPACE or the current folder."),
-    )
-    allow_private_network: bool = field(
-        default_factory=lambda: _env("allow_private_network", False),
-        metadata=_d(
-            "Let URL tools reach private, loopback and link-local addresses. Off by default "
-            "(protects against SSRF)."
-        ),
-    )
-    tool_timeout_s: float = field(
-        default_factory=lambda: _env("tool_timeout_s", 60.0),
-        metadata=_d("Default timeout of one tool execution in seconds (a tool's own metadata may set a lower one)."),
-    )
-    tool_retries: int = field(
-        default_factory=lambda: _env("tool_retries", 0),
-        metadata=_d(
-            "Extra attempts of a tool call whose failure may not repeat (a timeout, a connection error, "
-            "a RetryableToolError), with exponential backoff; a tool's own ToolMeta.retries wins when set. "
-            "Each attempt counts against max_tool_calls."
-        ),
-    )
-    fallback_models: list[str] = field(
-        default_factory=lambda: _env("fallback_models", []),
-        metadata=_d(
-            "Models ('provider:model') that get the same request, in order, when a model call fails with "
-            "a provider error (HTTP 429/5xx, unreachable, timed out) after its retries; never for "
-            "configuration errors (credentials, unknown model)."
-        ),
-    )
-    model_timeout_s: float = field(
-        default_factory=lambda: _env("model_timeout_s", 120.0),
-        metadata=_d(
-            "Seconds one model request may wait for the service (connect, and each read of the reply) before it fails."
-        ),
-    )
-    model_max_retries: int = field(
-        default_factory=lambda: _env("model_max_retries", 2),
-        metadata=_d(
-            "Retries of a model request that failed (timed out, could not connect, HTTP 408/409/429/5xx; "
-            "0: no retry). With an OpenAI-compatible model each retry is a model call of max_model_calls."
-        ),
-    )
-    max_write_bytes: int = field(
-        default_factory=lambda: _env("max_write_bytes", 10_000_000),
-        metadata=_d(
-            "Largest content (UTF-8 bytes) write_file may write; larger writes are refused before anything is written."
-        ),
-    )
-    context_token_limit: int = field(
-        default_factory=lambda: _env("context_token_limit", 24000),
-        metadata=_d(
-            "Token budget of every model request: system prompt, messages and tool schemas "
-            "(4 characters per token unless a token counter is given). Before a turn that "
-            "would exceed it, older history is compacted into a summary. Default 24000: room "
-            "for a 32k-context model's answer, and far below the point where long prompts "
-            "get slow, costly and less accurate on larger models."
-        ),
-    )
-    summary_token_limit: int = field(
-        default_factory=lambda: _env("summary_token_limit", 1000),
-        metadata=_d(
-            "Largest size of one summary of compacted history, in tokens (at most 15% of "
-            "context_token_limit). Default 1000: room for the facts, numbers, file names and "
-            "archived execution ids a long task needs, while leaving the budget to recent turns."
-        ),
-    )
-    archive_threshold_chars: int = field(
-        default_factory=lambda: _env("archive_threshold_chars", 2000),
-        metadata=_d(
-            "Tool outputs longer than this many characters are archived: the conversation gets "
-            "a short view (head, tail, size) and an execution id, and get_tool_response reads "
-            "the full text back. 0 turns archiving off."
-        ),
-    )
-    memory: bool = field(
-        default_factory=lambda: _env("memory", True),
-        metadata=_d(
-            "Long-term memory: recall relevant memories at the start of a run and write an "
-            "observation of the task and its answer at the end (FAISS + SQLite under "
-            "$SMART_AGENT_HOME/memory). Default: $SMART_AGENT_MEMORY or on."
-        ),
-    )
-    memory_k: int = field(
-        default_factory=lambda: _env("memory_k", 5),
-        metadata=_d(
-            "How many memories are recalled into the system prompt (ranked by similarity, recency and importance)."
-        ),
-    )
-    user_id: str = field(
-        default_factory=lambda: _env("user_id", "default"),
-        metadata=_d("Whose memories to use: each user id has its own memory namespace."),
-    )
-    embedding_model: str = field(
-        default_factory=lambda: _env("embedding_model", "local"),
-        metadata=_d(
-            "Embedding model of the memory: 'local' (bundled all-MiniLM-L6-v2, offline) or any "
-            "LangChain 'provider:model', e.g. 'openai:text-embedding-3-small'."
-        ),
-    )
-    max_agent_depth: int = field(
-        default_factory=lambda: _env("max_agent_depth", 3),
-        metadata=_d("sub_agent tool: deepest nesting of child agents; agents at this depth get no sub_agent tool."),
-    )
-    max_sub_agents: int = field(
-        default_factory=lambda: _env("max_sub_agents", 2),
-        metadata=_d("sub_agent tool: child agents running at once (per nesting level)."),
-    )
+class BaseContext(
+    SubAgentSettings,
+    MemorySettings,
+    ArchiveSettings,
+    ContextBudgetSettings,
+    RunBudgetSettings,
+    ReviewSettings,
+    ToolRetrySettings,
+    ToolBudgetSettings,
+    SandboxSettings,
+    ToolExecutionSettings,
+    FallbackSettings,
+    ModelSettings,
+):
+    """What every graph is configured with. All fields are optional."""
 
     def __post_init__(self) -> None:
         errors = validate_context(self)
@@ -225,118 +91,84 @@ class BaseContext(RunControls):
 
 
 @dataclass(kw_only=True)
-class AgentContext(BaseContext):
+class AgentContext(
+    LoopSettings, TurnLimitSettings, StructuredOutputSettings, TodoSettings, ReasoningSettings, BaseContext
+):
     """The agent loop (``graphs/agent.py``; also fleet workers and sub-agents)."""
 
-    reasoning: ReasoningMode = field(
-        default_factory=lambda: _env("reasoning", "direct"),
-        metadata=_d(
-            "'direct': each agent turn is one model call. 'two_phase': the model first reasons "
-            "with a single 'reasoning' tool (situation, plan, done), then acts with only the "
-            "tools its plan names (all when it names none; none when it says done)."
-        ),
+
+@dataclass(kw_only=True)
+class PlannerSettings(Settings):
+    """Planner"""
+
+    approve_plan: bool = setting(
+        False,
+        help="Planner graph: pause after the plan is validated (an interrupt carrying the plan) so it can be "
+        "approved, edited or rejected before any step runs.",
     )
-    use_todo_list: bool = field(
-        default_factory=lambda: _env("use_todo_list", False),
-        metadata=_d(
-            "Planning mode: the system prompt gains planning rules and the model gets the "
-            "manage_todo_list tool; the list is kept in the state ('todos') and every change "
-            "is a 'plan' event."
-        ),
+    max_replans: int = setting(
+        1,
+        help="Planner graph: how many revised plans the model may make after a step halts the run. Finished "
+        "steps are kept, never re-run. 0 disables replanning.",
+        bounds=(0, 100),
+        client="lower",
     )
-    output_schema: dict[str, Any] | None = field(
-        default=None,
-        metadata=_d(
-            "JSON Schema of the final answer. When set, the run ends with a JSON object "
-            "validated against it (state 'structured_response'); invalid answers go back to "
-            "the model with the validation errors."
-        ),
+    max_plan_attempts: int = setting(
+        3,
+        help="Planner graph: model attempts to produce a valid plan (each rejected plan is sent back with all "
+        "its errors) before the run ends with a planning error.",
+        bounds=(1, 100),
+        client="lower",
     )
-    max_output_retries: int = field(
-        default_factory=lambda: _env("max_output_retries", 2),
-        metadata=_d(
-            "How many times an answer that is not valid JSON for output_schema is sent back "
-            "to the model before the run fails with StructuredOutputError."
-        ),
-    )
-    max_tool_calls_per_turn: int = field(
-        default_factory=lambda: _env("max_tool_calls_per_turn", 32),
-        metadata=_d(
-            "Most tool calls run from one model turn; the rest are answered 'skipped' (also bounded by max_tool_calls)."
-        ),
-    )
-    loop_limit: int = field(
-        default_factory=lambda: _env("loop_limit", 3),
-        metadata=_d(
-            "Loop detection: the same tool with the same arguments called this many times in a row gives the next "
-            "turn a notice that the model is repeating itself; once more and the run is finalized as at the tool "
-            "limit (no tools, an answer). 0: off."
-        ),
-    )
-    max_tool_arg_chars: int = field(
-        default_factory=lambda: _env("max_tool_arg_chars", 100_000),
-        metadata=_d(
-            "Largest tool-call arguments (characters of JSON) a call may carry; larger calls are refused and shrunk in "
-            "the history."
-        ),
+    step_time_cap_s: float = setting(
+        300.0,
+        help="Planner: total seconds one step may take across its retries and backoff waits; no attempt starts "
+        "after it.",
+        bounds=(0.001, 86_400.0),
+        client="lower",
     )
 
 
 @dataclass(kw_only=True)
-class PlannerContext(BaseContext):
+class PlannerContext(PlannerSettings, BaseContext):
     """The plan-then-execute graph (``graphs/planner.py``)."""
 
-    approve_plan: bool = field(
-        default_factory=lambda: _env("approve_plan", False),
-        metadata=_d(
-            "Planner graph: pause after the plan is validated (an interrupt carrying the plan) "
-            "so it can be approved, edited or rejected before any step runs."
-        ),
-    )
-    max_replans: int = field(
-        default_factory=lambda: _env("max_replans", 1),
-        metadata=_d(
-            "Planner graph: how many revised plans the model may make after a step halts the "
-            "run. Finished steps are kept, never re-run. 0 disables replanning."
-        ),
-    )
-    max_plan_attempts: int = field(
-        default_factory=lambda: _env("max_plan_attempts", 3),
-        metadata=_d(
-            "Planner graph: model attempts to produce a valid plan (each rejected plan is sent "
-            "back with all its errors) before the run ends with a planning error."
-        ),
-    )
-    step_time_cap_s: float = field(
-        default_factory=lambda: _env("step_time_cap_s", 300.0),
-        metadata=_d(
-            "Planner: total seconds one step may take across its retries and backoff waits; no attempt starts after it."
-        ),
+
+@dataclass(kw_only=True)
+class DualSettings(Settings):
+    """Dual agent"""
+
+    max_iterations: int = setting(
+        8,
+        help="Dual graph: most brainstorm/execute decisions before a final answer is forced.",
+        bounds=(1, 1000),
+        client="lower",
     )
 
 
 @dataclass(kw_only=True)
-class DualContext(PlannerContext):
+class DualContext(DualSettings, PlannerContext):
     """The dual graph: a reasoning loop that runs the planner graph as its executor."""
 
-    max_iterations: int = field(
-        default_factory=lambda: _env("max_iterations", 8),
-        metadata=_d("Dual graph: most brainstorm/execute decisions before a final answer is forced."),
+
+@dataclass(kw_only=True)
+class FleetSettings(Settings):
+    """Fleet"""
+
+    max_workers: int = setting(
+        4, help="Fleet graph: how many worker agents run at once.", bounds=(1, 64), client="lower"
+    )
+    max_subtasks: int = setting(
+        6,
+        help="Fleet graph: most subtasks a goal may be split into (a longer list is sent back to the model).",
+        bounds=(1, 100),
+        client="lower",
     )
 
 
 @dataclass(kw_only=True)
-class FleetContext(AgentContext):
+class FleetContext(FleetSettings, AgentContext):
     """The fleet graph: a coordinator and worker agent loops."""
-
-    max_workers: int = field(
-        default_factory=lambda: _env("max_workers", 4),
-        metadata=_d("Fleet graph: how many worker agents run at once."),
-    )
-    max_subtasks: int = field(
-        default_factory=lambda: _env("max_subtasks", 6),
-        metadata=_d("Fleet graph: most subtasks a goal may be split into (a longer list is sent back to the model)."),
-    )
 
 
 @dataclass(kw_only=True)
@@ -363,6 +195,23 @@ CONTEXT_CLASSES: tuple[type[BaseContext], ...] = (
 
 
 @cache
+def declarations() -> dict[str, Declared]:
+    """Every field's declaration, by name."""
+    return {f.name: d for f, d, _owner in declared_fields(Context)}
+
+
+def declaration(name: str) -> Declared:
+    """Field ``name``'s declaration (``KeyError`` for a name no context class has)."""
+    return declarations()[name]
+
+
+#: Inclusive (lowest, highest) value of every numeric field, and the rules of the others, from
+#: their declarations (what the checks below apply).
+FIELD_BOUNDS: dict[str, tuple[float, float]] = {n: d.bounds for n, d in declarations().items() if d.bounds}
+FIELD_RULES = {n: d.rule for n, d in declarations().items() if d.rule}
+
+
+@cache
 def field_types() -> dict[str, Any]:
     """Each field's annotation, for every context class (``Annotated`` extras dropped)."""
     return get_type_hints(Context)
@@ -370,7 +219,8 @@ def field_types() -> dict[str, Any]:
 
 def field_problem(name: str, value: Any) -> str | None:
     """Why ``value`` cannot be context field ``name`` (None when it can): type, bounds, rules."""
-    return field_value_problem(name, field_types()[name], value)
+    decl = declaration(name)
+    return field_value_problem(name, field_types()[name], value, decl.bounds, decl.rule)
 
 
 def validate_context(ctx: BaseContext) -> list[str]:

@@ -18,6 +18,7 @@ import json
 import os
 import re
 import stat
+from collections.abc import Callable
 from typing import Any, BinaryIO
 
 __all__ = [
@@ -222,3 +223,29 @@ def _yaml_size_problem(root: Any, max_depth: int, max_nodes: int) -> str | None:
         stack.append((node, depth, True))
         stack.extend((c, depth + 1, False) for c in children(node) if id(c) not in sizes)
     return None
+
+
+def existing_folder(text: str) -> str:
+    """A folder a user names (``--workspace``): an existing folder, as an absolute path."""
+    from .checks import shown, text_problem
+
+    problem = text_problem(text)
+    if problem:
+        raise ValueError(f"the folder name {problem}")
+    path = os.path.abspath(text)
+    if not os.path.exists(path):
+        raise ValueError(f"{shown(text)} does not exist")
+    if not os.path.isdir(path):
+        raise ValueError(f"{shown(text)} is not a directory")
+    return path
+
+
+def json_file(what: str) -> Callable[[str], Any]:
+    """A flag's text as the path of a JSON file, read with :func:`read_text_file` and :func:`load_json`
+    (``what`` names it in the error: ``--output-schema``)."""
+
+    def parse(text: str) -> Any:
+        return load_json(read_text_file(text, what=what), what=f"{what} {text}")
+
+    parse.__name__ = "json_file"
+    return parse

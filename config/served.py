@@ -10,8 +10,9 @@ never widen:
 * ``workspace``: a folder inside the server's workspace (symbolic links resolved, ``..`` applied;
   a relative path is taken from the server's workspace) that exists; the run gets its resolved path.
 * switches (``allow_private_network``, ``memory``): a client may turn them off, not on.
-* limits (``max_write_bytes``, the budgets, timeouts, retries, fan-out; :data:`CEILINGS`): at most
-  the server's value; where 0 means "no limit" a client's 0 is a widening unless the server's is 0.
+* limits (``max_write_bytes``, the budgets, timeouts, retries, fan-out: what each setting declares,
+  ``client="lower"``/``"budget"``): at most the server's value; where 0 means "no limit" a client's
+  0 is a widening unless the server's is 0.
 
 Any other field (``model``, ``system_prompt``, ``tools`` - a subset of the server's tools -,
 ``approve``, ...) is the client's to choose. Plugins, MCP servers and the agents file are no
@@ -31,37 +32,7 @@ from typing import Any
 from . import settings
 from .checks import parse_bool, shown
 
-__all__ = ["CEILINGS", "SWITCHES", "ClientContextError", "client_context", "narrowed_workspace", "server_workspace"]
-
-#: Switches a client may turn off, never on.
-SWITCHES = ("allow_private_network", "memory")
-
-#: Limits a client may lower, never raise; True: 0 means "no limit" (a widening unless the server's is 0).
-CEILINGS: dict[str, bool] = {
-    "max_write_bytes": False,
-    "max_tool_calls": False,
-    "max_tool_calls_per_turn": False,
-    "max_tool_arg_chars": False,
-    "max_parallel_tools": False,
-    "tool_timeout_s": False,
-    "tool_retries": False,
-    "model_timeout_s": False,
-    "model_max_retries": False,
-    "context_token_limit": False,
-    "max_output_retries": False,
-    "max_agent_depth": False,
-    "max_sub_agents": False,
-    "max_replans": False,
-    "max_plan_attempts": False,
-    "step_time_cap_s": False,
-    "max_iterations": False,
-    "max_workers": False,
-    "max_subtasks": False,
-    "max_model_calls": True,
-    "max_tokens": True,
-    "max_cost_usd": True,
-}
-
+__all__ = ["ClientContextError", "client_context", "narrowed_workspace", "server_workspace"]
 
 class ClientContextError(ValueError):
     """A served graph's client sent a context that widens the server's settings (one line per field)."""
@@ -108,13 +79,17 @@ def narrowed_workspace(value: str, root: str) -> str:
 
 
 def _widening(name: str, value: Any) -> str | None:
-    """Why a client's ``value`` of field ``name`` widens the server's setting (None when it does not)."""
-    if name in SWITCHES:
+    """Why a client's ``value`` of field ``name`` widens the server's setting (None when it does not):
+    what its declaration's ``client`` lets a client do (``config/fields.py``)."""
+    from .context import declaration
+
+    client = declaration(name).client
+    if client == "off":
         if parse_bool(value, name) and not server_value(name):
             return f"{name}: a client may not turn on what the server has off (got {shown(value)})"
         return None
-    if name in CEILINGS:
-        limit, zero_is_none = server_value(name), CEILINGS[name]
+    if client in ("lower", "budget"):
+        limit, zero_is_none = server_value(name), client == "budget"
         if zero_is_none and not limit:
             return None  # the server sets no limit
         if value > limit or (zero_is_none and not value):

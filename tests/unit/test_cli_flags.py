@@ -1,5 +1,5 @@
-"""Every context field has a ``run``/``chat`` flag (cli/flags.py generates the ones no feature
-adds), ``--graph`` offers only the graphs there are, ``--version`` and the examples in ``--help``."""
+"""Every context field has a ``run``/``chat`` flag (cli/flags.py makes them from the settings'
+declarations), ``--graph`` offers only the graphs there are, ``--version`` and the examples in ``--help``."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def _fields_set_by_flags(command: str, samples: list[str]) -> dict[str, str]:
 def samples(tmp_path):
     schema = tmp_path / "schema.json"
     schema.write_text(json.dumps({"type": "object"}))
-    return ["1", "2000", "0.5", "openai:x", "calculator", "none", str(tmp_path), str(schema)]
+    return ["1", "2000", "0.5", "openai:x", "calculator", "none", "two-phase", str(tmp_path), str(schema)]
 
 
 @pytest.mark.parametrize("command", ["run", "chat"])
@@ -73,7 +73,7 @@ def test_generated_flags_are_named_after_their_fields_and_checked(samples):
     assert found["max_agent_depth"] == "--max-agent-depth"
     assert found["tool_timeout_s"] in ("--tool-timeout", "--tool-timeout-s")
     # the older names still work
-    assert found["model_timeout_s"] == "--model-timeout" and found["use_todo_list"] == "--todo"
+    assert found["model_timeout_s"] == "--model-timeout" and found["use_todo_list"] == "--no-todo"
     assert found["memory"] == "--no-memory" and found["max_cost_usd"] == "--max-cost"
 
     parser = build_parser()

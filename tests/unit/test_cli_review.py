@@ -3,7 +3,6 @@ scripted reader, what a paused run prints, the recorded run metadata, the event 
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 from types import SimpleNamespace
@@ -113,15 +112,17 @@ def test_recorded_run_round_trip():
 
 
 def test_ask_user_is_on_in_chat_unless_turned_off():
-    def values(command, ask_user=None, approve=None):
-        out: dict = {}
-        review.review_context_values(argparse.Namespace(command=command, ask_user=ask_user, approve=approve), out)
-        return out
+    from smart_agent.cli import build_parser
+    from smart_agent.cli.context_args import context_values
+
+    def values(*argv: str) -> dict:
+        out = context_values(build_parser().parse_args(list(argv)))
+        return {k: v for k, v in out.items() if k in ("ask_user", "approve")}
 
     assert values("chat") == {"ask_user": True}
-    assert values("chat", ask_user=False) == {"ask_user": False}
-    assert values("run") == {}
-    assert values("run", ask_user=True, approve="write_file") == {"ask_user": True, "approve": "write_file"}
+    assert values("chat", "--no-ask-user") == {"ask_user": False}
+    assert values("run", "t") == {}
+    assert values("run", "t", "--ask-user", "--approve", "write_file") == {"ask_user": True, "approve": "write_file"}
 
 
 def test_event_lines():
