@@ -8,9 +8,7 @@ planner's plan approval - any LangGraph interrupt of any graph.
   :func:`prompt_for_approval`);
 * :func:`run_until_paused` - stream a run, asking or stopping at each interrupt;
 * :func:`interrupted_json` / :func:`interrupted_message` - what a run that stopped on an
-  interrupt prints (exit code :data:`EXIT_INTERRUPTED`);
-* :func:`add_review_context_args` / :func:`review_context_values` - ``--approve`` and
-  ``--ask-user`` of ``run`` and ``chat``.
+  interrupt prints (exit code :data:`EXIT_INTERRUPTED`).
 
 The formats are runs/approval.py's (LangChain's HumanInTheLoopMiddleware) and
 nodes/planner/approve.py's. The ``resume`` command and the decisions it builds from its

@@ -24,6 +24,7 @@ from ..policies.fallback import FallbackSettings
 from ..policies.loop_guard import LoopSettings
 from ..policies.memory import MemorySettings
 from ..policies.model import DEFAULT_MODEL, DEFAULT_SYSTEM_PROMPT, ModelSettings
+from ..policies.pii import PiiSettings
 from ..policies.reasoning import ReasoningMode, ReasoningSettings
 from ..policies.review import ReviewSettings
 from ..policies.run_budget import RunBudgetSettings
@@ -57,6 +58,7 @@ def env_default(name: str, default: Any) -> Any:
 # last base to the first, and Studio shows them in that order (the model first).
 @dataclass(kw_only=True)
 class BaseContext(
+    PiiSettings,
     SubAgentSettings,
     MemorySettings,
     ArchiveSettings,

@@ -49,17 +49,16 @@ from ..nodes.routes import (
     route_after_structured_output,
     route_after_tools,
     route_before_agent,
-    self_routed,
 )
 from ..nodes.structured import make_structured_output_node
 from ..nodes.summarize import make_summarize_node
 from ..nodes.team import no_handoff
 from ..nodes.tools import make_tools_node
+from ..policies import tool_policies
 from ..state import AgentOutputState, AgentState, InputState
 from ..tools.assembly import resolve_registry
 from ..tools.registry import ToolRegistry
 from .run_scope import mcp_servers_of, served_graph, served_mcp_config, with_mcp_servers
-from .self_routing import with_node_routes
 from .team_file import served_agents_file, team_from_file
 
 if TYPE_CHECKING:
@@ -134,8 +133,9 @@ def build_agent_graph(
             n: make_two_phase_node(make_agent_node(r, model, budget), r, model, budget) for n, r in registries.items()
         }
         agent_node = make_team_node(agents, default_agent, turns)
+        policies = tool_policies(budget=budget)
         tools_node = make_team_node(
-            agents, default_agent, {n: make_tools_node(r, budget) for n, r in registries.items()}
+            agents, default_agent, {n: make_tools_node(r, policies) for n, r in registries.items()}
         )
         human_node = make_team_node(agents, default_agent, {n: make_human_node(r) for n, r in registries.items()})
         member = default_agent  # (a str here; the lambda below must not see the Optional)
@@ -147,7 +147,7 @@ def build_agent_graph(
         budget = ContextBudget(lambda ctx, state: offered_tools(ctx, registry, state), token_counter, output_schema)
         # reasoning="two_phase" (nodes/reasoning.py) wraps the turn; "direct" is the plain node.
         agent_node = make_two_phase_node(make_agent_node(registry, model, budget), registry, model, budget)
-        tools_node = make_tools_node(registry, budget)
+        tools_node = make_tools_node(registry, tool_policies(budget=budget))
         human_node = make_human_node(registry)
         human_check = needs_human(registry)
         handoff_node = no_handoff  # wired, never routed to: one agent has no active_agent
@@ -156,8 +156,8 @@ def build_agent_graph(
     builder = StateGraph(
         AgentState, context_schema=AgentContext, input_schema=InputState, output_schema=AgentOutputState
     )
-    # The nodes route themselves (graphs/self_routing.py): each route below decides on the state
-    # after its node's update, and ``destinations`` draws the edges. The budget routes measure
+    # Each route below is a conditional edge: it decides on the state after its node's update
+    # (and a state written with update_state, as Studio writes one). The budget routes measure
     # the next request where they decide (state + the run's context).
     before_agent = measured(route_before_agent, budget)
     routes = {
@@ -187,15 +187,14 @@ def build_agent_graph(
         "handoff": (handoff_node, ("toolLimitFinalize", "summarize", "agent")),
     }
     for name, (node, destinations) in nodes.items():
-        if destinations is None:
-            builder.add_node(name, node)
-        else:
-            builder.add_node(name, self_routed(node, routes[name]), destinations=destinations)
+        builder.add_node(name, node)
+        if destinations is not None:
+            builder.add_conditional_edges(name, routes[name], list(destinations))
     builder.add_edge(START, "resolver")
     builder.add_edge("summarize", "agent")
     builder.add_edge("human", "tools")
     builder.add_edge("memory_write", END)
-    compiled = with_node_routes(builder.compile(checkpointer=checkpointer, store=store, name=name), routes)
+    compiled = builder.compile(checkpointer=checkpointer, store=store, name=name)
     return with_mcp_servers(compiled, servers).with_config(recursion_limit=DEFAULT_RECURSION_LIMIT)
 
 

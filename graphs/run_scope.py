@@ -1,93 +1,74 @@
-"""A compiled graph that opens its MCP servers' sessions around each of its runs, and the graphs
-``langgraph dev`` serves, whose runs first check their client's context.
+"""The runs of a graph with MCP servers, and the runs of the graphs ``langgraph dev`` serves.
 
-``with_mcp_servers(compiled, servers)`` returns the same graph (nodes, edges, schemas,
-drawing) whose async runs - ``ainvoke``, ``astream``, ``astream_events``, and so every run
-``langgraph dev`` makes - first open the servers' sessions (all at once, through
-``langchain-mcp-adapters``), make their tools the run's tools (``run_tools.py``: the
-graph's registries hold them, so the agent offers them, its tools node and a planner's steps
-call them, a plan may name them), and close them when the run ends, also when it fails or is
-cancelled. A server that does not start is one ``error`` event on the run's stream naming it,
-and the run goes on without its tools.
+``with_mcp_servers(compiled, servers)`` returns :class:`McpRunGraph`: the compiled graph (held,
+not subclassed: every other attribute is the graph's) whose async runs - ``ainvoke``,
+``astream``, ``astream_events`` - first open the servers' sessions (all at once, through
+``langchain-mcp-adapters``), make their tools the run's tools (``runs/run_tools.py``: the run's
+config carries them, so the agent offers them, its tools node and a planner's steps call them),
+and close them when the run ends, also when it fails or is cancelled. A server that does not
+start is one ``error`` event on the run's stream naming it, and the run goes on without its
+tools. A run inside another run that has run tools (a sub-agent's graph, a CLI run, which opens
+its servers itself) uses those and opens nothing. Sync runs open no session: MCP tools are async.
 
-A run inside another run that has run tools (a sub-agent's graph, a CLI run, which opens its
-servers itself) uses those and opens nothing. Sync runs (``invoke``, ``stream``) open no
-session: MCP tools are async.
-
-``served_graph`` builds a graph module's served ``graph`` (``graphs/served.py``, what
-``langgraph.json`` names) with ``served=True``: every run of it, async or sync, first passes its
-context through ``context_client.client_context`` - a client may narrow the server's sandbox
-(workspace, private network, write cap, budgets), never widen it - and fails with one line naming
-the field before any node runs, MCP server starts or model is called. That is the one place: the
-nodes and tools trust the context they get, as they trust the CLI's and a Python caller's.
+The served graphs are graph factories (``graphs/served.py``, what ``langgraph.json`` names): for
+each run the server enters :func:`served_run`, which checks the client's context against the
+server's settings (``config/served.py``: a client may narrow the sandbox, never widen it) before
+any node runs, then opens the MCP servers for the run.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 from ..config import settings
 from ..config.served import client_context
-from ..runs.run_tools import using_run_tools
+from ..runs.run_tools import with_run_tools
 from ..tools.mcp import run_mcp_tools
 from ..tools.mcp_config import McpServer, load_mcp_config
-from .self_routing import SelfRoutedGraph
 
-__all__ = ["McpRunGraph", "as_served", "mcp_servers_of", "served_graph", "served_mcp_config", "with_mcp_servers"]
+__all__ = [
+    "McpRunGraph", "mcp_servers_of", "served_graph", "served_mcp_config", "served_run", "with_mcp_servers",
+]
 
 
-class McpRunGraph(SelfRoutedGraph):
-    """A compiled state graph whose async runs hold its MCP servers' sessions open (its nodes
-    may route themselves: ``graphs/self_routing.py``); ``served``: a served graph, whose runs
-    take their context from a client (checked by ``context_client.client_context``)."""
+class McpRunGraph:
+    """A compiled graph whose async runs hold its MCP servers' sessions open. Composition: every
+    attribute but the async run methods is the compiled graph's own (``graph``)."""
 
-    def __init__(self, *, mcp_servers: Sequence[McpServer] = (), served: bool = False, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        # (both kept by copy() and with_config(), which pass __dict__: the server copies the graph)
-        self.mcp_servers = tuple(mcp_servers)
-        self.served = served
+    def __init__(self, graph: Any, servers: Sequence[McpServer]) -> None:
+        self.graph = graph
+        self.mcp_servers = tuple(servers)
 
-    def stream(self, input: Any, config: Any = None, **kwargs: Any) -> Iterator[Any]:
-        if self.served:
-            kwargs["context"] = client_context(kwargs.get("context"))
-        return super().stream(input, config, **kwargs)
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.graph, name)
+
+    def with_config(self, config: Any = None, **kwargs: Any) -> McpRunGraph:
+        return McpRunGraph(self.graph.with_config(config, **kwargs), self.mcp_servers)
+
+    async def ainvoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
+        async with run_mcp_tools(self.mcp_servers) as tools:
+            return await self.graph.ainvoke(input, with_run_tools(config, tools), **kwargs)
 
     async def astream(self, input: Any, config: Any = None, **kwargs: Any) -> AsyncIterator[Any]:
-        if self.served:
-            context = kwargs.get("context")
-            if context is None or (isinstance(context, Mapping) and not context.get("workspace")):
-                kwargs["context"] = client_context(context)  # (reads no file)
-            else:  # the workspace is resolved on the file system: off the event loop
-                kwargs["context"] = await asyncio.to_thread(client_context, context)
         async with run_mcp_tools(self.mcp_servers) as tools:
-            inner: Any = super().astream(input, config, **kwargs)
-            try:
-                while True:
-                    # The run tools are set around every step of the run, in whatever task drives
-                    # it (langgraph dev's streams may resume the stream from several): the node
-                    # tasks each step starts copy them.
-                    with using_run_tools(tools):
-                        try:
-                            chunk = await anext(inner)
-                        except StopAsyncIteration:
-                            return
-                    yield chunk
-            finally:
-                with using_run_tools(tools):
-                    await inner.aclose()
+            async for chunk in self.graph.astream(input, with_run_tools(config, tools), **kwargs):
+                yield chunk
+
+    async def astream_events(self, input: Any, config: Any = None, **kwargs: Any) -> AsyncIterator[Any]:
+        async with run_mcp_tools(self.mcp_servers) as tools:
+            async for event in self.graph.astream_events(input, with_run_tools(config, tools), **kwargs):
+                yield event
 
 
 def with_mcp_servers(compiled: Any, servers: Sequence[McpServer]) -> Any:
     """``compiled`` opening ``servers`` around each run (itself when there are none)."""
-    if not servers:
-        return compiled
-    attrs = {k: v for k, v in compiled.__dict__.items() if k != "__orig_class__"}
-    return McpRunGraph(mcp_servers=servers, **attrs)
+    return McpRunGraph(compiled, servers) if servers else compiled
 
 
 def mcp_servers_of(config: Any) -> list[McpServer]:
@@ -104,27 +85,47 @@ def served_mcp_config() -> Any:
     return settings.mcp_config()
 
 
-def as_served(compiled: Any) -> McpRunGraph:
-    """``compiled`` (the same nodes, edges, schemas, MCP servers) as a served graph: its runs check
-    their client's context first (``context_client.client_context``)."""
-    attrs = {k: v for k, v in compiled.__dict__.items() if k != "__orig_class__"}
-    return McpRunGraph(**{**attrs, "served": True})
-
-
 _served_lock = threading.Lock()
 
 
 def served_graph(module: str, name: str, build: Callable[[], Any]) -> Any:
-    """A graph module's ``__getattr__``: its served ``graph`` is built on first access, then kept
-    in the module, so importing a graph module (the CLI does, for its builder) builds nothing.
-    ``from smart_agent.graphs.agent import graph`` and ``getattr`` work; ``langgraph dev`` reads
-    the module's ``__dict__``, so langgraph.json names ``smart_agent.graphs.served``. The graph is
-    a served one (:func:`as_served`): its runs check their client's context; ``build_*_graph()``
-    builds one that trusts its caller (the CLI, Python code)."""
+    """A graph module's ``__getattr__``: its ``graph`` (the server's graph, built from the server's
+    environment) is built on first access, then kept in the module, so importing a graph module
+    (the CLI does, for its builder) builds nothing. ``from smart_agent.graphs.agent import graph``
+    and ``getattr`` work; the server reaches it through the factories of ``graphs/served.py``."""
     if name != "graph":
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
     namespace = sys.modules[module].__dict__
     with _served_lock:
         if "graph" not in namespace:
-            namespace["graph"] = as_served(build())
+            namespace["graph"] = build()
         return namespace["graph"]
+
+
+@contextlib.asynccontextmanager
+async def served_run(
+    graph: Any, *, context: Any = None, configurable: Mapping[str, Any] | None = None
+) -> AsyncIterator[Any]:
+    """One served run of ``graph`` (a compiled graph, or an :class:`McpRunGraph`): the client's
+    ``context`` and the context fields of its ``configurable`` are checked against the server's
+    settings first (``config/served.py``; a widening value is a ``ClientContextError`` naming the
+    field, before any node runs), then the graph's MCP servers open for the run. Yields the graph
+    to run, its run tools in its config."""
+    fields = _context_fields(configurable)
+    for given in (context, fields or None):
+        if given is not None:  # (resolves the workspace on the file system: off the event loop)
+            await asyncio.to_thread(client_context, given)
+    inner = graph.graph if isinstance(graph, McpRunGraph) else graph
+    servers = graph.mcp_servers if isinstance(graph, McpRunGraph) else ()
+    async with run_mcp_tools(servers) as tools:
+        yield inner.with_config(with_run_tools(None, tools)) if tools is not None else inner
+
+
+def _context_fields(configurable: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The context fields among a client's ``configurable`` (langgraph dev takes them as context)."""
+    if not configurable:
+        return {}
+    from ..config.context import context_field_names
+
+    names = set(context_field_names())
+    return {k: v for k, v in configurable.items() if k in names}

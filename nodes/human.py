@@ -22,25 +22,24 @@ detached child run, depth > 0) has nobody to ask: its calls that need approval a
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import AIMessage
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
 from ..config.checks import APPROVE_NONE, approve_tokens
 from ..config.context import AgentContext
 from ..models.messages import pending_tool_calls
+from ..policies.review import review_context, review_settings
 from ..runs.approval import (
     answer_of,
     ask_until_valid,
     check_decisions,
     needs_approval,
     question_request,
-    rejection_text,
     review_request,
 )
 from ..runs.events import emit, preview
@@ -64,27 +63,6 @@ def is_question_call(registry: ToolRegistry, call: Mapping[str, Any]) -> bool:
         return False
     question = args.get("question") if isinstance(args, dict) else None
     return isinstance(question, str) and bool(question.strip())
-
-
-def review_context(state: Mapping[str, Any], ctx: AgentContext) -> AgentContext:
-    """``ctx`` with the ``approve`` and ``ask_user`` of the run that made the turn (the
-    resolver copies them into the state at run start): a resume carries a context of its
-    own — none at all from some clients — and must not change which calls wait for a
-    decision, nor let a call run whose decision it ignored."""
-    approve, ask = review_settings(state, ctx)
-    changes: dict[str, Any] = {}
-    if approve != ctx.approve:
-        changes["approve"] = approve
-    if ask != ctx.ask_user:
-        changes["ask_user"] = ask
-    return dataclasses.replace(ctx, **changes) if changes else ctx
-
-
-def review_settings(state: Mapping[str, Any], ctx: AgentContext) -> tuple[str, bool]:
-    """``(approve, ask_user)`` of the run that made the turn: the state's (copied there by the
-    resolver) where it holds them, else the context's."""
-    approve, ask = state.get("approve"), state.get("ask_user")
-    return (approve if isinstance(approve, str) else ctx.approve), (ask if isinstance(ask, bool) else ctx.ask_user)
 
 
 def approval_needed(registry: ToolRegistry, ctx: AgentContext, call: Mapping[str, Any]) -> bool:
@@ -191,15 +169,3 @@ def make_human_node(registry: ToolRegistry) -> Callable:
         return update
 
     return human
-
-
-def reviewed_message(call: Mapping[str, Any], review: Mapping[str, Any]) -> ToolMessage:
-    """The tool result of a call a human decided (the tools node does not run it)."""
-    call_id, name = call.get("id") or "", call.get("name") or ""
-    if review.get("type") == "answer":
-        return ToolMessage(content=str(review.get("text") or ""), tool_call_id=call_id, name=name)
-    if review.get("type") == "reject":
-        text = rejection_text(name, call_id, str(review.get("message") or ""))
-    else:
-        text = str(review.get("message") or "Not run.")
-    return ToolMessage(content=text, tool_call_id=call_id, name=name, status="error")

@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..models.prompts import FINALIZE_NOTICE
+from ..policies.loop_guard import found_cycle, loop_event, loop_limit_reached, loop_notice
+from ..policies.tool_budget import tool_limit_reached
 from ..runs.events import emit
 from ..state import AgentState, count_of
-from .routes import found_cycle, loop_limit_reached, tool_limit_reached
-from .tool_turn import loop_event, loop_notice
 
 
 async def tool_limit_finalize(state: AgentState) -> dict[str, Any]:

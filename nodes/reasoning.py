@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -95,11 +95,11 @@ def make_two_phase_node(
 ) -> Callable:
     """Wrap the agent node: two-phase turns when the run's ``reasoning`` says so."""
 
-    def agent(state: AgentState, runtime: Runtime[AgentContext]) -> Awaitable[dict[str, Any]]:
+    async def agent(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         ctx = AgentContext.of(runtime)
         if getattr(ctx, "reasoning", "direct") != TWO_PHASE:
-            return agent_node(state, runtime)  # (its coroutine itself: no layer of its own around every turn)
-        return metered_two_phase(state, runtime, ctx)
+            return await agent_node(state, runtime)
+        return await metered_two_phase(state, runtime, ctx)
 
     async def metered_two_phase(state: AgentState, runtime: Runtime[AgentContext], ctx: AgentContext) -> dict[str, Any]:
         with metered(state, ctx):  # the reasoning call counts; the agent node returns the run's usage

@@ -245,6 +245,23 @@ class Hooks:
                 break
         return result
 
+    def node_output(self, updates: list[dict[str, Any]], jump: str | None = None) -> Any:
+        """What a node returns for ``updates`` written in order by its hooks and its own work, and
+        the ``jump`` a hook asked for: one update when there is one, else a ``Command`` each, a
+        key without a reducer kept only where it was written last (LangGraph takes one value of
+        such a key per step; the keys with reducers - ``messages`` - get every write, in order)."""
+        if jump is not None:
+            updates = [*updates, {"jump_to": jump}]
+        updates = [u for u in updates if u]
+        if len(updates) <= 1:
+            return updates[0] if updates else {}
+        seen: set[str] = set()
+        kept: list[dict[str, Any]] = []
+        for update in reversed(updates):
+            kept.append({k: v for k, v in update.items() if k in self.reducers or k not in seen})
+            seen.update(k for k in update if k not in self.reducers)
+        return [Command(update=u) for u in reversed(kept) if u]
+
     # ------------------------------------------------------------------ model calls
     async def call_model(self, request: ModelRequest, execute: ModelHandler) -> ModelCall:
         """``execute(request)`` through every ``wrap_model_call`` layer (the first outermost).

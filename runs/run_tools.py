@@ -3,8 +3,9 @@
 A graph built with MCP servers (``build_agent_graph(agents_file=...)`` whose file has
 ``mcp_servers``, ``mcp_config=``, the served graphs with ``$SMART_AGENT_MCP_CONFIG``) opens
 their sessions around every async run (``graphs/run_scope.py``, ``tools.mcp.run_mcp_tools``)
-and makes their tools the run's *run tools* here, in a context variable that every node, tool
-and child graph of that run sees (asyncio tasks copy it). A registry lists the run tools
+and makes their tools the run's *run tools* here: in the run's config (``configurable``),
+which every node, tool and child graph of that run sees, or in a context variable (the CLI's
+runs). A registry lists the run tools
 whose names match its ``offer_run_tools`` patterns (the default registry: all of them; a team
 member: the names and globs of its ``tools``) after its own tools, so the agent's offered
 tools, its tools node, a plan's tools and a planner's steps all find them.
@@ -25,7 +26,14 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["RunTools", "current_run_tools", "pending_run_errors", "run_tools_matching", "using_run_tools"]
+__all__ = [
+    "RUN_TOOLS_KEY", "RunTools", "current_run_tools", "pending_run_errors", "run_tools_matching", "using_run_tools",
+    "with_run_tools",
+]
+
+#: The key of a run's ``configurable`` that carries its run tools (:func:`with_run_tools`); LangGraph
+#: copies no ``__`` key into checkpoint metadata.
+RUN_TOOLS_KEY = "__smart_agent_run_tools"
 
 
 @dataclass
@@ -41,8 +49,27 @@ _CURRENT: ContextVar[RunTools | None] = ContextVar("smart_agent_run_tools", defa
 
 
 def current_run_tools() -> RunTools | None:
-    """The run tools of the run this code belongs to (None outside a run that opened sessions)."""
-    return _CURRENT.get()
+    """The run tools of the run this code belongs to (None outside a run that opened sessions):
+    those made current here (:func:`using_run_tools`), else those of the run's config
+    (:func:`with_run_tools`: a graph run started with them, in whatever task LangGraph runs it)."""
+    current = _CURRENT.get()
+    if current is not None:
+        return current
+    try:
+        from langgraph.config import get_config
+
+        found = (get_config().get("configurable") or {}).get(RUN_TOOLS_KEY)
+    except RuntimeError:  # (not inside a run)
+        return None
+    return found if isinstance(found, RunTools) else None
+
+
+def with_run_tools(config: Any, tools: RunTools | None) -> dict[str, Any]:
+    """``config`` (a run's config, or None) carrying ``tools`` as the run's run tools."""
+    config = dict(config or {})
+    if tools is not None:
+        config["configurable"] = {**(config.get("configurable") or {}), RUN_TOOLS_KEY: tools}
+    return config
 
 
 @contextlib.contextmanager
@@ -58,7 +85,7 @@ def using_run_tools(tools: RunTools | None) -> Iterator[RunTools | None]:
 
 def pending_run_errors() -> list[dict[str, Any]]:
     """The current run's ``error`` event payloads not sent yet, taken (the caller sends them)."""
-    current = _CURRENT.get()
+    current = current_run_tools()
     if current is None or not current.errors:
         return []
     errors, current.errors = current.errors, []
@@ -67,7 +94,7 @@ def pending_run_errors() -> list[dict[str, Any]]:
 
 def run_tools_matching(patterns: Sequence[str]) -> list[tuple[Any, Any]]:
     """The current run's tools whose names match ``patterns`` (names, or globs with ``*?[``)."""
-    current = _CURRENT.get()
+    current = current_run_tools()
     if current is None or not patterns:
         return []
     return [

@@ -20,27 +20,18 @@ from pydantic import BaseModel, Field
 
 from ..models.prompts import render_todos
 from ..models.tokens import DEFAULT_CONTEXT_TOKENS, page_chars
+from ..policies.archive import GET_TOOL_RESPONSE
 from ..runs.events import emit
 from ..sessions.archive import ToolArchive
 from .guards import ToolError, context_value
 from .registry import ToolMeta, ToolRegistry
 
-GET_TOOL_RESPONSE = "get_tool_response"
 MANAGE_TODO_LIST = "manage_todo_list"
 CONTEXT_TAG = "context"
 # Context tools that change the state: the tools node runs them one at a time.
 STATE_TAG = "updates_state"
 
 TODO_STATUSES = ("pending", "in_progress", "done")
-# get_tool_response calls per run that do not count against max_tool_calls, per allowed tool call.
-FREE_RETRIEVALS_PER_TOOL_CALL = 5
-
-
-def free_retrievals(max_tool_calls: int) -> int:
-    """How many get_tool_response calls a run may make outside its tool budget."""
-    return FREE_RETRIEVALS_PER_TOOL_CALL * max(0, int(max_tool_calls))
-
-
 def _state(runtime: Any) -> dict:
     state = getattr(runtime, "state", None)
     return state if isinstance(state, dict) else {}

@@ -56,9 +56,11 @@ def context_value(runtime: Any, name: str, default: Any = None) -> Any:
 
 
 def workspace_of(runtime: Any) -> Path:
-    """The run's workspace folder (default: ``$SMART_AGENT_WORKSPACE`` or the current folder)."""
-    default = settings.field_env("workspace")[1] or os.getcwd()
-    return Path(context_value(runtime, "workspace", None) or default)
+    """The run's workspace folder: the context's ``workspace``, a relative one taken from the
+    server's (``$SMART_AGENT_WORKSPACE`` or the current folder), as a served graph's client's is
+    checked (``config/served.py``); empty: the server's."""
+    base = Path(settings.field_env("workspace")[1] or os.getcwd())
+    return base / (context_value(runtime, "workspace", None) or "")
 
 
 def allow_private_network_of(runtime: Any) -> bool:

@@ -60,6 +60,19 @@ class ToolOutcome:
     # The result message, built where the tool ran (run_tool: a sync tool's worker thread).
     message: ToolMessage | None = field(default=None, repr=False, compare=False)
 
+    @classmethod
+    def of_message(cls, message: ToolMessage, name: str) -> ToolOutcome:
+        """The outcome a ``ToolMessage`` says (what a middleware's ``wrap_tool_call`` returned)."""
+        ok = message.status != "error"
+        content = stringify(message)
+        outcome = cls(message.name or name, message.tool_call_id, ok, content, error=None if ok else "tool_error")
+        outcome.message = message
+        return outcome
+
+    def update_command(self) -> Command:
+        """A state-updating outcome as the ``Command`` its tool returned: the update and its result message."""
+        return Command(update={**(self.update or {}), "messages": [self.to_message()]})
+
     def to_message(self) -> ToolMessage:
         built = self.message
         if built is not None and built.content is self.content and built.status == ("success" if self.ok else "error"):

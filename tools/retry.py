@@ -12,12 +12,7 @@ forbids retries even for a connection error.
 
 from __future__ import annotations
 
-import random
-
 import httpx
-
-BACKOFF_BASE_S = 0.5
-BACKOFF_MAX_S = 30.0
 
 
 class RetryableToolError(Exception):
@@ -48,13 +43,3 @@ def is_retryable(exc: BaseException) -> bool:
             return True
         current = current.__cause__  # only an explicit ``raise ... from exc``
     return False
-
-
-def backoff_delay(attempt: int, base_s: float = BACKOFF_BASE_S, max_s: float = BACKOFF_MAX_S) -> float:
-    """Seconds to wait after failed attempt number ``attempt`` (1-based): base, 2*base, 4*base..."""
-    return min(max_s, base_s * (2 ** max(0, attempt - 1)))
-
-
-def jittered(delay: float) -> float:
-    """``delay`` spread over its upper half, so callers that failed together retry apart."""
-    return delay * random.uniform(0.5, 1.0)

@@ -24,11 +24,11 @@ from langgraph.runtime import Runtime
 
 from ...config.context import PlannerContext
 from ...models.usage import Meter, add_usage, as_usage, current_meter, run_start_usage, shared_meter, using
+from ...policies.tool_retry import BACKOFF_BASE_S, backoff_delay
 from ...runs.events import emit
 from ...state import PlannerState, count_of
 from ...tools.invoke import run_tool, tool_timeout
 from ...tools.registry import ToolMeta, ToolRegistry
-from ...tools.retry import BACKOFF_BASE_S, backoff_delay
 from .common import attempts_used, offered_registry, task_text
 from .prompts import clip
 from .refs import ReferenceResolutionError, referenced_steps, resolve

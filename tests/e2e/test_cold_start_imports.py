@@ -50,15 +50,15 @@ def test_a_run_imports_no_heavy_library_it_does_not_use(scripted_server, tmp_pat
 
 
 def test_a_served_graph_is_built_on_first_access(tmp_path):
-    """``from smart_agent.graphs.agent import graph`` (notebooks) and ``graphs/served.py`` (langgraph.json)
-    still get the compiled graph, built once and kept in the module."""
+    """``from smart_agent.graphs.agent import graph`` (notebooks) and the factories of
+    ``graphs/served.py`` (langgraph.json) get the compiled graph, built once and kept in the module."""
     code = """
 import smart_agent.graphs.agent as m
 before = "graph" in vars(m)
 from smart_agent.graphs.agent import graph
-from smart_agent.graphs.served import agent
+from smart_agent.graphs.served import served_graph_of
 from langgraph.graph.state import CompiledStateGraph
-print(before, isinstance(graph, CompiledStateGraph), graph is m.graph is agent, "graph" in vars(m))
+print(before, isinstance(graph, CompiledStateGraph), graph is m.graph is served_graph_of("agent"), "graph" in vars(m))
 """
     res = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr[-3000:]

@@ -173,7 +173,7 @@ async def test_distinct_calls_are_not_a_loop(scripted_server, workspace, limit):
 
 
 def test_canonical_effects_keep_what_changes_the_effect():
-    from smart_agent.nodes.routes import call_signature
+    from smart_agent.policies.loop_guard import call_signature
     from smart_agent.tools.builtins import default_registry
     from smart_agent.tools.web import same_page_url
 

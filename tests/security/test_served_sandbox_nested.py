@@ -1,9 +1,10 @@
 """Attack on nested runs of a served graph: a client narrows the server's workspace to ``sub``;
 the runs inside its run - fleet workers, the planner inside the dual graph, ``sub_agent``
 children - keep that narrowed workspace (``../top.txt``, in the server's workspace but outside
-``sub``, is refused to each) and never the server's wider one. A served graph here is what
-``langgraph dev`` serves (``graphs/run_scope.as_served``) around the real OpenAI client against
-a scripted server; a client's ``smart_agent_depth`` in ``configurable`` cannot lift the nesting limit."""
+``sub``, is refused to each) and never the server's wider one. A served run here is what
+``langgraph dev`` runs (``graphs/run_scope.served_run``, which the factories of ``graphs/served.py``
+enter) around the real OpenAI client against a scripted server; a client's ``smart_agent_depth``
+in ``configurable`` cannot lift the nesting limit."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from conftest import openai_model, run_graph
 from smart_agent.graphs.agent import build_agent_graph
 from smart_agent.graphs.dual import build_dual_graph
 from smart_agent.graphs.fleet import build_fleet_graph
-from smart_agent.graphs.run_scope import as_served
+from smart_agent.graphs.run_scope import served_run
 from smart_agent.graphs.sub_agent import sub_agent_tool
 from smart_agent.nodes.dual import DECIDE
 from smart_agent.nodes.fleet import AGGREGATE_SYSTEM, SUBMIT_SUBTASKS
@@ -37,6 +38,12 @@ def server(tmp_path, monkeypatch):
     return root
 
 
+async def run_served(graph, task, context):
+    """A served run: the client's context checked first, then the run (tests/conftest.run_graph)."""
+    async with served_run(graph, context=context) as run:
+        return await run_graph(run, task, context)
+
+
 def tool_results(srv) -> list[str]:
     return [m["content"] for r in srv.requests for m in r["messages"] if m.get("role") == "tool"]
 
@@ -52,8 +59,8 @@ async def test_fleet_workers_keep_the_clients_narrowed_workspace(server, scripte
         return tool_call("read_file", {"path": "../top.txt" if "../top.txt" in last["content"] else "note.txt"})
 
     srv = scripted_server(responder=respond)
-    graph = as_served(build_fleet_graph(model=openai_model(srv)))
-    final = await run_graph(graph, "Read two files", {**CONTEXT, "max_workers": 1})
+    graph = build_fleet_graph(model=openai_model(srv))
+    final = await run_served(graph, "Read two files", {**CONTEXT, "max_workers": 1})
     answers = {r["task"]: r.get("answer") for r in final["results"].values()}
     assert answers["Read note.txt"] == "THE NOTE"
     assert "Refused" in answers["Read ../top.txt"] and SECRET not in str(final)
@@ -75,8 +82,8 @@ async def test_the_planner_inside_dual_keeps_the_clients_narrowed_workspace(serv
         return text("planner: " + str(req["messages"][-1]["content"]))
 
     srv = scripted_server(responder=respond)
-    graph = as_served(build_dual_graph(model=openai_model(srv)))
-    final = await run_graph(graph, "Read the files", CONTEXT)
+    graph = build_dual_graph(model=openai_model(srv))
+    final = await run_served(graph, "Read the files", CONTEXT)
     (asset,) = final["assets"].values()
     assert "THE NOTE" in asset["answer"] and final["answer"] == "done", final
     assert "outside the workspace" in str(srv.requests), "the step reading ../top.txt was refused"
@@ -91,8 +98,8 @@ async def test_a_sub_agent_keeps_the_clients_narrowed_workspace(server, scripted
         lambda req: text("parent: " + str(req["messages"][-1]["content"])),
     ])
     model = openai_model(srv)
-    graph = as_served(build_agent_graph(model=model, tools=[sub_agent_tool(model=model)]))
-    final = await run_graph(graph, "Delegate it", CONTEXT)
+    graph = build_agent_graph(model=model, tools=[sub_agent_tool(model=model)])
+    final = await run_served(graph, "Delegate it", CONTEXT)
     answer = final["answer"]
     assert answer.startswith("parent: child: ") and "Refused" in answer and "THE NOTE" in answer, answer
     assert SECRET not in str(srv.requests)
@@ -108,12 +115,12 @@ async def test_a_clients_depth_cannot_lift_the_nesting_limit(server, scripted_se
         lambda req: text("parent: " + str(req["messages"][-1]["content"])),
     ])
     model = openai_model(srv)
-    graph = as_served(build_agent_graph(model=model, tools=[sub_agent_tool(model=model)]))
+    graph = build_agent_graph(model=model, tools=[sub_agent_tool(model=model)])
+    context, config = {**CONTEXT, "max_agent_depth": 1}, {"configurable": {DEPTH_KEY: -100}}
     final = {}
-    async for _mode, chunk in graph.astream(
-        {"task": "Delegate"}, config={"configurable": {DEPTH_KEY: -100}}, stream_mode=["values"],
-        context={**CONTEXT, "max_agent_depth": 1},
-    ):
-        final = chunk
+    async with served_run(graph, context=context, configurable=config["configurable"]) as run:
+        stream = run.astream({"task": "Delegate"}, config=config, stream_mode=["values"], context=context)
+        async for _mode, chunk in stream:
+            final = chunk
     child_tools = [t["function"]["name"] for t in srv.requests[1].get("tools") or []]
     assert "sub_agent" not in child_tools and final["answer"] == "parent: the child answers"

@@ -143,14 +143,23 @@ def test_a_context_object_is_checked_the_same_way(server):
 
 @pytest.mark.parametrize("module", ["agent", "planner", "dual", "fleet"])
 async def test_the_served_graphs_refuse_before_any_node_runs(server, module):
-    import importlib
+    """The factory ``langgraph.json`` names is entered for a run with the server's runtime (here
+    the shape of it the factory reads: the run's context); a widening context never yields a graph."""
+    from types import SimpleNamespace
 
-    graph = importlib.import_module(f"smart_agent.graphs.{module}").graph
-    for call in (graph.ainvoke, graph.invoke):
-        with pytest.raises(ClientContextError, match="^workspace: a client may only narrow"):
-            result = call({"task": "read /etc/passwd"}, context={"workspace": "/", "model": "openai:nowhere"})
-            if hasattr(result, "__await__"):
-                await result
+    from smart_agent.graphs import served
+
+    factory = getattr(served, module)
+    run = SimpleNamespace(execution_runtime=SimpleNamespace(context={"workspace": "/", "model": "openai:nowhere"}))
+    with pytest.raises(ClientContextError, match="^workspace: a client may only narrow"):
+        async with factory({}, run):
+            raise AssertionError("a graph was handed out for a widening context")
+    through_config = {"configurable": {"workspace": "/"}}
+    with pytest.raises(ClientContextError, match="^workspace: a client may only narrow"):
+        async with factory(through_config, SimpleNamespace(execution_runtime=SimpleNamespace(context=None))):
+            raise AssertionError("a graph was handed out for a widening configurable")
+    async with factory({}, SimpleNamespace(execution_runtime=None)) as graph:  # (schema reads: no run)
+        assert graph.get_graph().nodes
 
 
 def test_the_operators_graphs_and_contexts_keep_full_control(server, tmp_path):

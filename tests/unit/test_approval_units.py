@@ -6,8 +6,9 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
 
 from smart_agent.config.context import AgentContext
-from smart_agent.nodes.human import human_calls, needs_human, reviewed_message
+from smart_agent.nodes.human import human_calls, needs_human
 from smart_agent.nodes.routes import END, reviewed, route_after_agent
+from smart_agent.policies.review import reviewed_message
 from smart_agent.runs.approval import (
     ReviewError,
     answer_of,
@@ -104,8 +105,8 @@ def test_reviewed_binds_the_predicate_under_the_default_context_outside_a_run():
         return True
 
     edge = reviewed(route_after_agent, check)
-    assert edge({"messages": [ai(("x", {}))]}, {}) == "human"
-    assert isinstance(seen[0], AgentContext) and edge.__name__ == "route_after_agent"
+    assert edge.invoke({"messages": [ai(("x", {}))]}) == "human"
+    assert isinstance(seen[0], AgentContext) and edge.name == "route_after_agent"
 
 
 def test_human_calls_by_setting_side_effects_and_ask_user():

@@ -23,7 +23,7 @@ SKIP_DIRS = {"tests", "benchmarks", "notebooks", "build", ".venv", "docs"}
 EMITTERS = {"emit", "make_event"}
 # Calls whose type is not a literal, and the types they send (nodes/human.py emits its
 # decisions after the review: ``later.append(("approval", ...))``).
-DYNAMIC = {"nodes/human.py": {"approval", "answer"}}
+DYNAMIC = {"nodes/human.py": {"approval", "answer"}, "nodes/tools.py": {"tool_call", "tool_result"}}
 # Shown another way: the answer is printed at the end; budget bookkeeping after each call is in --json.
 SILENT = {("final_answer", None), ("budget", "ok")}
 

@@ -6,21 +6,23 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from smart_agent.nodes.routes import (
     END,
-    call_signature,
-    cycle_length,
-    loop_limit_reached,
-    loop_stage,
     pending_tool_calls,
     remembers,
     route_after_agent,
     route_after_resolver,
     route_after_tools,
     route_at_end,
+)
+from smart_agent.policies.loop_guard import (
+    call_signature,
+    cycle_length,
+    loop_excess,
+    loop_limit_reached,
+    loop_stage,
     runs_after,
-    tool_limit_reached,
     window_after,
 )
-from smart_agent.nodes.tools import loop_excess, plan_calls
+from smart_agent.policies.tool_budget import plan_calls, tool_limit_reached
 
 
 def ai_with_calls(n=1):
@@ -179,7 +181,7 @@ def test_memory_routes_outside_a_run_follow_the_environment(monkeypatch):
 
 
 def test_track_repeats_writes_only_what_changed():
-    from smart_agent.nodes.tool_turn import track_repeats
+    from smart_agent.policies.loop_guard import track_repeats
 
     one, two = call_signature(calc("1")), call_signature(calc("2"))
     first = track_repeats({"loop_limit": 3}, [calc("1")])

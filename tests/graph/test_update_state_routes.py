@@ -1,5 +1,5 @@
-"""The agent loop's nodes route themselves (graphs/self_routing.py): no conditional edges, the
-same drawing, and a state written with update_state still goes where an edge would send it."""
+"""The agent loop routes with conditional edges (LangGraph's public API): a state written with
+update_state - how Studio edits a thread - goes where the edge sends it."""
 
 from conftest import openai_model
 from langchain_core.messages import AIMessage, HumanMessage
@@ -18,11 +18,13 @@ def ctx(workspace, **kw):
 CALL = AIMessage("", tool_calls=[{"name": "calculator", "args": {"expression": "6*7"}, "id": "c1"}])
 
 
-def test_no_conditional_edges_on_the_loop():
-    """LangGraph evaluates a conditional edge on a copy of every channel; the loop has none."""
+def test_the_loops_routes_are_conditional_edges():
     graph = build_agent_graph()
-    assert graph.builder.branches == {}
-    assert {"agent", "tools", "resolver", "memory_recall", "handoff", "toolLimitFinalize"} <= set(graph.node_routes)
+    routed = {"agent", "tools", "resolver", "memory_recall", "handoff", "toolLimitFinalize", "structuredOutput"}
+    assert set(graph.builder.branches) == routed
+    drawn = graph.get_graph().edges
+    pairs = {(e.source, e.target) for e in drawn}
+    assert {("agent", "tools"), ("tools", "agent"), ("tools", "toolLimitFinalize")} <= pairs
 
 
 async def test_update_state_as_agent_goes_to_tools_then_on(scripted_server, workspace):
