@@ -85,6 +85,11 @@ def _loop_detected(ev: dict) -> str:
     )
 
 
+def _pii(ev: dict) -> str:
+    where = f"the result of {ev.get('tool')}" if ev.get("where") == "tool_result" else "the input"
+    return f"  ⊘ personal data ({ev.get('type')}) in {where}: {ev.get('strategy')}"
+
+
 # -- model -------------------------------------------------------------------------------
 def _usage(ev: dict) -> str:
     """``model turn N`` for the agent loop's turns (and the dual's decisions), ``model call (node)``
@@ -318,6 +323,7 @@ LINES: dict[str, Callable[[dict], str | None]] = {
     "tool_retry": _tool_retry,
     "tool_limit": _tool_limit,
     "loop_detected": _loop_detected,
+    "pii": _pii,
     "usage": _usage,
     "model_fallback": _model_fallback,
     "model_text": _model_text,

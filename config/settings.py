@@ -14,6 +14,7 @@ process settings that are not part of a run's context:
 ``SMART_AGENT_THREAD_LOCK_TIMEOUT`` seconds a run waits for a busy thread (300)
 ``SMART_AGENT_MCP_CONFIG``          the CLI's MCP servers file (``--mcp-config``)
 ``SMART_AGENT_AGENTS``              the agents file (``--agents``; the served ``agent`` graph's team)
+``SMART_AGENT_MIDDLEWARE``          LangChain middleware of the served graphs (``MODULE:ATTR``, comma-separated)
 ``SMART_AGENT_EMBEDDING_BACKEND``   ``numpy`` / ``sentence-transformers`` (``auto``)
 ``SMART_AGENT_MEMORY_MIN_SIMILARITY`` recall threshold of long-term memory
 ``SMART_AGENT_MEMORY_MAX_ITEMS``    memories kept per user
@@ -45,6 +46,7 @@ __all__ = [
     "memory_max_items",
     "mcp_config",
     "memory_min_similarity",
+    "middleware",
     "openai_api_key",
     "openai_base_url",
     "plugins_folder",
@@ -110,6 +112,11 @@ def mcp_config() -> Path | None:
     """``$SMART_AGENT_MCP_CONFIG``: the CLI's MCP servers file when ``--mcp-config`` is not given."""
     raw = (_get(PREFIX + "MCP_CONFIG") or "").strip()
     return Path(raw).expanduser() if raw else None
+
+
+def middleware() -> str | None:
+    """``$SMART_AGENT_MIDDLEWARE``: the served graphs' middleware references (None when unset or empty)."""
+    return (_get(PREFIX + "MIDDLEWARE") or "").strip() or None
 
 
 def agents_file() -> Path | None:

@@ -24,9 +24,10 @@ passes ``structuredOutput`` (valid: end; invalid: back to the agent).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from langchain.agents.middleware import AgentMiddleware
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 from langgraph.graph import END, START, StateGraph
@@ -55,6 +56,7 @@ from ..nodes.summarize import make_summarize_node
 from ..nodes.team import no_handoff
 from ..nodes.tools import make_tools_node
 from ..policies import tool_policies
+from ..policies.hooks import Hooks, check_middleware, middleware_state, reducers_of
 from ..state import AgentOutputState, AgentState, InputState
 from ..tools.assembly import resolve_registry
 from ..tools.registry import ToolRegistry
@@ -82,6 +84,7 @@ def build_agent_graph(
     default_agent: str | None = None,
     agents_file: Any = None,
     mcp_config: Any = None,
+    middleware: Sequence[AgentMiddleware] = (),
 ):
     """Compile the agent loop.
 
@@ -102,15 +105,29 @@ def build_agent_graph(
     ``mcp_servers``: MCP servers whose sessions each async run opens and closes
     (``graphs/run_scope.py``); their tools are the run's (every one for a single agent, those
     its ``tools`` name for a member of the file).
+
+    ``middleware``: LangChain ``AgentMiddleware`` (instances, or functions decorated with
+    ``@before_model``, ``@wrap_tool_call``...) run in the loop's own nodes with ``create_agent``'s
+    semantics (``policies/hooks.py``): ``before_agent`` in ``resolver``; ``before_model``,
+    ``wrap_model_call`` and ``after_model`` in ``agent``; ``wrap_tool_call`` in ``tools``;
+    ``after_agent`` where the run ends. Their ``tools`` are offered; their ``state_schema`` keys
+    join the state; a hook's declared ``jump_to`` is honoured.
     """
-    hooks = []
+    start_hooks = []
+    middleware = check_middleware(middleware)
+    tools = [*(tools or []), *Hooks(middleware).tools]
     servers = mcp_servers_of(mcp_config)
     if agents_file is not None:
         agents, default_agent, own_servers = team_from_file(
             agents_file, registry=resolve_registry(registry, tools), build=build_agent_graph, model=model,
-            mcp_servers=servers,
+            mcp_servers=servers, middleware=middleware,
         )
         servers = [*servers, *own_servers]
+    # The state: the loop's, and the keys every middleware (a team member's too) adds to it.
+    everyone_mw = [*middleware, *(m for spec in (agents or {}).values() for m in spec.middleware)]
+    schema = middleware_state(AgentState, everyone_mw) if everyone_mw else AgentState
+    reducers = reducers_of(schema)
+    hooks = Hooks(middleware, reducers=reducers)
     if agents:
         from ..nodes.team import (
             active_agent,
@@ -128,14 +145,16 @@ def build_agent_graph(
         registries = team_registries(agents)
         everyone = union_registry(registries)  # the budget's worst case: every member's tools
         budget = ContextBudget(team_budget_tools(everyone), token_counter, output_schema)
-        hooks.append(make_team_start_hook(agents, default_agent))
+        start_hooks.append(make_team_start_hook(agents, default_agent))
+        own = {n: Hooks([*middleware, *agents[n].middleware], reducers=reducers) for n in registries}
         turns = {
-            n: make_two_phase_node(make_agent_node(r, model, budget), r, model, budget) for n, r in registries.items()
+            n: make_two_phase_node(make_agent_node(r, model, budget, own[n]), r, model, budget, own[n])
+            for n, r in registries.items()
         }
         agent_node = make_team_node(agents, default_agent, turns)
         policies = tool_policies(budget=budget)
         tools_node = make_team_node(
-            agents, default_agent, {n: make_tools_node(r, policies) for n, r in registries.items()}
+            agents, default_agent, {n: make_tools_node(r, policies, own[n]) for n, r in registries.items()}
         )
         human_node = make_team_node(agents, default_agent, {n: make_human_node(r) for n, r in registries.items()})
         member = default_agent  # (a str here; the lambda below must not see the Optional)
@@ -146,15 +165,17 @@ def build_agent_graph(
         registry = resolve_registry(registry, tools)
         budget = ContextBudget(lambda ctx, state: offered_tools(ctx, registry, state), token_counter, output_schema)
         # reasoning="two_phase" (nodes/reasoning.py) wraps the turn; "direct" is the plain node.
-        agent_node = make_two_phase_node(make_agent_node(registry, model, budget), registry, model, budget)
-        tools_node = make_tools_node(registry, tool_policies(budget=budget))
+        agent_node = make_two_phase_node(
+            make_agent_node(registry, model, budget, hooks), registry, model, budget, hooks
+        )
+        tools_node = make_tools_node(registry, tool_policies(budget=budget), hooks)
         human_node = make_human_node(registry)
         human_check = needs_human(registry)
         handoff_node = no_handoff  # wired, never routed to: one agent has no active_agent
         preload = [registry]
 
-    builder = StateGraph(
-        AgentState, context_schema=AgentContext, input_schema=InputState, output_schema=AgentOutputState
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(
+        schema, context_schema=AgentContext, input_schema=InputState, output_schema=AgentOutputState
     )
     # Each route below is a conditional edge: it decides on the state after its node's update
     # (and a state written with update_state, as Studio writes one). The budget routes measure
@@ -174,10 +195,12 @@ def build_agent_graph(
     # name -> (node, where it may go: None for a node with a plain edge below), in drawing order.
     nodes: dict[str, tuple[Callable[..., Any], tuple[str, ...] | None]] = {
         # prefetch_recall first: the recall query is embedded while the rest of the run starts.
-        "resolver": (make_resolver(prefetch_recall, budget.on_run_start, *hooks, preload=preload),
-                     ("memory_recall", "summarize", "agent")),
+        "resolver": (
+            make_resolver(prefetch_recall, budget.on_run_start, *start_hooks, preload=preload, middleware=hooks),
+            ("memory_recall", "summarize", "agent", "tools", END),
+        ),
         "summarize": (make_summarize_node(budget, model), None),
-        "agent": (agent_node, ("human", "tools", "structuredOutput", "memory_write", END)),
+        "agent": (agent_node, ("human", "tools", "structuredOutput", "agent", "memory_write", END)),
         "human": (human_node, None),
         "tools": (tools_node, ("handoff", "toolLimitFinalize", "summarize", "agent")),
         "structuredOutput": (make_structured_output_node(budget), ("summarize", "agent", "memory_write", END)),
@@ -187,7 +210,7 @@ def build_agent_graph(
         "handoff": (handoff_node, ("toolLimitFinalize", "summarize", "agent")),
     }
     for name, (node, destinations) in nodes.items():
-        builder.add_node(name, node)
+        builder.add_node(name, node, input_schema=schema)  # (every node sees the middleware's keys too)
         if destinations is not None:
             builder.add_conditional_edges(name, routes[name], list(destinations))
     builder.add_edge(START, "resolver")

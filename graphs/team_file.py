@@ -54,13 +54,15 @@ def team_from_file(
     build: Callable[..., Any],
     model: BaseChatModel | None = None,
     mcp_servers: Sequence[McpServer] = (),
+    middleware: Sequence[Any] = (),
 ) -> tuple[dict[str, AgentSpec], str, tuple[McpServer, ...]]:
     """``(agents, default agent, the file's MCP servers)`` of ``build_agent_graph`` from the
     file at ``path``; agents' tools are taken from ``registry`` (names and globs resolved
-    against it) and from the run's MCP tools (of the file's servers and ``mcp_servers``)."""
+    against it) and from the run's MCP tools (of the file's servers and ``mcp_servers``).
+    ``middleware``: the graph's, which its named sub-agents run too (each with its own after it)."""
     also = (lambda name: any(s.may_name(name) for s in mcp_servers)) if mcp_servers else None
     config = load_agents_file(path, tool_names=registry.names(), also=also)
-    subs = NamedSubAgents(config, registry, build, model)
+    subs = NamedSubAgents(config, registry, build, model, middleware)
     agents = {
         name: AgentSpec(
             prompt=agent.prompt,
@@ -69,6 +71,7 @@ def team_from_file(
             description=agent.description,
             context=dict(agent.settings),
             run_tools=list(agent.tools),
+            middleware=list(agent.middleware),
         )
         for name, agent in config.agents.items()
     }
@@ -79,9 +82,11 @@ class NamedSubAgents:
     """The tools ``<name>`` of an agents file's sub-agents and the child graphs they run (built on first use)."""
 
     def __init__(
-        self, config: AgentsConfig, registry: ToolRegistry, build: Callable[..., Any], model: BaseChatModel | None
+        self, config: AgentsConfig, registry: ToolRegistry, build: Callable[..., Any], model: BaseChatModel | None,
+        middleware: Sequence[Any] = (),
     ) -> None:
         self.config = config
+        self.middleware = list(middleware)
         self.registry = registry
         self.build = build
         self.model = model
@@ -116,7 +121,10 @@ class NamedSubAgents:
         if key not in self._graphs:
             tools = self.own_tools(name) + ([self.tool(s) for s in self.agent(name).sub_agents] if can_delegate else [])
             registry = resolve_registry(ToolRegistry().offer_run_tools(self.agent(name).tools), tools)
-            self._graphs[key] = self.build(model=self.model, registry=registry, checkpointer=False, name=name)
+            middleware = [*self.middleware, *self.agent(name).middleware]
+            self._graphs[key] = self.build(
+                model=self.model, registry=registry, checkpointer=False, name=name, middleware=middleware
+            )
         return self._graphs[key]
 
     def semaphore(self, depth: int, limit: int) -> asyncio.Semaphore:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from ..runs.events import preview
 
@@ -62,6 +62,24 @@ def pending_tool_calls(message: Any) -> list[dict]:
     if not isinstance(message, AIMessage):
         return []
     return cast(list[dict], [*(message.tool_calls or []), *(message.invalid_tool_calls or [])])
+
+
+def open_tool_calls(messages: Sequence[Any]) -> tuple[AIMessage | None, list[dict]]:
+    """The last AI message of a conversation and those of its tool calls that have no result yet
+    (a middleware's ``after_model`` may answer some: their results follow the AI message)."""
+    if not messages:
+        return None, []
+    last = messages[-1]
+    if isinstance(last, AIMessage):  # (nearly every turn: nothing after the model's reply)
+        return last, pending_tool_calls(last)
+    answered: set[str] = set()
+    for message in reversed(messages):
+        if isinstance(message, AIMessage):
+            return message, [c for c in pending_tool_calls(message) if (c.get("id") or "") not in answered]
+        if not isinstance(message, ToolMessage):
+            return None, []
+        answered.add(message.tool_call_id)
+    return None, []
 
 
 def task_text(state: Mapping[str, Any]) -> str:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, cast
 
+from langchain.agents.middleware import ModelRequest, ModelResponse
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool
@@ -27,6 +29,8 @@ from ..models.messages import as_ai_message, message_text, usage_of
 from ..models.prompts import build_system_prompt
 from ..models.tokens import count_request, resolve_counter
 from ..models.usage import BUDGET_NOTICE, BUDGET_SPENT_ANSWER, Meter, metered
+from ..policies.hooks import Hooks
+from ..replies.submit import bind_submit
 from ..runs.events import emit, preview, streaming
 from ..state import AgentState, count_of
 from ..tools.ask import ASK_TAG
@@ -145,20 +149,19 @@ def finish_reason(response: AIMessage) -> str:
 
 
 async def ask_again_if_empty(
-    llm: BaseChatModel, request: list[BaseMessage], tools: list[BaseTool], response: AIMessage, *,
-    spec: str | None, fail: bool = True, fallbacks: Sequence[Fallback] = (), binding: Binding = bind_tools,
+    caller: ModelCaller, llm: BaseChatModel, request: list[BaseMessage], tools: list[BaseTool], response: AIMessage,
+    *, fail: bool = True, options: dict[str, Any],
 ) -> AIMessage:
     """An empty reply (content filter, or nothing at all) is asked again once with a
     short note; a second empty reply fails the run with a one-line ModelReplyError
-    (or, with ``fail=False``, is returned for the caller's fallback answer)."""
+    (or, with ``fail=False``, is returned for the caller's fallback answer). ``options``: the
+    ``caller``'s (spec, fallbacks, state, runtime)."""
     if not is_empty_reply(response):
         return response
     reason = finish_reason(response)
     emit("error", node="agent", error="empty reply from the model; asking again", finish_reason=reason)
     note = EMPTY_REPLY_NOTE.format(why=f"; finish_reason {reason!r}" if reason and reason != "stop" else "")
-    again = await call_model(
-        llm, [*request, HumanMessage(content=note)], tools, spec=spec, fallbacks=fallbacks, binding=binding
-    )
+    again = (await caller(llm, [*request, HumanMessage(content=note)], tools, **options)).message
     if is_empty_reply(again) and fail:
         reason = finish_reason(again) or reason
         why = f" (finish_reason {reason!r})" if reason else ""
@@ -166,13 +169,111 @@ async def ask_again_if_empty(
     return again
 
 
-def make_agent_node(
-    registry: ToolRegistry, model: BaseChatModel | None = None, budget: ContextBudget | None = None
-) -> Callable:
-    """``budget`` (history/budget.py ContextBudget) guards the size of every request."""
-    binding = ToolBinding()
+@dataclass
+class Reply:
+    """A model call's outcome: the reply, the structured output parsed from it (a structured
+    call), and the state updates middleware layers returned beside it."""
 
-    async def agent(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+    message: AIMessage
+    parsed: Any = None
+    commands: list[dict[str, Any]] = field(default_factory=list)
+
+
+class ModelCaller:
+    """How a node calls its model: straight, or through the middleware's ``wrap_model_call``
+    layers (``policies/hooks.py``) with a ``ModelRequest`` they may change - messages, system
+    message, tools, tool choice, model settings, the model itself - and a response they may
+    replace. The innermost layer calls the model as the node would, with the run's fallbacks (a
+    model a layer swapped in has none, and no price of its own). ``binding``: how tools are
+    bound (a node's :class:`ToolBinding` reuses its bindings)."""
+
+    def __init__(self, hooks: Hooks | None = None, binding: Binding | None = None) -> None:
+        self.hooks = hooks or Hooks()
+        self.binding: Binding = binding or (lambda model, tools: bind_submit(model, tools) if tools else model)
+
+    async def __call__(
+        self, llm: Any, request: list[BaseMessage], tools: Sequence[BaseTool | dict[str, Any]] = (), *,
+        spec: str | None, fallbacks: Sequence[Fallback] = (), state: Mapping[str, Any] | None = None,
+        runtime: Any = None, tool_choice: str | None = None, structured: Callable[[Any], Any] | None = None,
+    ) -> Reply:
+        """The model's reply to ``request`` (its first message may be the system message).
+        ``tool_choice``: force a tool; ``structured``: turn the model into a structured-output
+        runnable (``with_structured_output(..., include_raw=True)``) instead of binding tools."""
+        system = request[0] if request and isinstance(request[0], SystemMessage) else None
+        model_request = ModelRequest(
+            model=llm, messages=cast(Any, list(request[1:] if system is not None else request)), system_message=system,
+            tools=list(tools), tool_choice=tool_choice, state=cast(Any, state or {}), runtime=runtime,
+        )  # fmt: skip
+
+        async def execute(req: ModelRequest) -> ModelResponse:
+            own = req.model is llm
+            messages = [req.system_message, *req.messages] if req.system_message is not None else list(req.messages)
+            shape = self._shape(req, structured)
+            rebound = rebind_all(fallbacks, shape) if own and fallbacks else ()
+            result = await invoke_model(shape(req.model), messages, spec=spec if own else None, fallbacks=rebound)
+            if isinstance(result, dict) and "raw" in result:
+                return ModelResponse(result=[as_ai_message(result["raw"])], structured_response=result.get("parsed"))
+            return ModelResponse(result=[as_ai_message(result)])
+
+        if not self.hooks.model_layers:
+            response = await execute(model_request)
+            return Reply(as_ai_message(response.result[-1]), response.structured_response)
+        call = await self.hooks.call_model(model_request, execute)
+        commands = [dict(c.update) for c in call.commands if isinstance(c.update, Mapping)]
+        return Reply(as_ai_message(call.message), call.response.structured_response, commands)
+
+    def _shape(self, req: ModelRequest, structured: Callable[[Any], Any] | None) -> Callable[[Any], Any]:
+        """What is invoked for the request: the model with its tools bound (a forced tool choice, the
+        request's model settings), or turned into a structured-output runnable."""
+        if structured is not None:
+            return structured
+        tools, choice, settings = req.tools, req.tool_choice, req.model_settings
+
+        def shape(model: Any) -> Any:
+            if choice is not None:
+                runnable = bind_submit(model, tools, tool_choice=choice)
+            else:
+                runnable = self.binding(model, tools)
+            return runnable.bind(**settings) if settings else runnable
+
+        return shape
+
+
+def make_agent_node(
+    registry: ToolRegistry,
+    model: BaseChatModel | None = None,
+    budget: ContextBudget | None = None,
+    hooks: Hooks | None = None,
+) -> Callable:
+    """``budget`` (history/budget.py ContextBudget) guards the size of every request; ``hooks``:
+    the user's middleware (``before_model``, ``wrap_model_call``, ``after_model`` each turn;
+    ``after_agent`` when the turn ends the run)."""
+    hooks = hooks or Hooks()
+    caller = ModelCaller(hooks, ToolBinding())
+
+    async def agent(state: AgentState, runtime: Runtime[AgentContext]) -> Any:
+        if not hooks:
+            return await turn(state, runtime, [])
+        before = await hooks.run_state_hooks(hooks.before_model, state, runtime)
+        writes = before.updates
+        if before.jump is not None and before.jump != "model":
+            return hooks.node_output(await ended(before.state, writes, runtime, before.jump), before.jump)
+        update = await turn(cast(AgentState, before.state), runtime, writes)
+        view = hooks.apply(before.state, update)
+        after = await hooks.run_state_hooks(hooks.after_model, view, runtime)
+        writes += [update, *after.updates]
+        if after.jump == "end" or (after.jump is None and "answer" in update):  # the run ends here
+            writes = await ended(after.state, writes, runtime, "end")
+        return hooks.node_output(writes, after.jump)
+
+    async def ended(view: Mapping[str, Any], writes: list[dict[str, Any]], runtime: Any, jump: str) -> list:
+        """``writes`` and the ``after_agent`` hooks' updates, when the run ends (``jump`` "end")."""
+        if jump != "end" or not hooks.after_agent:
+            return writes
+        result = await hooks.run_state_hooks(hooks.after_agent, view, runtime)
+        return [*writes, *result.updates]
+
+    async def turn(state: AgentState, runtime: Runtime[AgentContext], extra: list[dict[str, Any]]) -> dict[str, Any]:
         ctx = AgentContext.of(runtime)
         with metered(state, ctx) as meter:  # the run's model calls, tokens and cost (usage.py)
             spent = meter.spent()
@@ -183,18 +284,18 @@ def make_agent_node(
             tools, request, stop = prepare(state, ctx, meter)
             spec = None if model else ctx.model
             fallbacks = model_fallbacks(ctx)
+            options: dict[str, Any] = {"spec": spec, "fallbacks": fallbacks, "state": state, "runtime": runtime}
             try:
-                response = as_ai_message(
-                    await start_model_call(llm, request, tools, spec=spec, fallbacks=fallbacks, binding=binding)
-                )
+                reply = await caller(llm, request, tools, **options)
+                response = reply.message
+                extra.extend(reply.commands)
                 calls = pending_tool_calls(response)
                 if not calls and not state.get("output_schema") and not stop:
                     # (with an output schema, structuredOutput sends an empty answer back.) At the tool
                     # limit a second empty reply gets the fixed answer below.
                     must_answer = bool(state.get("finalize") or tool_limit_reached(state))
                     response = await ask_again_if_empty(
-                        llm, request, tools, response, spec=spec, fail=not must_answer, fallbacks=fallbacks,
-                        binding=binding,
+                        caller, llm, request, tools, response, fail=not must_answer, options=options,
                     )  # fmt: skip
                     calls = pending_tool_calls(response)
             except ModelBudgetError as exc:  # the request failed and the budget leaves no retry: answer

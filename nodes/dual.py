@@ -25,14 +25,16 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
 
 from ..config.context import DualContext
-from ..models.chat import ModelReplyError, aload_chat_model, invoke_model, model_fallbacks, model_options, rebind_all
-from ..models.messages import as_ai_message, conversation_so_far, message_text, task_text, usage_of
+from ..models.chat import ModelReplyError, aload_chat_model, model_fallbacks, model_options
+from ..models.messages import conversation_so_far, message_text, task_text, usage_of
 from ..models.tokens import count_request, resolve_counter
 from ..models.usage import BUDGET_SPENT_ANSWER, current_meter, run_start_usage
-from ..replies.submit import bind_submit, reply_payload, submit_tool
+from ..policies.hooks import Hooks
+from ..replies.submit import reply_payload, submit_tool
 from ..runs.events import emit, preview
 from ..state import DualState, count_of
 from ..tools.agents import tag_events
+from .agent import ModelCaller
 from .metering import metered_node
 
 DECIDE = "decide"
@@ -161,7 +163,9 @@ def budget_final(state: Mapping[str, Any]) -> dict[str, str]:
     return {"action": "final", "answer": assets[-1]["answer"] if assets else BUDGET_SPENT_ANSWER}
 
 
-def make_decide_node(model: BaseChatModel | None = None) -> Callable:
+def make_decide_node(model: BaseChatModel | None = None, hooks: Hooks | None = None) -> Callable:
+    caller = ModelCaller(hooks)
+
     async def decide(state: DualState, runtime: Runtime[DualContext]) -> dict[str, Any]:
         ctx = DualContext.of(runtime)
         if not state.get("goal"):
@@ -178,8 +182,7 @@ def make_decide_node(model: BaseChatModel | None = None) -> Callable:
             meter.finalize_event(spent, node="decide", called=False)
             return {"iterations": iterations, "decision_error": "",
                     "decisions": [*(state.get("decisions") or []), budget_final(state)]}
-        runnable = bind_submit(llm, [decide_tool()])
-        fallbacks = rebind_all(model_fallbacks(ctx), lambda m: bind_submit(m, [decide_tool()]))
+        fallbacks = model_fallbacks(ctx)
         messages = [SystemMessage(content=DUAL_SYSTEM), HumanMessage(content=decide_prompt(state, last_step))]
         size = lambda: count_request(resolve_counter(), messages)  # noqa: E731 (measured only when a budget needs it)
         if not last_step and meter is not None and (stop := meter.stop(size)):
@@ -187,7 +190,10 @@ def make_decide_node(model: BaseChatModel | None = None) -> Callable:
             last_step = True
             messages[-1] = HumanMessage(content=decide_prompt(state, last_step))
         spec = None if model else ctx.model
-        response = as_ai_message(await invoke_model(runnable, messages, spec=spec, fallbacks=fallbacks))
+        reply = await caller(
+            llm, messages, [decide_tool()], spec=spec, fallbacks=fallbacks, state=state, runtime=runtime
+        )
+        response = reply.message
         emit("usage", node="decide", turn=iterations, **usage_of(response))
         payload, problem = reply_payload(response, DECIDE)
         decision, problem = parse_decision(payload) if problem is None else (None, problem)

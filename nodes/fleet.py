@@ -30,11 +30,12 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from ..config.context import FleetContext
-from ..models.chat import Fallback, aload_chat_model, invoke_model, model_fallbacks, model_options, rebind_all
-from ..models.messages import as_ai_message, conversation_so_far, message_text, task_text, usage_of
+from ..models.chat import Fallback, aload_chat_model, model_fallbacks, model_options
+from ..models.messages import conversation_so_far, message_text, task_text, usage_of
 from ..models.usage import Meter, add_usage, as_usage, shared_meter, using
+from ..policies.hooks import Hooks
 from ..replies.feedback import feedback
-from ..replies.submit import bind_submit, reply_payload, submit_tool
+from ..replies.submit import reply_payload, submit_tool
 from ..runs.events import emit, preview
 from ..state import FleetState, count_of
 from ..tools.agents import (
@@ -45,6 +46,7 @@ from ..tools.agents import (
     run_detached,
     tag_events,
 )
+from .agent import ModelCaller, ask_again_if_empty
 from .metering import metered_node
 
 SUBMIT_SUBTASKS = "submit_subtasks"
@@ -118,12 +120,13 @@ def validate_subtasks(payload: Any, max_subtasks: int) -> tuple[list[str], list[
 
 async def decompose_goal(
     model: BaseChatModel, goal: str, max_subtasks: int, *, spec: str | None = None, fallbacks: Sequence[Fallback] = (),
-    history: str = "",
+    history: str = "", caller: ModelCaller | None = None, state: Any = None, runtime: Any = None,
 ) -> tuple[list[str], list[str], list[dict]]:
     """Ask the model for subtasks: ``(subtasks, last errors, usages)``; empty subtasks when it never succeeded.
-    ``history``: the thread's earlier turns (``conversation_so_far``), shown before the goal."""
-    runnable = bind_submit(model, [subtasks_tool(max_subtasks)])
-    fallbacks = rebind_all(fallbacks, lambda m: bind_submit(m, [subtasks_tool(max_subtasks)]))
+    ``history``: the thread's earlier turns (``conversation_so_far``), shown before the goal; ``caller``:
+    the node's (its middleware's model-call hooks)."""
+    caller = caller or ModelCaller()
+    tools = [subtasks_tool(max_subtasks)]
     messages: list[BaseMessage] = [
         SystemMessage(content=DECOMPOSE_SYSTEM.format(max_subtasks=max_subtasks)),
         HumanMessage(content=DECOMPOSE_HISTORY.format(history=history, goal=goal) if history else goal),
@@ -131,7 +134,9 @@ async def decompose_goal(
     usages: list[dict] = []
     errors: list[str] = []
     for _ in range(DECOMPOSE_ATTEMPTS):
-        response = as_ai_message(await invoke_model(runnable, messages, spec=spec, fallbacks=fallbacks))
+        response = (
+            await caller(model, messages, tools, spec=spec, fallbacks=fallbacks, state=state, runtime=runtime)
+        ).message
         usages.append(usage_of(response))
         payload, problem = reply_payload(response, SUBMIT_SUBTASKS)
         subtasks, errors = validate_subtasks(payload, max_subtasks) if problem is None else ([], [problem])
@@ -141,7 +146,9 @@ async def decompose_goal(
     return [], errors, usages
 
 
-def make_decompose_node(model: BaseChatModel | None = None) -> Callable:
+def make_decompose_node(model: BaseChatModel | None = None, hooks: Hooks | None = None) -> Callable:
+    caller = ModelCaller(hooks)
+
     async def decompose(state: FleetState, runtime: Runtime[FleetContext]) -> dict[str, Any]:
         ctx = FleetContext.of(runtime)
         goal = task_text(state)
@@ -159,7 +166,7 @@ def make_decompose_node(model: BaseChatModel | None = None) -> Callable:
         llm = model or await aload_chat_model(ctx.model, **model_options(ctx))
         subtasks, errors, usages = await decompose_goal(
             llm, goal, ctx.max_subtasks, spec=None if model else ctx.model, fallbacks=model_fallbacks(ctx),
-            history=conversation_so_far(state),
+            history=conversation_so_far(state), caller=caller, state=state, runtime=runtime,
         )
         for usage in usages:
             emit("usage", node="decompose", **usage)
@@ -296,7 +303,9 @@ def aggregate_prompt(goal: str, subtasks: list[dict], results: dict[str, Any]) -
     return "\n\n".join(parts)
 
 
-def make_aggregate_node(model: BaseChatModel | None = None) -> Callable:
+def make_aggregate_node(model: BaseChatModel | None = None, hooks: Hooks | None = None) -> Callable:
+    caller = ModelCaller(hooks)
+
     async def aggregate(state: FleetState, runtime: Runtime[FleetContext]) -> dict[str, Any]:
         ctx = FleetContext.of(runtime)
         llm = model or await aload_chat_model(ctx.model, **model_options(ctx))
@@ -308,12 +317,11 @@ def make_aggregate_node(model: BaseChatModel | None = None) -> Callable:
         ]
         spec = None if model else ctx.model
         fallbacks = model_fallbacks(ctx)
-        response = as_ai_message(await invoke_model(llm, messages, spec=spec, fallbacks=fallbacks))
+        options: dict[str, Any] = {"spec": spec, "fallbacks": fallbacks, "state": state, "runtime": runtime}
+        response = (await caller(llm, messages, **options)).message
         emit("usage", node="aggregate", **usage_of(response))
         # An empty answer is asked for once more, then fails the run (never an empty answer).
-        from .agent import ask_again_if_empty
-
-        response = await ask_again_if_empty(llm, messages, [], response, spec=spec, fallbacks=fallbacks)
+        response = await ask_again_if_empty(caller, llm, messages, [], response, options=options)
         answer = message_text(response).strip()
         failed = [wid for wid, r in results.items() if r and not r.get("ok")]
         emit("final_answer", answer=answer, workers=len(subtasks), failed=failed)

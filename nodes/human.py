@@ -32,7 +32,7 @@ from langgraph.runtime import Runtime
 
 from ..config.checks import APPROVE_NONE, approve_tokens
 from ..config.context import AgentContext
-from ..models.messages import pending_tool_calls
+from ..models.messages import open_tool_calls, pending_tool_calls
 from ..policies.review import review_context, review_settings
 from ..runs.approval import (
     answer_of,
@@ -76,10 +76,12 @@ def approval_needed(registry: ToolRegistry, ctx: AgentContext, call: Mapping[str
 def human_calls(
     registry: ToolRegistry, ctx: AgentContext, message: Any
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """``(calls needing approval, ask_user calls)`` of an AI message, each in call order.
-    ``ask_user`` counts only while the run offers it (``ctx.ask_user``). Calls past
-    ``max_tool_calls_per_turn`` never run (the tools node answers them), so nobody is asked."""
-    calls = pending_tool_calls(message)[: max(1, int(ctx.max_tool_calls_per_turn))]
+    """``(calls needing approval, ask_user calls)`` of an AI message (or of a list of its calls:
+    those still open), each in call order. ``ask_user`` counts only while the run offers it
+    (``ctx.ask_user``). Calls past ``max_tool_calls_per_turn`` never run (the tools node answers
+    them), so nobody is asked."""
+    pending = message if isinstance(message, list) else pending_tool_calls(message)
+    calls = pending[: max(1, int(ctx.max_tool_calls_per_turn))]
     # (an ``approve`` setting with no entries, the default "none", holds no call: no lookups)
     held = bool(approve_tokens(ctx.approve or APPROVE_NONE))
     review = [c for c in calls if approval_needed(registry, ctx, c)] if held else []
@@ -104,7 +106,7 @@ def needs_human(
         if approve == APPROVE_NONE and not ask:
             return False
         reg = registry if isinstance(registry, ToolRegistry) else registry(state)
-        review, questions = human_calls(reg, review_context(state, ctx), messages[-1])
+        review, questions = human_calls(reg, review_context(state, ctx), open_tool_calls(messages)[1])
         return bool(review or questions)
 
     return check
@@ -118,10 +120,10 @@ def make_human_node(registry: ToolRegistry) -> Callable:
     async def human(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         ctx = review_context(state, AgentContext.of(runtime))
         messages = state.get("messages") or []
-        last = messages[-1] if messages else None
+        last, calls = open_tool_calls(messages)
         if not isinstance(last, AIMessage):
             return {"reviews": {}}
-        review, questions = human_calls(registry, ctx, last)
+        review, questions = human_calls(registry, ctx, calls)
         reviews: dict[str, dict[str, Any]] = {}
         try:
             depth = agent_depth(get_config())

@@ -34,11 +34,12 @@ from ..models.messages import usage_of
 from ..models.prompts import build_system_prompt
 from ..models.tokens import count_request, resolve_counter
 from ..models.usage import current_meter, metered
+from ..policies.hooks import Hooks
 from ..replies.submit import submit_tool
 from ..runs.events import emit
 from ..state import AgentState, count_of
 from ..tools.registry import ToolRegistry
-from .agent import call_model, offered_tools, system_message
+from .agent import ModelCaller, offered_tools, system_message
 
 REASONING = "reasoning"
 TWO_PHASE = "two_phase"
@@ -92,8 +93,11 @@ def make_two_phase_node(
     registry: ToolRegistry,
     model: BaseChatModel | None = None,
     budget: ContextBudget | None = None,
+    hooks: Hooks | None = None,
 ) -> Callable:
-    """Wrap the agent node: two-phase turns when the run's ``reasoning`` says so."""
+    """Wrap the agent node: two-phase turns when the run's ``reasoning`` says so (``hooks``: the
+    middleware, whose ``wrap_model_call`` layers wrap the reasoning call too)."""
+    caller = ModelCaller(hooks)
 
     async def agent(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         ctx = AgentContext.of(runtime)
@@ -122,9 +126,12 @@ def make_two_phase_node(
         if meter is not None and meter.stop(lambda: count_request(counter, request, [reasoning_tool()])):
             return await agent_node(state, runtime)
         llm = model or await aload_chat_model(ctx.model, **model_options(ctx))
-        response = await call_model(
-            llm, request, [reasoning_tool()], spec=None if model else ctx.model, fallbacks=model_fallbacks(ctx)
-        )
+        response = (
+            await caller(
+                llm, request, [reasoning_tool()], spec=None if model else ctx.model, fallbacks=model_fallbacks(ctx),
+                state=state, runtime=runtime,
+            )
+        ).message
         emit("usage", turn=count_of(state, "turns") + 1, phase=REASONING, **usage_of(response))
         reasoning = read_reasoning(response)
         if reasoning is None:  # no reasoning given: an ordinary turn

@@ -11,6 +11,8 @@ from langgraph.runtime import Runtime
 
 from ..config.context import AgentContext, validate_context
 from ..models.usage import run_start_usage
+from ..policies.hooks import Hooks
+from ..policies.pii import PiiBlocked, redact_input
 from ..state import AgentState
 from .routes import pending_tool_calls
 
@@ -97,6 +99,11 @@ def resolve_input(state: Mapping[str, Any], ctx: AgentContext) -> dict[str, Any]
         update_msgs += [HumanMessage(content=m.content, additional_kwargs=m.additional_kwargs) for m in trailing]
         new_messages = update_msgs + new_messages
 
+    if new_messages and getattr(ctx, "pii", None):  # personal data: handled before anything stores it
+        try:
+            new_messages = redact_input(new_messages, ctx)
+        except PiiBlocked as exc:
+            raise InputError(f"Refused: {exc}") from None
     if new_messages:
         update["messages"] = new_messages
     update.update(
@@ -123,13 +130,17 @@ def resolve_input(state: Mapping[str, Any], ctx: AgentContext) -> dict[str, Any]
 RunStartHook = Callable[[Mapping[str, Any], dict, AgentContext], dict]
 
 
-def make_resolver(*hooks: RunStartHook, preload: Sequence[ToolRegistry] = ()) -> Callable:
+def make_resolver(
+    *hooks: RunStartHook, preload: Sequence[ToolRegistry] = (), middleware: Hooks | None = None
+) -> Callable:
     """The resolver node; each hook ``(state, update, ctx) -> dict`` adds per-run keys
     (e.g. the context budget's limits and the predicted request size). ``preload``: registries
     whose pending steps (plugin discovery: folder reads, imports) run in a worker thread before
-    anything on the event loop - the routes, the agent node - asks them for their tools."""
+    anything on the event loop - the routes, the agent node - asks them for their tools.
+    ``middleware``: the user's, whose ``before_agent`` hooks run on the state the run starts with."""
+    middleware = middleware or Hooks()
 
-    async def resolver(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+    async def resolver(state: AgentState, runtime: Runtime[AgentContext]) -> Any:
         waiting = [registry for registry in preload if registry.pending]
         if waiting:  # the first run of a process only
             await asyncio.to_thread(lambda: [registry.load() for registry in waiting])
@@ -137,7 +148,14 @@ def make_resolver(*hooks: RunStartHook, preload: Sequence[ToolRegistry] = ()) ->
         update = resolve_input(state, ctx)
         for hook in hooks:
             update.update(hook(state, update, ctx) or {})
-        return update
+        if not middleware.before_agent:
+            return update
+        started = await middleware.run_state_hooks(middleware.before_agent, middleware.apply(state, update), runtime)
+        writes = [update, *started.updates]
+        if started.jump == "end" and middleware.after_agent:  # the run ends before its first turn
+            ended = await middleware.run_state_hooks(middleware.after_agent, started.state, runtime)
+            writes += ended.updates
+        return middleware.node_output(writes, started.jump)
 
     return resolver
 

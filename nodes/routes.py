@@ -19,7 +19,7 @@ from langgraph.runtime import get_runtime
 from ..config.context import AgentContext
 from ..history.budget import BudgetSettings, RequestMeter
 from ..history.markers import is_feedback
-from ..models.messages import pending_tool_calls
+from ..models.messages import open_tool_calls, pending_tool_calls
 from ..models.tokens import usable_tokens
 from ..policies.loop_guard import loop_limit_reached
 from ..policies.tool_budget import tool_limit_reached
@@ -33,14 +33,23 @@ END: Final = "__end__"
 
 def route_after_agent(
     state: Mapping[str, Any], needs_human: bool = False
-) -> Literal["human", "tools", "structuredOutput", "__end__"]:
+) -> Literal["human", "tools", "structuredOutput", "agent", "__end__"]:
     """Run tools when the model asked for them — through ``human`` first when one of the
     calls waits for a person (``needs_human``: approval or an ask_user question, judged by
     the graph's predicate, see :func:`reviewed`); otherwise the loop is over (after the
-    answer is validated, when the run has an output schema)."""
+    answer is validated, when the run has an output schema). A middleware hook's jump
+    (``jump_to``) goes first: "end" ends the run, "model" asks the model again."""
+    jump = state.get("jump_to")
+    if jump == "end":
+        return END
+    if jump == "model":
+        return "agent"
     messages = state.get("messages") or []
-    if messages and not state.get("finalize") and pending_tool_calls(messages[-1]):
+    reply, calls = open_tool_calls(messages)
+    if calls and not state.get("finalize"):
         return "human" if needs_human else "tools"
+    if reply is not None and reply is not messages[-1] and pending_tool_calls(reply):
+        return "agent"  # a middleware answered every call of the reply: the model reads the results
     if state.get("output_schema") and messages and isinstance(messages[-1], AIMessage):
         return "structuredOutput"
     return END
@@ -121,10 +130,16 @@ def remembers(ctx: Any) -> bool:
 
 def route_after_resolver(
     state: Mapping[str, Any], ctx: BudgetSettings | None = None, meter: RequestMeter | None = None
-) -> Literal["memory_recall", "summarize", "agent"]:
+) -> Literal["memory_recall", "summarize", "agent", "tools", "__end__"]:
     """Recall memories before the first turn while the run's memory is on, or to clear the
     block an earlier run of the thread recalled; with memory off the run goes straight to its
-    first turn (one checkpointed step less)."""
+    first turn (one checkpointed step less). A middleware ``before_agent`` hook's jump goes
+    first: "end" ends the run before any model call, "tools" runs the last turn's calls."""
+    jump = state.get("jump_to")
+    if jump == "end":
+        return END
+    if jump == "tools":
+        return "tools"
     if remembers(ctx) or state.get("memory_context") or state.get("recalled_memories"):
         return "memory_recall"
     return route_before_agent(state, ctx, meter)

@@ -35,7 +35,8 @@ class AgentSpec:
     ``handoffs``: the agents it may transfer to (None: every other member). ``context``: run
     settings of its turns (context fields, e.g. ``model``, ``reasoning``; an agents file's).
     ``run_tools``: names or globs of the run's MCP tools it also has (``run_tools.py``:
-    the tools of the sessions its graph opens for each run).
+    the tools of the sessions its graph opens for each run). ``middleware``: LangChain middleware
+    of its turns, after the graph's own (an agents file's ``middleware:``).
     """
 
     prompt: str
@@ -44,6 +45,7 @@ class AgentSpec:
     description: str = ""
     context: dict[str, Any] = field(default_factory=dict)
     run_tools: list[str] = field(default_factory=list)
+    middleware: list[Any] = field(default_factory=list)
 
 
 def team_registries(agents: dict[str, AgentSpec]) -> dict[str, ToolRegistry]:

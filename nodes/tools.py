@@ -29,13 +29,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain.tools import ToolRuntime
-from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.config import get_config
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
-from langgraph.types import Command
 
 from ..config.context import AgentContext
 from ..models.messages import pending_tool_calls
@@ -48,7 +46,7 @@ from ..runs.events import emit, preview, streaming
 from ..state import AgentState
 from ..tools.ask import ASK_TAG, ask_tools
 from ..tools.context_tools import CONTEXT_TOOL_NAMES, STATE_TAG
-from ..tools.invoke import ToolOutcome, outcome_from_command, run_tool, tool_timeout
+from ..tools.invoke import ToolOutcome, outcome_through, run_tool, tool_timeout
 from ..tools.registry import ToolMeta, ToolRegistry
 from .metering import with_run_usage
 
@@ -216,27 +214,15 @@ def make_tools_node(
 
         if not hooks.tool_layers:
             return await wrapped(call.call)()
-        handled = [0]
-
-        async def handler(request: ToolCallRequest) -> ToolMessage | Command:
-            handled[0] += 1
-            if handled[0] > 1 and not turn.extra_attempt():  # (a layer calling its handler again)
-                return ToolMessage(
-                    f"Not run again: tool budget exhausted (max_tool_calls={turn.ctx.max_tool_calls}).",
-                    tool_call_id=call.id, name=call.name, status="error",
-                )
-            outcome = await wrapped(request.tool_call)()
-            return outcome.update_command() if outcome.update else outcome.to_message()
-
         tool_runtime = ToolRuntime(
             state=state, context=turn.ctx, config=config or RunnableConfig(), stream_writer=runtime.stream_writer,
             tool_call_id=call.id, store=runtime.store,
         )  # fmt: skip
         request = ToolCallRequest(tool_call=call.call, tool=tool, state=state, runtime=tool_runtime)  # type: ignore[arg-type]
-        result = await hooks.call_tool(request, handler)
-        if isinstance(result, Command):
-            return outcome_from_command(call.name, call.id, result, 0.0)
-        return ToolOutcome.of_message(result, call.name)
+        return await outcome_through(
+            hooks, request, lambda tool_call: wrapped(tool_call)(), again=turn.extra_attempt,
+            budget_note=f" (max_tool_calls={turn.ctx.max_tool_calls})",
+        )
 
     return tools
 

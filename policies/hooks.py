@@ -30,7 +30,7 @@ import contextvars
 import functools
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, get_type_hints
+from typing import Annotated, Any, get_type_hints
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain.agents.middleware.types import ExtendedModelResponse
@@ -167,6 +167,17 @@ def state_fields(middleware: Sequence[AgentMiddleware], base: type) -> dict[str,
             if key not in own and key not in extra:
                 extra[key] = hint
     return extra
+
+
+def middleware_state(base: type, middleware: Sequence[AgentMiddleware]) -> type:
+    """``base`` (a state TypedDict) with the middleware's ``state_schema`` keys and ``jump_to``
+    (a hook's jump, read by the routes after its node; an ephemeral channel: cleared at the next step)."""
+    from langgraph.channels.ephemeral_value import EphemeralValue
+    from typing_extensions import TypedDict
+
+    fields = {**get_type_hints(base, include_extras=True), **state_fields(middleware, base)}
+    fields["jump_to"] = Annotated[str | None, EphemeralValue]
+    return TypedDict(base.__name__, fields, total=False)  # type: ignore[operator]
 
 
 def reducers_of(schema: type) -> dict[str, Reducer]:

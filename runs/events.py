@@ -28,6 +28,7 @@ EVENT_TYPES = (
     "tool_limit",
     "tool_retry",
     "loop_detected",
+    "pii",
     "final_answer",
     "usage",
     "model_text",

@@ -24,6 +24,7 @@ the agent and the field.
 from __future__ import annotations
 
 import fnmatch
+import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
@@ -37,7 +38,7 @@ __all__ = ["AgentDef", "AgentsConfig", "AgentsFileError", "agent_setting_names",
 
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,39}$")
 TOP_KEYS = ("$schema", "default", "agents", "mcp_servers")
-OWN_KEYS = ("description", "prompt", "tools", "model", "handoffs", "sub_agents")
+OWN_KEYS = ("description", "prompt", "tools", "model", "handoffs", "sub_agents", "middleware")
 # Context fields an agent may not set: its prompt and tools have keys of their own.
 NOT_SETTINGS = {"system_prompt", "tools", "model"}
 GLOB_CHARS = set("*?[")
@@ -58,6 +59,7 @@ class AgentDef:
     handoffs: tuple[str, ...] = ()
     sub_agents: tuple[str, ...] = ()
     settings: dict[str, Any] = field(default_factory=dict)  # context fields (model included)
+    middleware: tuple[Any, ...] = ()  # LangChain AgentMiddleware of the agent's turns (its ``middleware:``)
 
 
 @dataclass(frozen=True)
@@ -188,6 +190,12 @@ def _agent(
         if problem:
             raise bad(key, problem)
         settings[key] = spec[key]
+    from ..policies.middleware import MiddlewareError, load_middleware
+
+    try:
+        middleware = load_middleware(_names(spec.get("middleware", []), bad, "middleware"), what=f"{at}: middleware")
+    except MiddlewareError as exc:
+        raise AgentsFileError(str(exc)) from None
     return AgentDef(
         name=name,
         description=" ".join(spec["description"].split()),
@@ -196,6 +204,7 @@ def _agent(
         handoffs=tuple(_names(spec.get("handoffs", []), bad, "handoffs")),
         sub_agents=tuple(_names(spec.get("sub_agents", []), bad, "sub_agents")),
         settings=settings,
+        middleware=tuple(middleware),
     )
 
 
@@ -246,3 +255,71 @@ def _check_depth(agents: Mapping[str, AgentDef], where: str, max_depth: int | No
 
     for name in agents:
         walk(name, [name])
+
+
+#: The agents file's JSON Schema (``docs/agents.schema.json``, written by
+#: ``python -m smart_agent.tools.agents_file > docs/agents.schema.json``; a unit test fails when it is stale):
+#: these keys of the file and of an agent, and every run setting an agent may set, from its declaration.
+SCHEMA_TOP: dict[str, Any] = {'$schema': 'https://json-schema.org/draft/2020-12/schema',
+ 'title': 'smart-agent agents file',
+ 'description': 'Named agents, handoffs and sub-agents (agents.yaml or agents.json). See docs/agents.md.',
+ 'type': 'object',
+ 'required': ['agents'],
+ 'additionalProperties': False,
+ 'properties': {'$schema': {'type': 'string'},
+                'default': {'type': 'string',
+                            'pattern': '^[A-Za-z][A-Za-z0-9_-]{0,39}$',
+                            'description': 'The agent that holds a new thread (default: the first agent).'},
+                'agents': {'type': 'object',
+                           'minProperties': 1,
+                           'propertyNames': {'type': 'string', 'pattern': '^[A-Za-z][A-Za-z0-9_-]{0,39}$'},
+                           'additionalProperties': {'$ref': '#/$defs/agent'}},
+                'mcp_servers': {'type': 'object',
+                                'description': 'MCP servers of the team, in the mcpServers format ({name: '
+                                               '{command, args, env, cwd} | {url, headers}}, plus '
+                                               'tool_prefix, side_effects, timeout_s, retries, cost, tools, '
+                                               'start_timeout_s); their tools are named <server>__<tool>. '
+                                               'The CLI opens them for a run.',
+                                'additionalProperties': {'type': 'object'}}}}
+AGENT_KEYS_SCHEMA: dict[str, Any] = {'description': {'type': 'string',
+                 'minLength': 1,
+                 'description': 'What the agent does: the description of its transfer_to_<name> tool and of '
+                                'its sub-agent tool <name>.'},
+ 'prompt': {'type': 'string', 'minLength': 1, 'description': "The agent's system prompt."},
+ 'tools': {'type': 'array',
+           'items': {'type': 'string', 'minLength': 1},
+           'description': "Tool names (built-in, plugin or MCP) or globs such as 'read_*'; each must name or "
+                          'match a tool.'},
+ 'model': {'type': 'string', 'description': "Chat model as provider:model (default: the run's model)."},
+ 'handoffs': {'type': 'array',
+              'items': {'type': 'string', 'pattern': '^[A-Za-z][A-Za-z0-9_-]{0,39}$'},
+              'description': 'Agents it may transfer the thread to (tools transfer_to_<name>); default '
+                             'none.'},
+ 'sub_agents': {'type': 'array',
+                'items': {'type': 'string', 'pattern': '^[A-Za-z][A-Za-z0-9_-]{0,39}$'},
+                'description': 'Agents it may call as tools named after them; only their final answer '
+                               'returns.'},
+ 'middleware': {'type': 'array',
+                'items': {'type': 'string', 'minLength': 1},
+                'description': "LangChain middleware of this agent's turns, as MODULE:ATTR (an "
+                               "AgentMiddleware or a list of them), after the graph's own."}}
+
+
+def agents_schema() -> dict[str, Any]:
+    """The agents file's JSON Schema: :data:`SCHEMA_TOP`, an agent's own keys and its run settings."""
+    from ..config.context import declaration
+
+    settings = {
+        name: {"description": "Run setting (context field): " + declaration(name).help}
+        for name in agent_setting_names()
+        if name not in AGENT_KEYS_SCHEMA
+    }
+    agent = {
+        "type": "object", "required": ["description", "prompt"], "additionalProperties": False,
+        "properties": {**AGENT_KEYS_SCHEMA, **settings},
+    }  # fmt: skip
+    return {**SCHEMA_TOP, "$defs": {"agent": agent}}
+
+
+if __name__ == "__main__":
+    print(json.dumps(agents_schema(), indent=1, ensure_ascii=False))

@@ -13,7 +13,7 @@ import inspect
 import json
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,10 +22,12 @@ from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.errors import GraphBubbleUp
+from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 from pydantic import ValidationError
 
 from ..models.tokens import measure_message
+from ..policies.hooks import Hooks
 from .executor import ainvoke_tool
 from .retry import is_retryable
 
@@ -248,3 +250,39 @@ async def run_tool(
         result.outcome.duration_s = time.perf_counter() - start
         return result.outcome
     return outcome_from_command(tool.name, call_id, result, time.perf_counter() - start)
+
+
+async def outcome_through(
+    hooks: Hooks,
+    request: ToolCallRequest,
+    run: Callable[[Mapping[str, Any]], Awaitable[ToolOutcome]],
+    *,
+    again: Callable[[], bool] | None = None,
+    budget_note: str = "",
+) -> ToolOutcome:
+    """``run(tool_call)`` - one execution of a call - through the ``wrap_tool_call`` layers of a
+    user's middleware (``policies/hooks.py``), which may change the call, run it again, or answer
+    it themselves. The outcome is the execution's own when a layer passes its message on, else
+    what the layers returned. ``again``: takes a second (third...) execution from the run's tool
+    budget; when it grants none the handler answers "not run again" (``budget_note`` says why)."""
+    outcomes: dict[int, ToolOutcome] = {}
+    executions = [0]
+    call = request.tool_call
+    name, call_id = call.get("name") or "", call.get("id") or ""
+
+    async def handler(req: ToolCallRequest) -> ToolMessage | Command:
+        executions[0] += 1
+        if executions[0] > 1 and again is not None and not again():
+            return ToolMessage(f"Not run again: tool budget exhausted{budget_note}.", tool_call_id=call_id, name=name,
+                               status="error")  # fmt: skip
+        outcome = await run(req.tool_call)
+        message: ToolMessage | Command = outcome.update_command() if outcome.update else outcome.to_message()
+        outcomes[id(message)] = outcome
+        return message
+
+    result = await hooks.call_tool(request, handler)
+    if id(result) in outcomes:
+        return outcomes[id(result)]
+    if isinstance(result, Command):
+        return outcome_from_command(name, call_id, result, 0.0)
+    return ToolOutcome.of_message(result, name)

@@ -17,17 +17,21 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from functools import reduce
-from typing import Any
+from typing import Any, cast
 
+from langchain.tools import ToolRuntime
 from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
 
 from ...config.context import PlannerContext
 from ...models.usage import Meter, add_usage, as_usage, current_meter, run_start_usage, shared_meter, using
+from ...policies.hooks import Hooks
 from ...policies.tool_retry import BACKOFF_BASE_S, backoff_delay
 from ...runs.events import emit
 from ...state import PlannerState, count_of
-from ...tools.invoke import run_tool, tool_timeout
+from ...tools.invoke import ToolOutcome, outcome_through, run_tool, tool_timeout
 from ...tools.registry import ToolMeta, ToolRegistry
 from .common import attempts_used, offered_registry, task_text
 from .prompts import clip
@@ -81,6 +85,7 @@ async def execute_step(
     clock: Callable[[], float] = time.monotonic,
     edited_args: dict[str, Any] | None = None,
     take_retry: Callable[[], bool] | None = None,
+    hooks: Hooks | None = None,
 ) -> dict[str, Any]:
     """Run one step with reference resolution, timeout and retries; never raises for tool failures.
 
@@ -95,7 +100,8 @@ async def execute_step(
     whole step: each attempt's timeout is cut to what is left, and no attempt or
     backoff wait starts past it. ``edited_args``: the arguments a human set in review
     (``review.py``), checked like a plan's (``validate_args``) and used as given instead of
-    resolving the step's own.
+    resolving the step's own. ``hooks``: the user's middleware, whose ``wrap_tool_call`` layers
+    wrap each attempt (the planner's steps are tool calls like the loop's).
     """
     result: dict[str, Any] = {"id": step.id, "tool": step.tool, "args": step.args, "status": FAILED, "output": None,
                               "error": None, "attempts": 0, "errors": [], "duration_s": 0.0}
@@ -126,10 +132,24 @@ async def execute_step(
     total = 0.0
     for attempt in range(1, retries + 2):
         left = cap - (clock() - started)
-        outcome = await run_tool(
-            tool, args, call_id=f"{step.id}-{attempt}", context=ctx, store=store,
-            stream_writer=stream_writer, timeout_s=min(timeout, left) if timeout else left,
-        )
+        call_id = f"{step.id}-{attempt}"
+
+        async def once(call: Mapping[str, Any], call_id: str = call_id, left: float = left) -> ToolOutcome:
+            return await run_tool(
+                tool, dict(call.get("args") or {}), call_id=call_id, context=ctx, store=store,
+                stream_writer=stream_writer, timeout_s=min(timeout, left) if timeout else left,
+            )
+
+        if hooks:
+            tool_runtime: ToolRuntime = ToolRuntime(
+                state={}, context=cast(Any, ctx), config=RunnableConfig(), stream_writer=stream_writer,
+                tool_call_id=call_id, store=store,
+            )  # fmt: skip
+            tool_call = {"name": step.tool, "args": args, "id": call_id, "type": "tool_call"}
+            request = ToolCallRequest(tool_call=tool_call, tool=tool, state={}, runtime=tool_runtime)  # type: ignore[arg-type]
+            outcome = await outcome_through(hooks, request, once, again=take_retry)
+        else:
+            outcome = await once({"args": args})
         total += outcome.duration_s
         result["attempts"] = attempt
         if outcome.ok:
@@ -337,7 +357,9 @@ def paid_first_attempts(state: Mapping[str, Any]) -> int:
     return sum(1 for sid, n in (state.get("step_budgets") or {}).items() if n and n > 0 and sid not in results)
 
 
-def make_run_step_node(registry: ToolRegistry, *, backoff_base_s: float = BACKOFF_BASE_S) -> Callable:
+def make_run_step_node(
+    registry: ToolRegistry, *, backoff_base_s: float = BACKOFF_BASE_S, hooks: Hooks | None = None
+) -> Callable:
     async def run_step(task: dict, runtime: Runtime[PlannerContext]) -> dict[str, Any]:
         ctx = PlannerContext.of(runtime)
         step = Step.model_validate(task["step"])
@@ -363,7 +385,7 @@ def make_run_step_node(registry: ToolRegistry, *, backoff_base_s: float = BACKOF
                 # (0: the budget paid no attempt; a retry is paid when it starts, take_retry)
                 max_attempts=0 if task.get("max_attempts") == 0 else None,
                 edited_args=review.get("args") if review.get("type") == "edit" else None,
-                take_retry=lambda: own.take_tools(1) == 1,
+                take_retry=lambda: own.take_tools(1) == 1, hooks=hooks,
             )
         if (task.get("max_attempts") or 0) > 0 and not result["attempts"]:
             paid.release_tools(1)  # its first attempt was paid for and never ran

@@ -26,15 +26,17 @@ from langchain_core.messages import (
 from langgraph.runtime import Runtime
 
 from ...config.context import PlannerContext
-from ...models.chat import Fallback, invoke_model, load_chat_model, model_fallbacks, model_options, rebind_all
-from ...models.messages import as_ai_message, conversation_so_far, message_text, usage_of
+from ...models.chat import Fallback, load_chat_model, model_fallbacks, model_options
+from ...models.messages import conversation_so_far, message_text, usage_of
 from ...models.tokens import count_request, resolve_counter
 from ...models.usage import current_meter
+from ...policies.hooks import Hooks
 from ...replies.feedback import feedback
-from ...replies.submit import bind_submit, find_submission
+from ...replies.submit import find_submission
 from ...runs.events import emit
 from ...state import PlannerState, count_of
 from ...tools.registry import ToolRegistry
+from ..agent import ModelCaller
 from ..metering import metered_node
 from .common import (
     offered_registry,
@@ -114,28 +116,29 @@ async def plan_attempt(
     spec: str | None = None,
     max_steps: int | None = None,
     fallbacks: Sequence[Fallback] = (),
+    caller: ModelCaller | None = None,
+    state: Any = None,
+    runtime: Any = None,
 ) -> Attempt:
-    """Ask the model once (``fallbacks`` after a provider error) and validate what it produced."""
-    parsed: Any = None
+    """Ask the model once (``fallbacks`` after a provider error) and validate what it produced.
+    ``caller``: the node's (its middleware's model-call hooks)."""
+    caller = caller or ModelCaller()
 
-    def shape(llm: Any) -> Any:
-        """What is invoked for ``method``: the model with the plan schema or tool, or itself."""
-        if method == "structured":
-            try:
-                return llm.with_structured_output(
-                    inline_refs(plan_json_schema()) | {"title": "plan", "description": "An execution plan."},
-                    include_raw=True,
-                )
-            except (NotImplementedError, AttributeError, ValueError, TypeError):
-                return llm
-        return bind_submit(llm, [submit_plan_tool()]) if method == "tool" else llm
+    def structured(llm: Any) -> Any:
+        """The model with the plan schema (the model itself when it cannot take one)."""
+        try:
+            return llm.with_structured_output(
+                inline_refs(plan_json_schema()) | {"title": "plan", "description": "An execution plan."},
+                include_raw=True,
+            )
+        except (NotImplementedError, AttributeError, ValueError, TypeError):
+            return llm
 
-    result = await invoke_model(shape(model), messages, spec=spec, fallbacks=rebind_all(fallbacks, shape))
-    if isinstance(result, dict) and "raw" in result:
-        parsed = result.get("parsed")
-        response = as_ai_message(result.get("raw"))
-    else:
-        response = as_ai_message(result)
+    reply = await caller(
+        model, messages, [submit_plan_tool()] if method == "tool" else [], spec=spec, fallbacks=fallbacks,
+        state=state, runtime=runtime, structured=structured if method == "structured" else None,
+    )  # fmt: skip
+    response, parsed = reply.message, reply.parsed
     emit("usage", node="plan", **usage_of(response))
 
     payload, errors = (parsed, list[str]()) if parsed else payload_from_message(response)
@@ -190,7 +193,10 @@ def make_plan_node(
     model: BaseChatModel | None = None,
     *,
     method: PlanMethod = "tool",
+    hooks: Hooks | None = None,
 ) -> Callable:
+    caller = ModelCaller(hooks)
+
     async def plan(state: PlannerState, runtime: Runtime[PlannerContext]) -> dict[str, Any]:
         ctx = PlannerContext.of(runtime)
         llm = model or load_chat_model(ctx.model, **model_options(ctx))
@@ -228,6 +234,7 @@ def make_plan_node(
         result = await plan_attempt(
             llm, messages, tools, method=method, finished=finished, used_ids=list(results),
             spec=None if model else ctx.model, max_steps=remaining_budget(state, ctx), fallbacks=model_fallbacks(ctx),
+            caller=caller, state=state, runtime=runtime,
         )
         attempts += 1
         if result.plan is not None:

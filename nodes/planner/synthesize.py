@@ -14,11 +14,13 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from ...config.context import PlannerContext
-from ...models.chat import invoke_model, load_chat_model, model_fallbacks, model_options
-from ...models.messages import as_ai_message, message_text, usage_of
+from ...models.chat import load_chat_model, model_fallbacks, model_options
+from ...models.messages import message_text, usage_of
 from ...models.usage import BUDGET_SPENT_ANSWER, current_meter
+from ...policies.hooks import Hooks
 from ...runs.events import emit
 from ...state import PlannerState, count_of
+from ..agent import ModelCaller, ask_again_if_empty
 from ..metering import metered_node
 from .common import task_text
 from .prompts import SYNTHESIZE_SYSTEM, clip, synthesize_prompt
@@ -45,7 +47,9 @@ def final_status(state: Mapping[str, Any]) -> str:
     return "halted" if status in ("halted", "plan_invalid") else "done"
 
 
-def make_synthesize_node(model: BaseChatModel | None = None) -> Callable:
+def make_synthesize_node(model: BaseChatModel | None = None, hooks: Hooks | None = None) -> Callable:
+    caller = ModelCaller(hooks)
+
     async def synthesize(state: PlannerState, runtime: Runtime[PlannerContext]) -> dict[str, Any]:
         ctx = PlannerContext.of(runtime)
         meter = current_meter()
@@ -62,14 +66,13 @@ def make_synthesize_node(model: BaseChatModel | None = None) -> Callable:
         ]
         spec = None if model else ctx.model
         fallbacks = model_fallbacks(ctx)
-        response = as_ai_message(await invoke_model(llm, messages, spec=spec, fallbacks=fallbacks))
+        options: dict[str, Any] = {"spec": spec, "fallbacks": fallbacks, "state": state, "runtime": runtime}
+        response = (await caller(llm, messages, **options)).message
         usage = usage_of(response)
         emit("usage", node="synthesize", **usage)
         # An empty answer is asked for once more, then fails the run (never an empty answer).
-        from ..agent import ask_again_if_empty
-
         if not (meter is not None and meter.spent()):  # (an empty reply: once more, when the budget allows)
-            response = await ask_again_if_empty(llm, messages, [], response, spec=spec, fallbacks=fallbacks)
+            response = await ask_again_if_empty(caller, llm, messages, [], response, options=options)
         answer = message_text(response).strip() or BUDGET_SPENT_ANSWER
         status = final_status(state)
         emit("final_answer", answer=answer, status=status, steps=counts(trace))

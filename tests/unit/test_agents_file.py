@@ -132,3 +132,11 @@ def test_the_files_own_mcp_servers_name_tools(tmp_path):
     assert "agent 'math': tools: unknown tool 'web__get'" in problem(tmp_path, servers + TEAM.replace(
         "[calculator]", "[web__get]"))
     assert "mcp_servers.fs: give exactly one of" in problem(tmp_path, servers + "    url: http://x\n" + TEAM)
+
+
+def test_the_agents_file_schema_is_not_stale():
+    from smart_agent.tools.agents_file import agents_schema
+
+    assert agents_schema() == SCHEMA, (
+        "docs/agents.schema.json is stale: run `python -m smart_agent.tools.agents_file > docs/agents.schema.json`"
+    )
