@@ -11,6 +11,7 @@ from .agents import add_agents_args, agents_values
 from .backends import add_db_arg, add_durability_arg, check_run_embeddings
 from .flags import REVIEW_FIELDS, add_setting_args, setting_values
 from .mcp import add_mcp_args, mcp_values
+from .middleware import add_middleware_args, middleware_values
 from .options import check_tool_names, thread_arg
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -31,6 +32,7 @@ def add_context_args(p: argparse.ArgumentParser, *, review_flags: bool = True) -
     p.add_argument("--quiet", "-q", action="store_true", help="do not print events")
     add_mcp_args(p)
     add_agents_args(p)
+    add_middleware_args(p)
     add_setting_args(p, skip=() if review_flags else REVIEW_FIELDS)
 
 
@@ -41,6 +43,7 @@ def context_values(args: argparse.Namespace) -> dict[str, Any]:
         values["ask_user"] = True  # chat offers ask_user unless --no-ask-user
     mcp_values(args, values)
     agents_values(args, values)  # after MCP: an agent may name the servers' tools
+    middleware_values(args, values)
     return values
 
 

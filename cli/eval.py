@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .cassette import add_cassette_args
+from .middleware import add_middleware_args
 
 EVAL_EXAMPLES = """examples:
   smart-agent eval evals/smoke.yaml --replay evals/cassettes      offline, deterministic (CI)
@@ -77,6 +78,7 @@ def register_cli(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--min-pass-rate", type=_rate, default=0.0, metavar="R",
                    help="exit 1 when the pass rate (pass@1) is below R, 0 to 1 (default 0)")
     p.add_argument("--json", action="store_true", help="print results.json on stdout instead of the table")
+    add_middleware_args(p)
     add_cassette_args(p)
     p.set_defaults(handler=eval_command)
     return p
@@ -131,6 +133,16 @@ class _Progress:
             self.bar.stop()
 
 
+def _middleware(args: argparse.Namespace) -> list[Any]:
+    """``--middleware``: loaded (a bad reference: one line, exit 2)."""
+    from ..policies.middleware import MiddlewareError, load_middleware
+
+    try:
+        return load_middleware(getattr(args, "middleware", None) or [])
+    except MiddlewareError as exc:
+        raise ValueError(str(exc)) from None
+
+
 async def _run_side(suite: Any, config: Any, out: Path, args: argparse.Namespace, sub: str | None) -> dict:
     from ..evaluation.report import markdown_report, summarize
     from ..runs.redact import redact_value
@@ -141,7 +153,7 @@ async def _run_side(suite: Any, config: Any, out: Path, args: argparse.Namespace
 
     run = EvalRun(
         suite=suite, config=config, out=out, repeat=args.repeat, concurrency=args.concurrency,
-        record=folder(args.record), replay=folder(args.replay),
+        record=folder(args.record), replay=folder(args.replay), middleware=_middleware(args),
     )
     out.mkdir(parents=True, exist_ok=True)
     progress = _Progress(len(suite.cases) * args.repeat, config.label)

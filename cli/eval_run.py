@@ -15,7 +15,7 @@ import shutil
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ class EvalRun:
     concurrency: int = 4
     record: str | None = None
     replay: str | None = None
+    middleware: list[Any] = field(default_factory=list)  # --middleware (cli/middleware.py), every case's graph
 
 
 def _context(case: Case, config: RunConfig, graph_name: str, workspace: Path) -> Any:
@@ -74,14 +75,16 @@ def _ask(case: Case) -> Callable[[list[Any]], Any] | None:
     return ask
 
 
-def _graph(graphs: dict[str, Any], graph_name: str, agents: str | None, backends: Any) -> Any:
+def _graph(
+    graphs: dict[str, Any], graph_name: str, agents: str | None, backends: Any, middleware: list[Any] | None = None
+) -> Any:
     """The compiled graph of that name (and agents file), built once and shared by the runs."""
     from .run import _build
 
     key = f"{graph_name} {agents or ''}"
     if key not in graphs:  # --agents: only the agent graph runs a team
         graphs[key] = _build(graph_name, backends.checkpointer, store=backends.store,
-                             agents_file=agents if graph_name == "agent" else None)
+                             agents_file=agents if graph_name == "agent" else None, middleware=middleware)
     return graphs[key]
 
 
@@ -92,7 +95,7 @@ def _warm_up(run: EvalRun, graphs: dict[str, Any], backends: Any) -> None:
     from ..models.chat import ModelConfigError, load_chat_model
 
     for case in run.suite.cases:
-        _graph(graphs, run.config.graph or case.graph or "agent", case.agents, backends)
+        _graph(graphs, run.config.graph or case.graph or "agent", case.agents, backends, run.middleware)
     for model in sorted({run.config.model or c.model or _default_model() for c in run.suite.cases}):
         try:
             load_chat_model(model)
@@ -158,7 +161,7 @@ async def run_case(run: EvalRun, case: Case, repeat: int, graphs: dict[str, Any]
     ran: float | None = None
     try:
         ctx = _context(case, run.config, graph_name, workspace)
-        graph = _graph(graphs, graph_name, case.agents, backends)
+        graph = _graph(graphs, graph_name, case.agents, backends, run.middleware)
         async with _session(run, case):
             final: dict[str, Any] = {}
             for turn in case.turns:

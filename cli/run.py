@@ -75,7 +75,7 @@ def _printer(stream: TextIO, quiet: bool, summary: RunSummary) -> Callable[[dict
 
 
 def _build(graph_name: str, checkpointer: Any, model: Any = None, store: Any = None, registry: Any = None,
-           agents_file: str | None = None) -> Any:
+           agents_file: str | None = None, middleware: list[Any] | None = None) -> Any:
     from ..graphs import get_builder
 
     if graph_name == "execute":  # a saved plan's execution (cli/planner.py) that `smart-agent resume` continues
@@ -92,6 +92,8 @@ def _build(graph_name: str, checkpointer: Any, model: Any = None, store: Any = N
         kwargs["model"] = model
     if agents_file and graph_name == "agent":  # --agents: the agent graph runs the file's team (cli/agents.py)
         kwargs["agents_file"] = agents_file
+    if middleware:  # --middleware (cli/middleware.py)
+        kwargs["middleware"] = middleware
     return builder(**kwargs)
 
 
@@ -133,6 +135,7 @@ async def run_and_report(
     from .backends import open_run_backends
     from .cassette import cassette_session
     from .mcp import open_mcp_registry
+    from .middleware import recorded_middleware
     from .review import ask_terminal, on_terminal
 
     summary = RunSummary()
@@ -149,7 +152,7 @@ async def run_and_report(
         ):
             graph = _build(
                 graph_name, backends.checkpointer, store=backends.store, registry=registry,
-                agents_file=recorded_agents_file(metadata),
+                agents_file=recorded_agents_file(metadata), middleware=recorded_middleware(metadata),
             )
             final = await run_once(
                 graph,
@@ -202,6 +205,7 @@ async def chat_command(args: argparse.Namespace) -> int:
     from .backends import open_run_backends
     from .cassette import cassette_session
     from .mcp import open_mcp_registry
+    from .middleware import recorded_middleware
     from .review import ask_terminal, interrupt_kind, on_terminal, report_interrupted, resume_value, run_metadata
 
     ctx = context_from_args(args)
@@ -256,7 +260,7 @@ async def chat_command(args: argparse.Namespace) -> int:
     ):
         graph = _build(
             args.graph, backends.checkpointer, store=backends.store, registry=registry,
-            agents_file=recorded_agents_file(metadata),
+            agents_file=recorded_agents_file(metadata), middleware=recorded_middleware(metadata),
         )
         while True:
             if interactive:

@@ -57,6 +57,7 @@ from ..nodes.team import no_handoff
 from ..nodes.tools import make_tools_node
 from ..policies import tool_policies
 from ..policies.hooks import Hooks, check_middleware, middleware_state, reducers_of
+from ..policies.middleware import served_middleware
 from ..state import AgentOutputState, AgentState, InputState
 from ..tools.assembly import resolve_registry
 from ..tools.registry import ToolRegistry
@@ -227,5 +228,7 @@ def build_agent_graph(
 # Built on first access (run_scope.served_graph), not at import.
 def __getattr__(name: str) -> Any:
     return served_graph(
-        __name__, name, lambda: build_agent_graph(agents_file=served_agents_file(), mcp_config=served_mcp_config())
+        __name__, name, lambda: build_agent_graph(
+            agents_file=served_agents_file(), mcp_config=served_mcp_config(), middleware=served_middleware()
+        ),
     )

@@ -15,8 +15,10 @@ Wiring only; the work is in ``smart_agent.nodes.planner``::
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from langchain.agents.middleware import AgentMiddleware
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 
@@ -43,6 +45,8 @@ from ..nodes.planner.routes import (
     route_after_review,
 )
 from ..nodes.planner.synthesize import make_report_node, make_synthesize_node
+from ..policies.hooks import Hooks
+from ..policies.middleware import served_middleware
 from ..state import InputState, PlannerOutputState, PlannerState
 from ..tools.builtins import default_registry
 from ..tools.registry import ToolRegistry
@@ -63,6 +67,7 @@ def build_planner_graph(
     plan_method: PlanMethod = "tool",
     backoff_base_s: float = BACKOFF_BASE_S,
     mcp_config: Any = None,
+    middleware: Sequence[AgentMiddleware] = (),
 ):
     """Compile the plan-then-execute graph.
 
@@ -71,20 +76,23 @@ def build_planner_graph(
     ``submit_plan`` tool, JSON text also accepted), ``"structured"`` (the model's
     structured output) or ``"text"`` (JSON in the reply). ``mcp_config`` (a ``{"mcpServers":
     ...}`` file, or ``McpServer``s): MCP servers each async run opens and closes; their tools
-    may be planned and run (``graphs/run_scope.py``).
+    may be planned and run (``graphs/run_scope.py``). ``middleware``: LangChain middleware whose
+    ``wrap_model_call`` layers wrap the planning and synthesis calls and whose ``wrap_tool_call``
+    layers wrap each step attempt (``policies/hooks.py``).
     """
     registry = registry if registry is not None else default_registry()
+    hooks = Hooks(middleware)
     g = StateGraph(
         PlannerState, input_schema=InputState, output_schema=PlannerOutputState, context_schema=PlannerContext
     )
     g.add_node("prepare", make_prepare_node())
-    g.add_node("plan", make_plan_node(registry, model, method=plan_method))
+    g.add_node("plan", make_plan_node(registry, model, method=plan_method, hooks=hooks))
     g.add_node("plan_failed", make_plan_failed_node())
     g.add_node("approve", make_approve_node(registry))
     g.add_node("dispatch", make_dispatch_node(registry))
     g.add_node("review_steps", make_review_node())
-    g.add_node("run_step", make_run_step_node(registry, backoff_base_s=backoff_base_s))
-    g.add_node("synthesize", make_synthesize_node(model))
+    g.add_node("run_step", make_run_step_node(registry, backoff_base_s=backoff_base_s, hooks=hooks))
+    g.add_node("synthesize", make_synthesize_node(model, hooks))
 
     g.add_edge(START, "prepare")
     g.add_conditional_edges("prepare", route_after_prepare, ["plan", END])
@@ -133,4 +141,6 @@ def build_executor_graph(
 # the MCP servers of $SMART_AGENT_MCP_CONFIG opened for each run.
 # Built on first access (run_scope.served_graph), not at import.
 def __getattr__(name: str) -> Any:
-    return served_graph(__name__, name, lambda: build_planner_graph(mcp_config=served_mcp_config()))
+    return served_graph(
+        __name__, name, lambda: build_planner_graph(mcp_config=served_mcp_config(), middleware=served_middleware())
+    )

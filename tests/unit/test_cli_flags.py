@@ -56,7 +56,9 @@ def _fields_set_by_flags(command: str, samples: list[str]) -> dict[str, str]:
 def samples(tmp_path):
     schema = tmp_path / "schema.json"
     schema.write_text(json.dumps({"type": "object"}))
-    return ["1", "2000", "0.5", "openai:x", "calculator", "none", "two-phase", "email:redact", str(tmp_path), str(schema)]
+    return [
+        "1", "2000", "0.5", "openai:x", "calculator", "none", "two-phase", "email:redact", str(tmp_path), str(schema),
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize("command", ["run", "chat"])
