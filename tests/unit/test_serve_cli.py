@@ -196,3 +196,27 @@ def test_the_server_store_has_the_memorys_index_unless_memory_is_off(monkeypatch
     assert index is not None and index["dims"] == 384 and index["fields"] == ["text"]
     monkeypatch.setenv("SMART_AGENT_MEMORY", "false")
     assert server_index() is None
+
+
+def test_a_port_in_use_is_one_line_not_another_port(capsys):
+    """The engine would quietly listen on another port: a replica behind a load balancer must not."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert call(["serve", "--port", str(port)]) == 2
+    assert one_line_error(capsys) == f"smart-agent: cannot listen on 127.0.0.1:{port}: Address already in use"
+
+
+def test_a_host_that_is_no_address_is_one_line(capsys, monkeypatch):
+    import socket
+
+    def no_such_name(*args, **kwargs):  # what the resolver says, without asking one
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(socket, "getaddrinfo", no_such_name)
+    monkeypatch.setattr(serve_cli, "run", lambda *a: pytest.fail("the server was started"))
+    assert call(["serve", "--host", "no such host!", "--port", "8123"]) == 2
+    assert one_line_error(capsys).startswith("smart-agent: --host 'no such host!': not an address to listen on")
