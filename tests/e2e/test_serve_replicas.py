@@ -86,9 +86,14 @@ class Replica:
     name: str
     env: dict[str, str]
     log: Path
-    model: ScriptedOpenAIServer
+    model: ScriptedOpenAIServer | None
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen | None = None
+
+    @property
+    def scripted(self) -> ScriptedOpenAIServer:
+        assert self.model is not None
+        return self.model
 
     @property
     def url(self) -> str:
@@ -141,10 +146,10 @@ class Cluster:
     def reset(self, respond: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
         self.respond = respond
         for replica in (self.a, self.b):
-            replica.model.reset([])
+            replica.scripted.reset([])
 
     def model_requests(self) -> list[dict[str, Any]]:
-        return self.a.model.requests + self.b.model.requests
+        return self.a.scripted.requests + self.b.scripted.requests
 
 
 @pytest.fixture(scope="module")
@@ -179,7 +184,7 @@ def cluster(pg_url, redis_url, tmp_path_factory) -> Iterator[Cluster]:
     finally:
         for replica in replicas:
             replica.stop()
-            replica.model.stop()
+            replica.scripted.stop()
 
 
 def roles(request: dict[str, Any]) -> list[str]:
@@ -306,7 +311,7 @@ async def test_background_run_of_a_stopped_replica_finishes_on_the_other_once(cl
     )
     assert reached.wait(60), "the run reached its second model call"
     victim, survivor = (
-        (cluster.a, cluster.b) if any(roles(r)[-1] == "tool" for r in cluster.a.model.requests)
+        (cluster.a, cluster.b) if any(roles(r)[-1] == "tool" for r in cluster.a.scripted.requests)
         else (cluster.b, cluster.a)
     )
     assert victim.proc is not None
@@ -324,7 +329,7 @@ async def test_background_run_of_a_stopped_replica_finishes_on_the_other_once(cl
         assert len(await client.runs.list(thread["thread_id"])) == 1, "one run, not a second one"
         firsts = [r for r in cluster.model_requests() if roles(r)[-1] != "tool"]
         assert len(firsts) == 1, "the first step was not run again: resumed from the checkpoint"
-        assert any(roles(r)[-1] == "tool" for r in survivor.model.requests), "the survivor finished the run"
+        assert any(roles(r)[-1] == "tool" for r in survivor.scripted.requests), "the survivor finished the run"
         attempts = [h["metadata"]["run_attempt"] for h in await client.threads.get_history(thread["thread_id"])]
         assert attempts[0] == 2 and attempts[-1] == 1, attempts  # the second attempt went on from the first's
     finally:
@@ -348,3 +353,65 @@ def test_unreachable_redis_or_database_is_one_line_and_exit_2(cluster, redis_url
     assert no_db.returncode == 2, no_db
     (line,) = no_db.stderr.splitlines()
     assert "cannot connect to the Postgres database of SMART_AGENT_DB" in line and "secret" not in line
+
+
+FACTORY = '''
+import contextlib
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph import START, StateGraph
+from langgraph_sdk.runtime import ServerRuntime
+from typing_extensions import TypedDict
+
+
+class State(TypedDict):
+    seen: str
+
+
+@contextlib.asynccontextmanager
+async def make_graph(config: RunnableConfig, runtime: ServerRuntime):
+    """A graph factory entered per run: it sees the run's client context."""
+    run = runtime.execution_runtime
+    tag = (config.get("configurable") or {}).get("tag") if run is not None else "no run"
+
+    def node(state: State) -> State:
+        return {"seen": f"factory saw tag={tag}"}
+
+    builder = StateGraph(State)
+    builder.add_node("node", node)
+    builder.add_edge(START, "node")
+    yield builder.compile()
+'''
+
+
+async def test_in_memory_serve_runs_a_graph_factory_of_another_folder(tmp_path):
+    """Without Postgres and Redis, ``serve`` is the in-memory server of ``langgraph dev``; the engine
+    loads ``langgraph.json``'s graphs itself, a graph factory too, from a config in another folder
+    (its ``./`` paths read from there)."""
+    from langgraph_sdk import get_client
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "factory.py").write_text(FACTORY)
+    (project / "langgraph.json").write_text('{"dependencies": ["."], "graphs": {"mine": "./factory.py:make_graph"}}')
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    port = free_port()
+    env = cli_env(None, SMART_AGENT_HOME=str(tmp_path / "home"), LANGGRAPH_CLI_NO_ANALYTICS="1",
+                  LANGGRAPH_NO_VERSION_CHECK="1")
+    exe = Path(sys.executable).with_name("smart-agent")
+    with open(tmp_path / "serve.log", "w") as log:
+        proc = subprocess.Popen(
+            [str(exe), "serve", "--port", str(port), "--config", str(project / "langgraph.json")],
+            cwd=elsewhere, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )
+    replica = Replica("memory", env, tmp_path / "serve.log", model=None, port=port, proc=proc)
+    try:
+        replica.wait_ready(60)
+        client = get_client(url=replica.url)
+        thread = await client.threads.create()
+        result = await client.runs.wait(thread["thread_id"], "mine", input={"seen": ""}, context={"tag": "blue"})
+        assert result == {"seen": "factory saw tag=blue"}
+        assert "in memory: one process" in (tmp_path / "serve.log").read_text()
+    finally:
+        replica.stop()
