@@ -1,10 +1,11 @@
 """Two ``smart-agent serve`` replicas on one PostgreSQL (pgserver) and one Redis (Debian's
 ``redis-server``), driven through ``langgraph_sdk``: threads, memory, interrupts and background
-runs are shared, and a run whose replica is killed (``kill -9``) finishes on the other one, once.
+runs are shared, and a run whose replica is killed (``kill -9``) or stopped (SIGTERM) finishes on
+the other one, once; ``serve`` without them is the in-memory server, which runs graph factories.
 
 Each replica has its own scripted model server (both answer alike), so a test sees which
 replica ran a model step. The replicas are started once for the module, at the same time (their
-table set-up runs under one advisory lock), with a 2 s run heartbeat so a dead replica's run is
+table set-up runs under one advisory lock), with a 3 s run heartbeat so a dead replica's run is
 taken over within seconds.
 """
 
@@ -171,7 +172,7 @@ def cluster(pg_url, redis_url, tmp_path_factory) -> Iterator[Cluster]:
             SMART_AGENT_HOME=str(home),
             LANGGRAPH_CLI_NO_ANALYTICS="1",
             LANGGRAPH_NO_VERSION_CHECK="1",
-            LG_BG_JOB_HEARTBEAT="2",  # a dead replica's runs are swept within ~4-8 s
+            LG_BG_JOB_HEARTBEAT="3",  # a dead replica's runs are swept within ~6-12 s
         )
         replicas.append(Replica(name, env, root / f"replica-{name}.log", model))
     box["cluster"] = cluster = Cluster(replicas[0], replicas[1], workspace, home, database)
@@ -342,10 +343,12 @@ def test_unreachable_redis_or_database_is_one_line_and_exit_2(cluster, redis_url
     is one line naming it, exit 2, and no server (nor the password of the database's URL)."""
     closed = free_port()
     base = {**cluster.a.env, "SMART_AGENT_HOME": str(tmp_path / "home")}
-    no_redis = run_cli(["serve", "--port", str(free_port())], env={**base, "REDIS_URI": f"redis://127.0.0.1:{closed}"})
+    no_redis = run_cli(
+        ["serve", "--port", str(free_port())], env={**base, "REDIS_URI": f"redis://:hunter2@127.0.0.1:{closed}"}
+    )
     assert no_redis.returncode == 2 and no_redis.stdout == "", no_redis
     (line,) = no_redis.stderr.splitlines()
-    assert line.startswith("smart-agent: REDIS_URI: Redis does not answer")
+    assert line.startswith("smart-agent: REDIS_URI: Redis does not answer") and "hunter2" not in line
     no_db = run_cli(
         ["serve", "--port", str(free_port())],
         env={**base, "SMART_AGENT_DB": f"postgresql://postgres:secret@127.0.0.1:{closed}/x"},
