@@ -13,6 +13,9 @@ nothing outside it imports it.
     smart-agent threads list|show ID|export ID|delete ID (cli/threads.py)
     smart-agent doctor                          (cli/doctor.py: model, data folder, memory, database)
     smart-agent eval SUITE [--compare A B] ...  (cli/eval.py, cli/eval_run.py; smart_agent/evaluation)
+    smart-agent serve [--host H] [--port P] [--workers N]
+                                                (cli/serve.py: the LangGraph API for langgraph.json's
+                                                graphs; replicas on Postgres + Redis)
 
 Events stream live to stderr (to stdout in human mode); with ``--json`` stdout
 holds exactly one JSON object. On a terminal the answer streams and a status line shows
@@ -65,6 +68,7 @@ EXAMPLES = """examples:
   smart-agent run "Compare a.txt and b.txt" --graph planner --json
   smart-agent chat --thread work                      a conversation; run it again to continue it
   smart-agent threads list                            the sessions; threads show|export|delete ID
+  smart-agent serve --port 8123                       the graphs over the LangGraph API (docs/deploy.md)
   smart-agent run "Split this goal" --graph fleet --max-workers 2
   smart-agent demo                                    offline, against a bundled scripted model
 
@@ -181,11 +185,12 @@ def _feature_cli_hooks() -> list[Callable]:
     from .memory import register_cli as register_memory_cli
     from .planner import register_cli as register_planner_cli
     from .resume import register_cli as register_resume_cli
+    from .serve import register_cli as register_serve_cli
     from .threads import register_cli as register_threads_cli
 
     return [
         register_memory_cli, register_planner_cli, register_resume_cli, register_agents_cli, register_threads_cli,
-        register_doctor_cli, register_eval_cli,
+        register_doctor_cli, register_eval_cli, register_serve_cli,
     ]
 
 

@@ -21,6 +21,9 @@ process settings that are not part of a run's context:
 ``SMART_AGENT_DEBUG``               the CLI prints tracebacks
 ``SMART_AGENT_PRICES``              model prices for ``max_cost_usd``: a JSON file or inline JSON
 ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` the OpenAI-compatible server of ``openai:`` models
+``REDIS_URI``                       ``smart-agent serve``'s Redis (run queue wake-ups, streams);
+                                    with a Postgres ``SMART_AGENT_DB``: replicas share runs
+``N_JOBS_PER_WORKER``               background runs at once per ``serve`` process (10)
 =================================== ==================================================
 
 Values are read when asked for (never at import), so a test or a notebook that sets a
@@ -51,6 +54,8 @@ __all__ = [
     "openai_base_url",
     "plugins_folder",
     "prices",
+    "redis_url",
+    "server_jobs",
     "thread_lock_timeout",
     "use_database",
     "use_durability",
@@ -81,6 +86,33 @@ def data_home() -> Path:
 def database_url() -> str | None:
     """``$SMART_AGENT_DB`` (None when unset or empty): the sessions database."""
     return _get(PREFIX + "DB") or None
+
+
+REDIS_ENV = "REDIS_URI"
+
+
+def redis_url() -> str | None:
+    """``$REDIS_URI`` (None when unset or empty): the Redis of ``smart-agent serve``'s replicas (the
+    LangGraph server's own variable, read by it too)."""
+    return (_get(REDIS_ENV) or "").strip() or None
+
+
+SERVER_JOBS_ENV = "N_JOBS_PER_WORKER"
+
+
+def server_jobs() -> int:
+    """``$N_JOBS_PER_WORKER`` (the LangGraph server's variable, the default of ``serve --jobs``):
+    background runs at once per server process, 1-1000 (default 10, the server's)."""
+    raw = (_get(SERVER_JOBS_ENV) or "").strip()
+    if not raw:
+        return 10
+    try:
+        jobs = int(raw)
+    except ValueError:
+        raise ValueError(f"{SERVER_JOBS_ENV} must be a whole number, got {raw[:40]!r}") from None
+    if not 1 <= jobs <= 1000:
+        raise ValueError(f"{SERVER_JOBS_ENV} must be from 1 to 1000, got {jobs}")
+    return jobs
 
 
 DB_POOL_SIZE_ENV = PREFIX + "DB_POOL_SIZE"

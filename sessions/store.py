@@ -13,7 +13,7 @@ run (the CLI does).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -157,7 +157,9 @@ def _hnsw_settings(pgvector_version: str | None) -> list[str]:
 
 
 @asynccontextmanager
-async def _open_postgres(url: str, index: Mapping[str, Any] | None, pool_size: int) -> AsyncIterator[Backends]:
+async def _open_postgres(
+    url: str, index: Mapping[str, Any] | None, pool_size: int, also: Sequence[Any] = ()
+) -> AsyncIterator[Backends]:
     try:
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
         from langgraph.store.postgres.aio import AsyncPostgresStore
@@ -194,7 +196,7 @@ async def _open_postgres(url: str, index: Mapping[str, Any] | None, pool_size: i
             await pool.open(wait=True)
             saver = AsyncPostgresSaver(pool)  # type: ignore[arg-type]  # a pool of dict-row connections
             store = AsyncPostgresStore(pool, index=postgres_index(index) if index else None)  # type: ignore[arg-type]
-            await _setup_postgres(setup_conn, saver, store)
+            await _setup_postgres(setup_conn, saver, store, *also)
         yield Backends(saver, store)
     finally:
         await pool.close()
@@ -235,6 +237,16 @@ async def open_backends(
     # Checkpoints zlib-compressed (checkpoint_serde.py): the saver keeps each one whole.
     async with aiosqlite.connect(str(path)) as conn:
         yield Backends(AsyncSqliteSaver(conn, serde=CompressedSerializer()))
+
+
+async def prepare_postgres(url: str, *, index: Mapping[str, Any] | None = None, also: Sequence[Any] = ()) -> None:
+    """Create or migrate the tables of the sessions, the store (its vector table when ``index`` is
+    given) and of ``also``'s parts (each with an async ``setup()``), one process at a time, then
+    close: what ``smart-agent serve`` runs before a replica starts, so replicas starting together
+    never race on a table. Unreachable server, no pgvector, failed migration: one line
+    (:class:`DatabaseUnavailable`)."""
+    async with _open_postgres(url, index, 1, also):
+        pass
 
 
 @asynccontextmanager
