@@ -58,6 +58,8 @@ from ..nodes.tools import make_tools_node
 from ..state import AgentOutputState, AgentState, InputState
 from ..tools.assembly import resolve_registry
 from ..tools.registry import ToolRegistry
+from ..tools.skills import project_start
+from .delegation import with_sub_agents
 from .run_scope import mcp_servers_of, served_graph, served_mcp_config, with_mcp_servers
 from .self_routing import with_node_routes
 from .team_file import served_agents_file, team_from_file
@@ -83,6 +85,7 @@ def build_agent_graph(
     default_agent: str | None = None,
     agents_file: Any = None,
     mcp_config: Any = None,
+    sub_agents: bool = True,
 ):
     """Compile the agent loop.
 
@@ -103,6 +106,9 @@ def build_agent_graph(
     ``mcp_servers``: MCP servers whose sessions each async run opens and closes
     (``graphs/run_scope.py``); their tools are the run's (every one for a single agent, those
     its ``tools`` name for a member of the file).
+
+    ``sub_agents``: a single agent's registry gets the sub-agent tools (``graphs/sub_agent.py``),
+    offered to runs whose ``sub_agent_tools`` setting is on. Skills, AGENTS.md: ``tools/skills.py``.
     """
     hooks = []
     servers = mcp_servers_of(mcp_config)
@@ -144,6 +150,8 @@ def build_agent_graph(
         preload = [everyone, *registries.values()]
     else:
         registry = resolve_registry(registry, tools)
+        if sub_agents:
+            registry = with_sub_agents(registry, build_agent_graph, model)
         budget = ContextBudget(lambda ctx, state: offered_tools(ctx, registry, state), token_counter, output_schema)
         # reasoning="two_phase" (nodes/reasoning.py) wraps the turn; "direct" is the plain node.
         agent_node = make_two_phase_node(make_agent_node(registry, model, budget), registry, model, budget)
@@ -174,7 +182,8 @@ def build_agent_graph(
     # name -> (node, where it may go: None for a node with a plain edge below), in drawing order.
     nodes: dict[str, tuple[Callable[..., Any], tuple[str, ...] | None]] = {
         # prefetch_recall first: the recall query is embedded while the rest of the run starts.
-        "resolver": (make_resolver(prefetch_recall, budget.on_run_start, *hooks, preload=preload),
+        "resolver": (make_resolver(prefetch_recall, project_start(agents), budget.on_run_start, *hooks,
+                                   preload=preload),
                      ("memory_recall", "summarize", "agent")),
         "summarize": (make_summarize_node(budget, model), None),
         "agent": (agent_node, ("human", "tools", "structuredOutput", "memory_write", END)),

@@ -33,6 +33,7 @@ from typing import Any
 
 from ..config import settings
 from ..config.served import client_context
+from ..runs.background import run_tasks, using_run_scope
 from ..runs.run_tools import using_run_tools
 from ..tools.mcp import run_mcp_tools
 from ..tools.mcp_config import McpServer, load_mcp_config
@@ -64,21 +65,21 @@ class McpRunGraph(SelfRoutedGraph):
                 kwargs["context"] = client_context(context)  # (reads no file)
             else:  # the workspace is resolved on the file system: off the event loop
                 kwargs["context"] = await asyncio.to_thread(client_context, context)
-        async with run_mcp_tools(self.mcp_servers) as tools:
+        async with run_mcp_tools(self.mcp_servers) as tools, run_tasks() as background:
             inner: Any = super().astream(input, config, **kwargs)
             try:
                 while True:
-                    # The run tools are set around every step of the run, in whatever task drives
-                    # it (langgraph dev's streams may resume the stream from several): the node
-                    # tasks each step starts copy them.
-                    with using_run_tools(tools):
+                    # The run tools (and the run's background tasks) are set around every step of the
+                    # run, in whatever task drives it (langgraph dev's streams may resume the stream
+                    # from several): the node tasks each step starts copy them.
+                    with using_run_tools(tools), using_run_scope(background):
                         try:
                             chunk = await anext(inner)
                         except StopAsyncIteration:
                             return
                     yield chunk
             finally:
-                with using_run_tools(tools):
+                with using_run_tools(tools), using_run_scope(background):
                     await inner.aclose()
 
 

@@ -30,6 +30,7 @@ __all__ = [
     "allow_private_network_of",
     "check_url_allowed",
     "context_value",
+    "context_workspace",
     "resolve_in_workspace",
     "workspace_of",
 ]
@@ -57,8 +58,14 @@ def context_value(runtime: Any, name: str, default: Any = None) -> Any:
 
 def workspace_of(runtime: Any) -> Path:
     """The run's workspace folder (default: ``$SMART_AGENT_WORKSPACE`` or the current folder)."""
+    return context_workspace(getattr(runtime, "context", None))
+
+
+def context_workspace(ctx: Any) -> Path:
+    """The workspace folder of a run context of any shape (:func:`workspace_of`; reads the current
+    folder when neither the context nor the environment names one: not on an event loop)."""
     default = settings.field_env("workspace")[1] or os.getcwd()
-    return Path(context_value(runtime, "workspace", None) or default)
+    return Path(context_field(ctx, "workspace", None) or default)
 
 
 def allow_private_network_of(runtime: Any) -> bool:
