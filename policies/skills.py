@@ -9,6 +9,7 @@ turn the project instructions off, or lower their size cap.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from ..config import settings
@@ -61,10 +62,15 @@ class SkillSettings(Settings):
 def skill_folders(skills: list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
     """The skills folders of a run whose ``skills`` setting is ``skills``: those, then the data
     folder's (``$SMART_AGENT_HOME/skills``), each once, as given (resolved when they are read)."""
-    home = str(settings.data_home() / HOME_SKILLS)
-    return tuple(dict.fromkeys([*(skills or ()), home]))
+    return _folders(tuple(skills or ()), settings.env_value(settings.PREFIX + "HOME"))[0]
 
 
 def skills_key(skills: list[str] | tuple[str, ...] | None) -> str:
-    """The key of a run's skills in the state (``skills``): its folders, one a line."""
-    return "\n".join(skill_folders(skills))
+    """The key of a run's skills in the state (``skills``): its folders, one a line (asked each turn)."""
+    return _folders(tuple(skills or ()), settings.env_value(settings.PREFIX + "HOME"))[1]
+
+
+@functools.lru_cache(maxsize=64)
+def _folders(skills: tuple[str, ...], _home: str | None) -> tuple[tuple[str, ...], str]:
+    folders = tuple(dict.fromkeys([*skills, str(settings.data_home() / HOME_SKILLS)]))
+    return folders, "\n".join(folders)

@@ -237,13 +237,16 @@ def context_tools_for(ctx: Any, registry: ToolRegistry, state: Mapping[str, Any]
     if getattr(ctx, "use_todo_list", False) and MANAGE_TODO_LIST in registry:
         out.append(registry.get(MANAGE_TODO_LIST))
     skills = state.get("skills")
-    if skills and isinstance(skills, Mapping) and READ_SKILL in registry:
+    if skills and isinstance(skills, Mapping) and (found := registry.entry(READ_SKILL)) is not None:
         from ..policies.skills import skills_key
 
         if skills.get(skills_key(getattr(ctx, "skills", None))):
-            out.append(registry.get(READ_SKILL))
-    if getattr(ctx, "sub_agent_tools", False):
-        out.extend(registry.get(n) for n in SUB_AGENT_TOOL_NAMES if n in registry and is_context_tool(registry, n))
+            out.append(found[0])
+    if getattr(ctx, "sub_agent_tools", False):  # (those build_agent_graph registered, not a caller's own)
+        for name in SUB_AGENT_TOOL_NAMES:
+            found = registry.entry(name)
+            if found is not None and CONTEXT_TAG in found[1].tags:
+                out.append(found[0])
     return out
 
 

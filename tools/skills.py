@@ -30,6 +30,7 @@ import asyncio
 import logging
 import os
 import re
+import stat
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -142,20 +143,47 @@ def parse_skill(text: str, where: str) -> tuple[str, str, str]:
     return name, description, body
 
 
-def _read(root: str, rel: str, limit: int, what: str) -> bytes:
+def _read(root: str, rel: str, limit: int, what: str) -> tuple[bytes, os.stat_result]:
     """The bytes of ``rel`` below ``root`` (no link followed, a regular file, at most ``limit``
-    bytes): a ``SkillError`` otherwise."""
+    bytes) and the status of the file they were read from: a ``SkillError`` otherwise."""
     where = os.path.join(root, rel)
     try:
-        fd, _ = open_regular(root, rel, protected=False)
+        fd, st = open_regular(root, rel, protected=False)
     except ToolError as exc:
         raise SkillError(f"{where}: {exc}") from None
     try:
-        return read_descriptor(fd, name=where, what=what, limit=limit)
+        return read_descriptor(fd, name=where, what=what, limit=limit), st
     except InputFileError as exc:
         raise SkillError(str(exc)) from None
     finally:
         os.close(fd)
+
+
+def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+
+# Name and description of each SKILL.md a run start read, by path, with the identity of the file
+# read (device, inode, size, modification time): a later run lists an unchanged file from here
+# rather than reading and parsing it again (YAML is most of a run start's work).
+_PARSED: dict[str, tuple[tuple[int, int, int, int], tuple[str, str]]] = {}
+_PARSED_MAX = 4096
+
+
+def _listed(root: str, folder: str, where: str, st: os.stat_result) -> tuple[str, str]:
+    """``(name, description)`` of the skill in ``root``/``folder`` whose SKILL.md (``where``) has the
+    status ``st`` (``lstat``: its folder is not a link, checked by the caller); a ``SkillError``
+    when it cannot be used."""
+    hit = _PARSED.get(where)
+    if hit is not None and stat.S_ISREG(st.st_mode) and hit[0] == _identity(st):
+        return hit[1]
+    data, opened = _read(root, f"{folder}/{SKILL_FILE}", MAX_SKILL_BYTES, "skill")
+    name, description, _body = parse_skill(_text(data, where), where)
+    _PARSED.pop(where, None)
+    _PARSED[where] = (_identity(opened), (name, description))
+    while len(_PARSED) > _PARSED_MAX:
+        _PARSED.pop(next(iter(_PARSED)))
+    return name, description
 
 
 def _text(data: bytes, where: str) -> str:
@@ -199,13 +227,13 @@ def scan_skills(folders: tuple[str, ...] | list[str]) -> tuple[list[Skill], list
                     continue
                 if not entry.is_dir(follow_symlinks=False):
                     continue
-                if not os.path.lexists(where):
-                    continue  # a folder that holds no skill
+                st = os.lstat(where)
                 if len(skills) >= MAX_SKILLS:
                     warnings.append(f"{where}: more than {MAX_SKILLS} skills; skipped")
                     continue
-                text = _text(_read(root, f"{entry.name}/{SKILL_FILE}", MAX_SKILL_BYTES, "skill"), where)
-                name, description, _body = parse_skill(text, where)
+                name, description = _listed(root, entry.name, where, st)
+            except FileNotFoundError:
+                continue  # a folder that holds no skill
             except SkillError as exc:
                 warnings.append(f"{exc}; skipped")
                 continue
