@@ -107,7 +107,7 @@ def build_agent_graph(
     (``graphs/run_scope.py``); their tools are the run's (every one for a single agent, those
     its ``tools`` name for a member of the file).
 
-    ``sub_agents``: a single agent's registry gets the sub-agent tools (``graphs/sub_agent.py``),
+    ``sub_agents``: a single agent's registry gets the sub-agent tools (``graphs/delegation.py``),
     offered to runs whose ``sub_agent_tools`` setting is on. Skills, AGENTS.md: ``tools/skills.py``.
     """
     hooks = []

@@ -35,7 +35,7 @@ from pydantic import BaseModel, Field
 
 from ..config.context import Context, coerce_context
 from ..models.usage import hold_run_meter
-from ..runs.background import BackgroundTask, RunTasks, current_run_tasks
+from ..runs.background import MAX_HELD_TASKS, BackgroundTask, RunTasks, current_run_tasks
 from ..runs.events import preview
 from ..tools.agents import (
     CANCEL_SUB_AGENT,
@@ -227,7 +227,7 @@ class SubAgents:
                 f"{len(running)} background sub-agents of yours are running (max_sub_agents={concurrent}): check "
                 f"or cancel one first ({', '.join(r.id for r in running)})."
             )
-        if len(held) >= 32:
+        if len(held) >= MAX_HELD_TASKS:
             raise ToolError("Too many background tasks not yet checked: collect their answers with check_sub_agent.")
         if owner == ROOT_AGENT and depth == 1:
             hold_run_meter()  # the top-level run's meter counts the child's spending as it goes

@@ -31,6 +31,7 @@ import logging
 import os
 import re
 import stat
+import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -168,6 +169,7 @@ def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
 # rather than reading and parsing it again (YAML is most of a run start's work).
 _PARSED: dict[str, tuple[tuple[int, int, int, int], tuple[str, str]]] = {}
 _PARSED_MAX = 4096
+_CACHE_LOCK = threading.Lock()
 
 
 def _listed(root: str, folder: str, where: str, st: os.stat_result) -> tuple[str, str]:
@@ -179,10 +181,11 @@ def _listed(root: str, folder: str, where: str, st: os.stat_result) -> tuple[str
         return hit[1]
     data, opened = _read(root, f"{folder}/{SKILL_FILE}", MAX_SKILL_BYTES, "skill")
     name, description, _body = parse_skill(_text(data, where), where)
-    _PARSED.pop(where, None)
-    _PARSED[where] = (_identity(opened), (name, description))
-    while len(_PARSED) > _PARSED_MAX:
-        _PARSED.pop(next(iter(_PARSED)))
+    with _CACHE_LOCK:  # (run starts read on two threads)
+        _PARSED.pop(where, None)
+        _PARSED[where] = (_identity(opened), (name, description))
+        while len(_PARSED) > _PARSED_MAX:
+            _PARSED.pop(next(iter(_PARSED)))
     return name, description
 
 
@@ -303,15 +306,16 @@ def load_project(ctx: Any, folder_sets: list[tuple[str, ...]]) -> tuple[str, dic
 
 # The skills each set of folders had at the latest run start that read it: read_skill finds a skill
 # the prompt listed here (never in the state, which a served graph's client may write).
-_KNOWN: dict[str, tuple[float, dict[str, Skill]]] = {}
+_KNOWN: dict[str, dict[str, Skill]] = {}
 _KNOWN_MAX = 64
 
 
 def remember(key: str, skills: list[Skill]) -> None:
-    _KNOWN.pop(key, None)
-    _KNOWN[key] = (time.monotonic(), {s.name: s for s in skills})
-    while len(_KNOWN) > _KNOWN_MAX:
-        _KNOWN.pop(next(iter(_KNOWN)))
+    with _CACHE_LOCK:
+        _KNOWN.pop(key, None)
+        _KNOWN[key] = {s.name: s for s in skills}
+        while len(_KNOWN) > _KNOWN_MAX:
+            _KNOWN.pop(next(iter(_KNOWN)))
 
 
 def known_skills(folders: tuple[str, ...]) -> dict[str, Skill]:
@@ -319,7 +323,7 @@ def known_skills(folders: tuple[str, ...]) -> dict[str, Skill]:
     (not on an event loop)."""
     hit = _KNOWN.get("\n".join(folders))
     if hit is not None:
-        return hit[1]
+        return hit
     skills, _warnings = scan_skills(folders)
     remember("\n".join(folders), skills)
     return {s.name: s for s in skills}
