@@ -143,8 +143,8 @@ async def test_the_children_share_the_runs_model_call_budget(scripted_server, wo
 
 async def test_the_children_share_the_runs_tool_budget(scripted_server, workspace):
     srv = scripted_server(responder=root_then(
-        lambda req: (text("child stops") if len(tool_results(req)) >= 6
-                     else tool_call("calculator", {"expression": f"{len(req['messages'])}+1"})),
+        lambda req: (text("child stops") if len(tool_results(req)) >= 6  # (slow: the root checks first)
+                     else tool_call("calculator", {"expression": f"{len(req['messages'])}+1"}, delay_s=0.3)),
         lambda _: tool_call("start_sub_agent", {"task": "CHILD: compute a lot"}),
         lambda last: tool_call("check_sub_agent", {"task_id": task_id(last), "wait_s": 20}),
         lambda last: text(f"root: {last}"),
