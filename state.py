@@ -106,6 +106,11 @@ class AgentState(InputState, total=False):
     active_agent: str
     # Handoffs made in the current run.
     handoffs: int
+    # --- skills and project instructions (tools/skills.py): set at run start, the same every turn
+    # The AGENTS.md blocks of the system prompt ("": none).
+    project_instructions: str
+    # The skills the system prompt lists: the run's skills folders (policies/skills.skills_key) -> that list.
+    skills: dict[str, str]
     # --- long-term memory: set by memory_recall at run start
     # Text block of recalled long-term memories, appended to the system prompt.
     memory_context: str

@@ -244,10 +244,17 @@ def _handoff(ev: dict) -> str:
 def _sub_agent(ev: dict) -> str:
     who = ev.get("child") or ev.get("tool")
     if ev.get("phase") == "start":
-        return f"  ⤷ sub-agent {who} started: {short(ev.get('task') or '', 120)}"
+        how = " in the background" if ev.get("background") else ""
+        return f"  ⤷ sub-agent {who} started{how}: {short(ev.get('task') or '', 120)}"
     if ev.get("ok"):
         return f"  ⤶ sub-agent {who} answered: {short(ev.get('preview') or '', 120)}"
+    if ev.get("error") == "cancelled":
+        return f"  ◇ sub-agent {who} cancelled"
     return f"  ✗ sub-agent {who} failed: {short(ev.get('error') or '', 160)}"
+
+
+def _warning(ev: dict) -> str:
+    return f"  ! warning: {short(ev.get('message') or '', 300)}"
 
 
 # -- human review ------------------------------------------------------------------------
@@ -330,6 +337,7 @@ LINES: dict[str, Callable[[dict], str | None]] = {
     "reasoning": _reasoning,
     "budget": _budget,
     "error": _error,
+    "warning": _warning,
     "plan": _plan,
     "step_start": _step_start,
     "step_result": _step_result,

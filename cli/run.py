@@ -56,18 +56,21 @@ async def run_once(
     the plan's approval), ``ask(interrupts)`` gives the resume value and the run goes on; with
     no ``ask`` or when it returns None the run stops there: the final state then holds the
     pending interrupts under ``"__interrupt__"``. ``metadata`` goes into the thread's
-    checkpoints (cli/review.py records the graph and flags for ``resume``)."""
+    checkpoints (cli/review.py records the graph and flags for ``resume``). Background tasks the
+    run started (``start_sub_agent``) end with it."""
     config: dict[str, Any] = {
         "configurable": {"thread_id": thread_id},
         "recursion_limit": max(1000, 4 * int(getattr(context, "max_tool_calls", 20)) + 50),
     }
     if metadata:
         config["metadata"] = metadata
+    from ..runs.background import run_scope
     from .review import run_until_paused
 
-    return await run_until_paused(
-        graph, graph_input, config=config, context=context, on_event=on_event, ask=ask, on_progress=on_progress
-    )
+    async with run_scope():  # the run's background sub-agents: cancelled when it ends (runs/background.py)
+        return await run_until_paused(
+            graph, graph_input, config=config, context=context, on_event=on_event, ask=ask, on_progress=on_progress
+        )
 
 
 def _printer(stream: TextIO, quiet: bool, summary: RunSummary) -> Callable[[dict], None]:
@@ -373,16 +376,42 @@ def _demo_overrides() -> dict:
     return {}
 
 
+#: When the agent loop offers each of its context tools (``tools/context_tools.py``): ``smart-agent tools``.
+OFFERED_WHEN = {
+    "get_tool_response": "once a large output was archived",
+    "manage_todo_list": "with --use-todo-list",
+    "read_skill": "when the run has skills",
+    "sub_agent": "with --sub-agents",
+    "start_sub_agent": "with --sub-agents",
+    "check_sub_agent": "with --sub-agents",
+    "cancel_sub_agent": "with --sub-agents",
+}
+
+
+def context_tool_rows() -> list[dict[str, Any]]:
+    """The agent loop's context tools (``describe()`` rows, each with ``offered``: when)."""
+    from ..graphs.sub_agent import SubAgents
+    from ..tools.context_tools import CONTEXT_TOOLS
+    from ..tools.registry import ToolRegistry
+
+    registry = ToolRegistry()
+    for tool, meta in [*CONTEXT_TOOLS, *SubAgents(opt_in=True).entries()]:
+        registry.register(tool, meta, replace=True)
+    return [{**row, "offered": OFFERED_WHEN.get(row["name"], "when it applies")} for row in registry.describe()]
+
+
 def tools_command(args: argparse.Namespace) -> int:
     from .mcp import mcp_tool_rows
 
     rows = mcp_tool_rows(args, _printer(sys.stderr, False, RunSummary()))
+    rows += [r for r in context_tool_rows() if r["name"] not in {row["name"] for row in rows}]
     if args.json:
         print(json.dumps([{k: (meta_json(v) if k == "meta" else v) for k, v in r.items()} for r in rows], default=str))
         return 0
     for r in rows:
         meta = r["meta"]
-        flags = ", ".join(x for x in ["side effects" if meta.side_effects else "", meta.source] if x)
+        offered = f"offered {r['offered']}" if r.get("offered") else ""
+        flags = ", ".join(x for x in ["side effects" if meta.side_effects else "", meta.source, offered] if x)
         print(f"{r['name']:<18} {short(r['description'], 90)}  ({flags})")
     return 0
 

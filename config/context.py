@@ -29,8 +29,9 @@ from ..policies.reasoning import ReasoningMode, ReasoningSettings
 from ..policies.review import ReviewSettings
 from ..policies.run_budget import RunBudgetSettings
 from ..policies.sandbox import SandboxSettings
+from ..policies.skills import SkillSettings
 from ..policies.structured_output import StructuredOutputSettings
-from ..policies.sub_agents import SubAgentSettings
+from ..policies.sub_agents import SubAgentSettings, SubAgentToolSettings
 from ..policies.todo import TodoSettings
 from ..policies.tool_budget import ToolBudgetSettings
 from ..policies.tool_execution import ToolExecutionSettings
@@ -94,7 +95,8 @@ class BaseContext(
 
 @dataclass(kw_only=True)
 class AgentContext(
-    LoopSettings, TurnLimitSettings, StructuredOutputSettings, TodoSettings, ReasoningSettings, BaseContext
+    SubAgentToolSettings, SkillSettings, LoopSettings, TurnLimitSettings, StructuredOutputSettings, TodoSettings,
+    ReasoningSettings, BaseContext,
 ):
     """The agent loop (``graphs/agent.py``; also fleet workers and sub-agents)."""
 

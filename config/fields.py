@@ -50,7 +50,8 @@ class Declared:
     environment variable sets. ``client``: what a client of a served graph may do with it
     (``config/served.py``): ``"any"`` set it; ``"inside"`` only name a folder inside the
     server's (the workspace); ``"off"`` only turn it off; ``"lower"`` only lower it;
-    ``"budget"`` only lower it, where 0 means no limit."""
+    ``"budget"`` only lower it, where 0 means no limit; ``"subset"`` (a list) only keep items of the
+    server's list."""
 
     default: Any
     help: str

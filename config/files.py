@@ -30,6 +30,7 @@ __all__ = [
     "load_json",
     "load_yaml",
     "read_bytes_file",
+    "read_descriptor",
     "read_stream_bytes",
     "read_text_file",
 ]
@@ -74,6 +75,17 @@ def read_bytes_file(path: str | os.PathLike[str], *, what: str = "file", limit: 
     except OSError as exc:
         raise InputFileError(f"{what} {name}: cannot open it ({exc.strerror or exc})") from None
     try:
+        return read_descriptor(fd, name=name, what=what, limit=limit)
+    finally:
+        os.close(fd)
+
+
+def read_descriptor(fd: int, *, name: str, what: str = "file", limit: int = DEFAULT_MAX_BYTES, whole: bool = True
+                    ) -> bytes:
+    """At most ``limit`` bytes of the open regular file ``fd`` (left open; ``name`` names it in the
+    error), with :func:`read_text_file`'s refusals. ``whole=False``: a larger file is not refused,
+    its first ``limit`` + 1 bytes are returned (the caller cuts it, saying so)."""
+    try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             raise InputFileError(f"{what} {name}: {_kind(mode)}, not a regular file")
@@ -85,13 +97,11 @@ def read_bytes_file(path: str | os.PathLike[str], *, what: str = "file", limit: 
                 break
             chunks.append(chunk)
             size += len(chunk)
-        if size > limit:
+        if size > limit and whole:
             raise InputFileError(f"{what} {name}: larger than {limit} bytes")
         return b"".join(chunks)
     except OSError as exc:
         raise InputFileError(f"{what} {name}: cannot read it ({exc.strerror or exc})") from None
-    finally:
-        os.close(fd)
 
 
 def read_stream_bytes(stream: BinaryIO, *, what: str = "standard input", limit: int = DEFAULT_MAX_BYTES) -> bytes:

@@ -19,6 +19,7 @@ CLIENT = {
     "off": "turn off only",
     "lower": "lower only",
     "budget": "lower only (0: none)",
+    "subset": "only the server's items",
 }
 
 HEADER = """# Configuration reference

@@ -10,6 +10,7 @@ never widen:
 * ``workspace``: a folder inside the server's workspace (symbolic links resolved, ``..`` applied;
   a relative path is taken from the server's workspace) that exists; the run gets its resolved path.
 * switches (``allow_private_network``, ``memory``): a client may turn them off, not on.
+* folder lists (``skills``): only folders of the server's own list (``client="subset"``).
 * limits (``max_write_bytes``, the budgets, timeouts, retries, fan-out: what each setting declares,
   ``client="lower"``/``"budget"``): at most the server's value; where 0 means "no limit" a client's
   0 is a widening unless the server's is 0.
@@ -87,6 +88,13 @@ def _widening(name: str, value: Any) -> str | None:
     if client == "off":
         if parse_bool(value, name) and not server_value(name):
             return f"{name}: a client may not turn on what the server has off (got {shown(value)})"
+        return None
+    if client == "subset":  # a list: only items of the server's own list
+        allowed = {os.path.normpath(v) for v in server_value(name) or ()}
+        extra = [v for v in value if os.path.normpath(v) not in allowed]
+        if extra:
+            server = shown(server_value(name))
+            return f"{name}: a client may only choose among the server's {server} (got {shown(extra)})"
         return None
     if client in ("lower", "budget"):
         limit, zero_is_none = server_value(name), client == "budget"

@@ -61,6 +61,8 @@ from ..policies.middleware import served_middleware
 from ..state import AgentOutputState, AgentState, InputState
 from ..tools.assembly import resolve_registry
 from ..tools.registry import ToolRegistry
+from ..tools.skills import project_start
+from .delegation import with_sub_agents
 from .run_scope import mcp_servers_of, served_graph, served_mcp_config, with_mcp_servers
 from .team_file import served_agents_file, team_from_file
 
@@ -86,6 +88,7 @@ def build_agent_graph(
     agents_file: Any = None,
     mcp_config: Any = None,
     middleware: Sequence[AgentMiddleware] = (),
+    sub_agents: bool = True,
 ):
     """Compile the agent loop.
 
@@ -113,6 +116,9 @@ def build_agent_graph(
     ``wrap_model_call`` and ``after_model`` in ``agent``; ``wrap_tool_call`` in ``tools``;
     ``after_agent`` where the run ends. Their ``tools`` are offered; their ``state_schema`` keys
     join the state; a hook's declared ``jump_to`` is honoured.
+
+    ``sub_agents``: a single agent's registry gets the sub-agent tools (``graphs/delegation.py``),
+    offered to runs whose ``sub_agent_tools`` setting is on. Skills, AGENTS.md: ``tools/skills.py``.
     """
     start_hooks = []
     middleware = check_middleware(middleware)
@@ -164,6 +170,8 @@ def build_agent_graph(
         preload = [everyone, *registries.values()]
     else:
         registry = resolve_registry(registry, tools)
+        if sub_agents:
+            registry = with_sub_agents(registry, build_agent_graph, model)
         budget = ContextBudget(lambda ctx, state: offered_tools(ctx, registry, state), token_counter, output_schema)
         # reasoning="two_phase" (nodes/reasoning.py) wraps the turn; "direct" is the plain node.
         agent_node = make_two_phase_node(
@@ -197,7 +205,10 @@ def build_agent_graph(
     nodes: dict[str, tuple[Callable[..., Any], tuple[str, ...] | None]] = {
         # prefetch_recall first: the recall query is embedded while the rest of the run starts.
         "resolver": (
-            make_resolver(prefetch_recall, budget.on_run_start, *start_hooks, preload=preload, middleware=hooks),
+            make_resolver(
+                prefetch_recall, project_start(agents), budget.on_run_start, *start_hooks, preload=preload,
+                middleware=hooks,
+            ),
             ("memory_recall", "summarize", "agent", "tools", END),
         ),
         "summarize": (make_summarize_node(budget, model), None),

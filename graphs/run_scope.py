@@ -28,7 +28,8 @@ from typing import Any
 
 from ..config import settings
 from ..config.served import client_context
-from ..runs.run_tools import with_run_tools
+from ..runs.background import RunTasks, run_tasks, with_run_scope
+from ..runs.run_tools import RunTools, with_run_tools
 from ..tools.mcp import run_mcp_tools
 from ..tools.mcp_config import McpServer, load_mcp_config
 
@@ -52,18 +53,23 @@ class McpRunGraph:
         return McpRunGraph(self.graph.with_config(config, **kwargs), self.mcp_servers)
 
     async def ainvoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
-        async with run_mcp_tools(self.mcp_servers) as tools:
-            return await self.graph.ainvoke(input, with_run_tools(config, tools), **kwargs)
+        async with run_mcp_tools(self.mcp_servers) as tools, run_tasks() as background:
+            return await self.graph.ainvoke(input, run_config(config, tools, background), **kwargs)
 
     async def astream(self, input: Any, config: Any = None, **kwargs: Any) -> AsyncIterator[Any]:
-        async with run_mcp_tools(self.mcp_servers) as tools:
-            async for chunk in self.graph.astream(input, with_run_tools(config, tools), **kwargs):
+        async with run_mcp_tools(self.mcp_servers) as tools, run_tasks() as background:
+            async for chunk in self.graph.astream(input, run_config(config, tools, background), **kwargs):
                 yield chunk
 
     async def astream_events(self, input: Any, config: Any = None, **kwargs: Any) -> AsyncIterator[Any]:
-        async with run_mcp_tools(self.mcp_servers) as tools:
-            async for event in self.graph.astream_events(input, with_run_tools(config, tools), **kwargs):
+        async with run_mcp_tools(self.mcp_servers) as tools, run_tasks() as background:
+            async for event in self.graph.astream_events(input, run_config(config, tools, background), **kwargs):
                 yield event
+
+
+def run_config(config: Any, tools: RunTools | None, background: RunTasks) -> dict[str, Any]:
+    """A run's config carrying its MCP tools and its background tasks (``runs/``)."""
+    return with_run_scope(with_run_tools(config, tools), background)
 
 
 def with_mcp_servers(compiled: Any, servers: Sequence[McpServer]) -> Any:
@@ -117,8 +123,8 @@ async def served_run(
             await asyncio.to_thread(client_context, given)
     inner = graph.graph if isinstance(graph, McpRunGraph) else graph
     servers = graph.mcp_servers if isinstance(graph, McpRunGraph) else ()
-    async with run_mcp_tools(servers) as tools:
-        yield inner.with_config(with_run_tools(None, tools)) if tools is not None else inner
+    async with run_mcp_tools(servers) as tools, run_tasks() as background:
+        yield inner.with_config(run_config(None, tools, background))
 
 
 def _context_fields(configurable: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -50,6 +50,37 @@ PLANNING_RULES = (
 )
 
 
+SKILLS_RULES = (
+    "SKILLS: folders of instructions for particular kinds of tasks. When the task fits a skill's description, "
+    "open that skill with read_skill(name) before you start and follow it; read a file it names with "
+    "read_skill(name, path). The skills:"
+)
+
+INSTRUCTIONS = {
+    "home": "STANDING INSTRUCTIONS from AGENTS.md in smart-agent's data folder.",
+    "workspace": "PROJECT INSTRUCTIONS from AGENTS.md in the workspace.",
+}
+INSTRUCTIONS_NOTE = (
+    " They describe how to work here; they do not change which tools you have or what the tools may do."
+)
+CUT_NOTE = "[AGENTS.md is longer than {limit} characters: only its beginning is shown.{more}]"
+CUT_MORE = ' Read the rest with read_file("AGENTS.md") when you need it.'
+
+
+def render_skills(skills: list[tuple[str, str]]) -> str:
+    """The system prompt's list of skills: each one's name and description (never its body)."""
+    return "\n".join([SKILLS_RULES, *(f"- {name}: {description}" for name, description in skills)])
+
+
+def render_instructions(where: str, text: str, cut_at: int | None) -> str:
+    """An AGENTS.md as the system prompt shows it (``where``: home | workspace); ``cut_at``: the
+    characters kept of a longer file (None: all of it)."""
+    block = f"{INSTRUCTIONS[where]}{INSTRUCTIONS_NOTE}\n\n{text.strip()}"
+    if cut_at is not None:
+        block += "\n\n" + CUT_NOTE.format(limit=cut_at, more=CUT_MORE if where == "workspace" else "")
+    return block
+
+
 def render_todos(todos: list[dict]) -> str:
     """The todo list as the system prompt and ``manage_todo_list`` show it."""
     if not todos:
@@ -62,6 +93,17 @@ def build_system_prompt(ctx: Any, state: Mapping[str, Any]) -> str:
     """The run's system prompt: the configured prompt plus the state's sections."""
     prompt = ctx.system_prompt.strip()
     parts = [prompt] if prompt else []
+    # AGENTS.md and the skills: read once at the run's start (tools/skills.py), the same every turn.
+    instructions = state.get("project_instructions")
+    if instructions and isinstance(instructions, str) and getattr(ctx, "agents_md", True):
+        parts.append(instructions)
+    skills = state.get("skills")
+    if skills and isinstance(skills, Mapping):
+        from ..policies.skills import skills_key
+
+        listed = skills.get(skills_key(getattr(ctx, "skills", None)))
+        if listed and isinstance(listed, str):
+            parts.append(listed)
     memory = (state.get("memory_context") or "").strip()
     if memory:
         parts.append(memory)

@@ -375,7 +375,12 @@ class metered:  # (lower case: used as a function, ``with metered(state, ctx) as
             self.meter = existing
         else:
             state = state or {}
-            self.meter = Meter(state.get("usage"), limits_of(ctx), _field(ctx, "model", None))
+            held = run_meter_holder()
+            run = held.meter if held is not None else None
+            if run is not None:  # work of the run outlives its nodes: the run's meter counts it all (RunMeter)
+                self.meter = Meter(parent=run)
+            else:
+                self.meter = Meter(state.get("usage"), limits_of(ctx), _field(ctx, "model", None))
             # The run's tool budget, for the runs this node starts (sub-agents, a planner)
             self.meter.seed_tools(_count(state.get("tool_calls_made")), tool_limit_of(state, ctx))
 
@@ -388,6 +393,64 @@ class metered:  # (lower case: used as a function, ``with metered(state, ctx) as
         if self.token is not None:
             _METER.reset(self.token)
             self.token = None
+
+
+class RunMeter:
+    """The meter of a whole top-level run, once work outlives the node that started it (a
+    background sub-agent, ``runs/background.py``). Each node of a top-level run starts a meter of
+    its own, seeded from the state's ``usage``: work still spending on the meter of a node that
+    ended would not be seen by the run's later nodes, nor theirs by it. Once :func:`hold_run_meter`
+    made the current node's meter the run's, the meter of every later node of the run is a child of
+    it: the run's usage and tool budget live there, and both sides see what the other spent at once.
+    The run's scope makes the holder current for every node of the run (:func:`using_run_meter`)."""
+
+    __slots__ = ("meter",)
+
+    def __init__(self) -> None:
+        self.meter: Meter | None = None
+
+
+_RUN: ContextVar[RunMeter | None] = ContextVar("smart_agent_run_meter", default=None)
+
+#: The key of a run's ``configurable`` that carries its :class:`RunMeter` (``runs/background.py``
+#: ``with_run_scope``: a run driven from several tasks, a served graph's, finds it there).
+RUN_METER_KEY = "__smart_agent_run_meter"
+
+
+def run_meter_holder() -> RunMeter | None:
+    """The current run's :class:`RunMeter`: made current here (:func:`using_run_meter`), else the
+    one the run's config carries (None: neither)."""
+    held = _RUN.get()
+    if held is not None:
+        return held
+    try:
+        from langgraph.config import get_config
+
+        found = (get_config().get("configurable") or {}).get(RUN_METER_KEY)
+    except RuntimeError:  # (not inside a run)
+        return None
+    return found if isinstance(found, RunMeter) else None
+
+
+@contextlib.contextmanager
+def using_run_meter(holder: RunMeter) -> Iterator[RunMeter]:
+    """Make ``holder`` the current run's :class:`RunMeter` for the block."""
+    token = _RUN.set(holder)
+    try:
+        yield holder
+    finally:
+        _RUN.reset(token)
+
+
+def hold_run_meter() -> bool:
+    """Make the current node's meter its run's (:class:`RunMeter`) when it is a top-level run's own
+    (a nested run's meter lives as long as that run); False when there is no run scope or meter."""
+    holder, meter = run_meter_holder(), _METER.get()
+    if holder is None or meter is None:
+        return False
+    if holder.meter is None and meter.parent is None:
+        holder.meter = meter
+    return True
 
 
 @contextlib.contextmanager

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+import inspect
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, RemoveMessage, ToolMessage
@@ -127,13 +128,14 @@ def resolve_input(state: Mapping[str, Any], ctx: AgentContext) -> dict[str, Any]
     return update
 
 
-RunStartHook = Callable[[Mapping[str, Any], dict, AgentContext], dict]
+RunStartHook = Callable[[Mapping[str, Any], dict, AgentContext], dict | Awaitable[dict]]
 
 
 def make_resolver(
     *hooks: RunStartHook, preload: Sequence[ToolRegistry] = (), middleware: Hooks | None = None
 ) -> Callable:
-    """The resolver node; each hook ``(state, update, ctx) -> dict`` adds per-run keys
+    """The resolver node; each hook ``(state, update, ctx) -> dict`` (or an awaitable of one: a hook
+    that reads files does it off the event loop) adds per-run keys
     (e.g. the context budget's limits and the predicted request size). ``preload``: registries
     whose pending steps (plugin discovery: folder reads, imports) run in a worker thread before
     anything on the event loop - the routes, the agent node - asks them for their tools.
@@ -147,7 +149,8 @@ def make_resolver(
         ctx = AgentContext.of(runtime)
         update = resolve_input(state, ctx)
         for hook in hooks:
-            update.update(hook(state, update, ctx) or {})
+            added = hook(state, update, ctx)
+            update.update((await added if inspect.isawaitable(added) else added) or {})
         if not middleware.before_agent:
             return update
         started = await middleware.run_state_hooks(middleware.before_agent, middleware.apply(state, update), runtime)

@@ -4,7 +4,8 @@ Every event is a dict ``{"event": <type>, "ts": <unix time>, **payload}``. Types
 used across the framework (:data:`EVENT_TYPES`; the CLI renders each one, cli/lines.py):
 ``tool_call``, ``tool_result``, ``tool_limit``, ``tool_retry``, ``loop_detected``,
 ``final_answer``, ``usage``, ``model_text`` (what the model says beside tool calls),
-``model_fallback``, ``budget``, ``plan``, ``summarization``, ``memory_recall``,
+``model_fallback``, ``budget``, ``plan``, ``summarization``, ``memory_recall``, ``warning``
+(something skipped, the run goes on: a malformed skill),
 ``memory_write``, ``handoff``, ``sub_agent``, ``reasoning``, ``step_start``, ``step_result``,
 ``approval_requested``, ``approval``, ``question``, ``answer`` (nodes/human.py).
 
@@ -44,6 +45,7 @@ EVENT_TYPES = (
     "step_start",
     "step_result",
     "error",
+    "warning",
     "approval_requested",
     "approval",
     "question",

@@ -8,6 +8,9 @@
   ``graphs/sub_agent.py`` (``sub_agent_tool()``): it composes graphs, so it lives above them.
 * ``as_handoff(agent_name)`` is the ``transfer_to_<name>`` tool of the team graph
   (``graphs/team.py``): calling it asks the graph to switch the active agent.
+* ``start_sub_agent`` / ``check_sub_agent`` / ``cancel_sub_agent`` (``graphs/sub_agent.py``) run the
+  same children in the background: a task of the run (``runs/background.py``) that ends at the
+  latest with the run of the agent that started it (``run_detached`` cancels a nested run's own).
 
 A child runs outside the parent's checkpoint: it is a one-shot call whose answer
 comes back as the tool result, so parallel children never share a checkpoint
@@ -18,6 +21,7 @@ stream gets ``sub_agent`` events (``phase`` start/end, ``parent``, ``child``,
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import uuid
@@ -31,6 +35,7 @@ from pydantic import BaseModel, Field
 
 from ..config.context import Context, coerce_context
 from ..models.usage import child_meter, current_meter, using
+from ..runs.background import current_run_tasks
 from ..runs.events import make_event, preview
 from .registry import ToolRegistry
 
@@ -38,6 +43,9 @@ DEPTH_KEY = "smart_agent_depth"
 AGENT_KEY = "smart_agent_agent_id"
 ROOT_AGENT = "root"
 SUB_AGENT = "sub_agent"
+#: The background sub-agent tools of ``graphs/sub_agent.py`` (of the ``sub_agent`` tool's name).
+START_SUB_AGENT, CHECK_SUB_AGENT, CANCEL_SUB_AGENT = "start_sub_agent", "check_sub_agent", "cancel_sub_agent"
+SUB_AGENT_TOOL_NAMES = (SUB_AGENT, START_SUB_AGENT, CHECK_SUB_AGENT, CANCEL_SUB_AGENT)
 # Tools named transfer_to_<agent> hand the thread to another agent (the team's handoff node).
 HANDOFF_PREFIX = "transfer_to_"
 
@@ -95,7 +103,8 @@ async def run_detached(
 ) -> dict:
     """Run ``graph`` as its own run, not a subgraph of the current node: no shared
     checkpoint namespace (parallel children cannot collide), its own recursion limit.
-    Its custom events go to ``forward``; returns its final state."""
+    Its custom events go to ``forward``; returns its final state. The background tasks the
+    run's agent started and did not collect end with it (``runs/background.py``)."""
     token = var_child_runnable_config.set(None)
     try:
         final: dict = {}
@@ -109,6 +118,11 @@ async def run_detached(
         return final
     finally:
         var_child_runnable_config.reset(token)
+        tasks, owner = current_run_tasks(), (config.get("configurable") or {}).get(AGENT_KEY)
+        if tasks is not None and owner:
+            ended = tasks.cancel_owned(str(owner))
+            if ended:
+                await asyncio.wait([r.task for r in ended], timeout=5)
 
 
 def tag_events(writer: Callable[[dict], None], agent: str) -> Callable[[dict], None]:
@@ -123,10 +137,13 @@ async def run_child(
     runtime: ToolRuntime | None,
     name: str,
     context: Context | None = None,
+    background: bool = False,
 ) -> str:
     """Run ``graph`` on ``task`` as a child of the agent calling the tool; return its answer.
 
     A failure of the child propagates (the tools node turns it into an error result).
+    ``background``: the child runs as a background task of the run, outliving the tool call: it
+    gets none of the call's callbacks (the node that made the call is over).
     """
     parent_config = dict(getattr(runtime, "config", None) or {})
     depth = agent_depth(parent_config) + 1
@@ -135,11 +152,12 @@ async def run_child(
     ctx = context if context is not None else child_context(coerce_context(getattr(runtime, "context", None)))
     writer = parent_stream_writer(getattr(runtime, "stream_writer", None))
     config: dict[str, Any] = {"configurable": {DEPTH_KEY: depth, AGENT_KEY: child, "thread_id": child}}
-    if parent_config.get("callbacks") is not None:
+    if parent_config.get("callbacks") is not None and not background:
         config["callbacks"] = parent_config["callbacks"]
-    writer(
-        make_event("sub_agent", phase="start", tool=name, parent=parent, child=child, depth=depth, task=preview(task))
-    )
+    writer(make_event(
+        "sub_agent", phase="start", tool=name, parent=parent, child=child, depth=depth, task=preview(task),
+        **({"background": True} if background else {}),
+    ))
     answer, ok, problem = "", False, None
     try:
         # The child shares the run's budgets and leaves one model call for this agent's answer; its
@@ -156,6 +174,9 @@ async def run_child(
         ok = True
     except Exception as exc:
         problem = f"{type(exc).__name__}: {exc}"
+        raise
+    except asyncio.CancelledError:
+        problem = "cancelled"
         raise
     finally:
         writer(make_event("sub_agent", phase="end", tool=name, parent=parent, child=child, depth=depth, ok=ok,

@@ -17,14 +17,15 @@ calls whom as a tool. Its JSON Schema is ``docs/agents.schema.json``, described 
 An agent has ``description``, ``prompt``, ``tools`` (tool names, globs allowed), optional
 ``model``, ``handoffs`` (agents it may transfer the thread to), ``sub_agents`` (agents it may
 call as tools named after them) and any agent run setting (``max_tool_calls``,
-``reasoning``, ``memory``, ...). Every problem is one ``AgentsFileError`` line naming the file,
-the agent and the field.
+``reasoning``, ``memory``, ``skills`` - folders, relative to the file's own -, ...). Every problem is
+one ``AgentsFileError`` line naming the file, the agent and the field.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import json
+import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
@@ -190,6 +191,9 @@ def _agent(
         if problem:
             raise bad(key, problem)
         settings[key] = spec[key]
+    if "skills" in settings:  # skills folders: relative to the agents file's folder (checked when a run reads them)
+        base = Path(where).expanduser().parent
+        settings["skills"] = [str(base / os.path.expanduser(folder)) for folder in settings["skills"]]
     from ..policies.middleware import MiddlewareError, load_middleware
 
     try:

@@ -1,9 +1,13 @@
-"""Built-in context tools: ``get_tool_response`` (archive read-back) and
-``manage_todo_list`` (planning mode).
+"""Built-in context tools: ``get_tool_response`` (archive read-back),
+``manage_todo_list`` (planning mode) and ``read_skill`` (skills, ``tools/skills.py``).
 
 They are registered in every agent-graph registry (``graphs/agent.py``) with the
 ``context`` tag and offered only when they apply: ``get_tool_response`` once
-anything is archived in the thread, ``manage_todo_list`` when ``use_todo_list`` is on.
+anything is archived in the thread, ``manage_todo_list`` when ``use_todo_list`` is on,
+``read_skill`` while the run lists skills. The sub-agent tools (``sub_agent``,
+``start_sub_agent``, ``check_sub_agent``, ``cancel_sub_agent``) are context tools of the
+agent graph too (``graphs/sub_agent.py`` ``with_sub_agents``): offered while the run's
+``sub_agent_tools`` setting is on.
 """
 
 from __future__ import annotations
@@ -23,8 +27,10 @@ from ..models.tokens import DEFAULT_CONTEXT_TOKENS, page_chars
 from ..policies.archive import GET_TOOL_RESPONSE
 from ..runs.events import emit
 from ..sessions.archive import ToolArchive
+from .agents import SUB_AGENT_TOOL_NAMES
 from .guards import ToolError, context_value
 from .registry import ToolMeta, ToolRegistry
+from .skills import READ_SKILL, read_skill
 
 MANAGE_TODO_LIST = "manage_todo_list"
 CONTEXT_TAG = "context"
@@ -188,8 +194,9 @@ def manage_todo_list(
 CONTEXT_TOOLS: list[tuple[BaseTool, ToolMeta]] = [
     (get_tool_response, ToolMeta(tags=(CONTEXT_TAG,))),
     (manage_todo_list, ToolMeta(tags=(CONTEXT_TAG, STATE_TAG))),
+    (read_skill, ToolMeta(tags=(CONTEXT_TAG,))),
 ]
-CONTEXT_TOOL_NAMES = frozenset(t.name for t, _ in CONTEXT_TOOLS)
+CONTEXT_TOOL_NAMES = frozenset([*(t.name for t, _ in CONTEXT_TOOLS), *SUB_AGENT_TOOL_NAMES])
 
 
 def with_context_tools(registry: ToolRegistry) -> ToolRegistry:
@@ -220,6 +227,17 @@ def context_tools_for(ctx: Any, registry: ToolRegistry, state: Mapping[str, Any]
         out.append(registry.get(GET_TOOL_RESPONSE))
     if getattr(ctx, "use_todo_list", False) and MANAGE_TODO_LIST in registry:
         out.append(registry.get(MANAGE_TODO_LIST))
+    skills = state.get("skills")
+    if skills and isinstance(skills, Mapping) and (found := registry.entry(READ_SKILL)) is not None:
+        from ..policies.skills import skills_key
+
+        if skills.get(skills_key(getattr(ctx, "skills", None))):
+            out.append(found[0])
+    if getattr(ctx, "sub_agent_tools", False):  # (those build_agent_graph registered, not a caller's own)
+        for name in SUB_AGENT_TOOL_NAMES:
+            found = registry.entry(name)
+            if found is not None and CONTEXT_TAG in found[1].tags:
+                out.append(found[0])
     return out
 
 

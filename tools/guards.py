@@ -30,6 +30,7 @@ __all__ = [
     "allow_private_network_of",
     "check_url_allowed",
     "context_value",
+    "context_workspace",
     "resolve_in_workspace",
     "workspace_of",
 ]
@@ -56,11 +57,17 @@ def context_value(runtime: Any, name: str, default: Any = None) -> Any:
 
 
 def workspace_of(runtime: Any) -> Path:
-    """The run's workspace folder: the context's ``workspace``, a relative one taken from the
-    server's (``$SMART_AGENT_WORKSPACE`` or the current folder), as a served graph's client's is
-    checked (``config/served.py``); empty: the server's."""
+    """The run's workspace folder (:func:`context_workspace` of its context)."""
+    return context_workspace(getattr(runtime, "context", None))
+
+
+def context_workspace(ctx: Any) -> Path:
+    """The workspace folder of a run context of any shape: its ``workspace``, a relative one taken
+    from the server's (``$SMART_AGENT_WORKSPACE`` or the current folder), as a served graph's
+    client's is checked (``config/served.py``); empty: the server's. (Reads the current folder when
+    neither the context nor the environment names one: not on an event loop.)"""
     base = Path(settings.field_env("workspace")[1] or os.getcwd())
-    return base / (context_value(runtime, "workspace", None) or "")
+    return base / (context_field(ctx, "workspace", None) or "")
 
 
 def allow_private_network_of(runtime: Any) -> bool:

@@ -90,12 +90,15 @@ def _os_error(action: str, path: str, exc: OSError) -> ToolError:
 
 
 class _Guard:
-    """What one call must not reach: protected paths (casefolded) and their inodes."""
+    """What one call must not reach: protected paths (casefolded) and their inodes. ``protected=False``:
+    only the protected names below the root (a skills folder, ``tools/skills.py``, may be inside the data
+    folder: its own root is trusted, as a workspace root is)."""
 
-    def __init__(self) -> None:
-        self.dirs = [str(d).casefold() for d in protected_dirs()]
+    def __init__(self, protected: bool = True) -> None:
+        dirs = protected_dirs() if protected else []
+        self.dirs = [str(d).casefold() for d in dirs]
         self.inodes: set[tuple[int, int]] = set()
-        for d in protected_dirs():
+        for d in dirs:
             try:
                 st = os.stat(d)
             except OSError:
@@ -193,9 +196,11 @@ def _walk(workspace: str | Path, path: str, *, create: bool, guard: _Guard) -> I
         os.close(fd)
 
 
-def open_regular(workspace: str | Path, path: str) -> tuple[int, os.stat_result]:
-    """Open an existing regular file for reading; returns the descriptor (caller closes it)."""
-    guard = _Guard()
+def open_regular(workspace: str | Path, path: str, *, protected: bool = True) -> tuple[int, os.stat_result]:
+    """Open an existing regular file for reading; returns the descriptor (caller closes it).
+    ``protected=False``: a root that may lie in the data folder (a skills folder); names below it
+    are still judged."""
+    guard = _Guard(protected)
     with _walk(workspace, path, create=False, guard=guard) as (dir_fd, parts):
         if not parts:
             raise ToolError(f"{path!r} is a directory, not a file; use list_files to see its contents.")

@@ -74,14 +74,16 @@ def _kind(st: os.stat_result) -> str:
 
 
 def walk(
-    workspace: str | Path, path: str, limits: WalkLimits, *, descend: Callable[[tuple[str, ...]], bool] | None = None
+    workspace: str | Path, path: str, limits: WalkLimits, *, descend: Callable[[tuple[str, ...]], bool] | None = None,
+    protected: bool = True,
 ) -> Iterator[Entry]:
     """Every entry under ``path`` (or ``path`` itself when it is a file), depth first, sorted by name.
 
     ``descend(parts)`` says whether a folder is worth entering (a glob prunes with it).
-    Raises :class:`ToolError` for a bad start path, like the other file tools.
+    Raises :class:`ToolError` for a bad start path, like the other file tools. ``protected``: as
+    :func:`safe_fs.open_regular`'s.
     """
-    guard = _Guard()
+    guard = _Guard(protected)
     with _walk(workspace, path, create=False, guard=guard) as (dir_fd, parts):
         prefix = "/".join(parts)
         if not parts:
