@@ -109,10 +109,24 @@ async def _run_input(args: argparse.Namespace, graph: Any, thread_id: str) -> An
     return {"task": args.task}
 
 
+def personal_data_handled(text: str, ctx: Any) -> str:
+    """A user's input with the run's ``pii`` rules applied before the run starts, so no checkpoint
+    ever holds what they remove (``policies/pii.py``; a ``block`` rule: ``ValueError``, exit 2)."""
+    if not getattr(ctx, "pii", None):
+        return text
+    from ..policies.pii import PiiBlocked, redact_text
+
+    try:
+        return redact_text(text, ctx)
+    except PiiBlocked as exc:
+        raise ValueError(f"Refused: {exc}") from None
+
+
 async def run_command(args: argparse.Namespace) -> int:
     from .review import run_metadata
 
     ctx = context_from_args(args)
+    args.task = personal_data_handled(args.task, ctx)
     thread_id = args.thread or str(uuid.uuid4())
     metadata = run_metadata(args.graph, context_values(args))
     return await run_and_report(
@@ -289,7 +303,7 @@ async def chat_command(args: argparse.Namespace) -> int:
                 async with thread_lock(thread_id):  # per turn: another run on this thread may go between turns
                     final = await run_once(
                         graph,
-                        {"task": text},
+                        {"task": personal_data_handled(text, ctx)},
                         context=ctx,
                         thread_id=thread_id,
                         on_event=display.on_event,

@@ -265,7 +265,7 @@ async def outcome_through(
     it themselves. The outcome is the execution's own when a layer passes its message on, else
     what the layers returned. ``again``: takes a second (third...) execution from the run's tool
     budget; when it grants none the handler answers "not run again" (``budget_note`` says why)."""
-    outcomes: dict[int, ToolOutcome] = {}
+    outcomes: dict[int, tuple[Any, ToolOutcome]] = {}  # (the message kept alive: its id stays its own)
     executions = [0]
     call = request.tool_call
     name, call_id = call.get("name") or "", call.get("id") or ""
@@ -277,12 +277,13 @@ async def outcome_through(
                                status="error")  # fmt: skip
         outcome = await run(req.tool_call)
         message: ToolMessage | Command = outcome.update_command() if outcome.update else outcome.to_message()
-        outcomes[id(message)] = outcome
+        outcomes[id(message)] = (message, outcome)
         return message
 
     result = await hooks.call_tool(request, handler)
-    if id(result) in outcomes:
-        return outcomes[id(result)]
+    kept = outcomes.get(id(result))
+    if kept is not None and kept[0] is result:
+        return kept[1]
     if isinstance(result, Command):
         return outcome_from_command(name, call_id, result, 0.0)
     return ToolOutcome.of_message(result, name)
