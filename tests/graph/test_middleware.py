@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import operator
-from typing import Annotated, Any
+from typing import Annotated, Any, NotRequired
 
 import pytest
 from conftest import loop_context, openai_model
@@ -26,7 +26,6 @@ from langchain.agents.middleware import (
 )
 from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
-from typing_extensions import NotRequired
 
 from smart_agent.graphs.agent import build_agent_graph
 from smart_agent.graphs.fleet import build_fleet_graph
