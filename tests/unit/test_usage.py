@@ -235,7 +235,8 @@ def test_a_providers_cache_counts_never_exceed_its_input_tokens_nor_lower_the_co
 
 
 def test_a_price_may_carry_cached_input_and_cache_write_prices(monkeypatch):
-    monkeypatch.setenv("SMART_AGENT_PRICES", '{"m": {"input": 1, "output": 2, "cached_input": 0.1, "cache_write": 1.5}}')
+    price = {"m": {"input": 1, "output": 2, "cached_input": 0.1, "cache_write": 1.5}}
+    monkeypatch.setenv("SMART_AGENT_PRICES", json.dumps(price))
     assert price_of("openai:m") == Price(1.0, 2.0, 0.1, 1.5)
     assert BUILTIN_PRICES["openai:gpt-4.1-mini"].cached_input == 0.10
     assert all(p.cached_input is not None for k, p in BUILTIN_PRICES.items() if not k.startswith("mistralai:"))
