@@ -16,8 +16,10 @@ The budget's shares (all derived from ``context_token_limit``):
 * ``usable_tokens`` — what requests may use: 90 % of the limit minus a small
   envelope for the request's other fields (model name, flags). The 10 % headroom
   absorbs counter error and small prompt changes between prediction and request.
-* ``compaction_target`` — where compaction brings a request back to (60 %), so
-  one compaction buys several turns instead of firing again on the next one.
+* ``compaction_target`` — where compaction brings a request back to (30 %), so
+  one compaction buys several turns instead of firing again on the next one (and the
+  recent turns it keeps, which a provider's prompt cache no longer holds after the new
+  summary, stay few: docs/cost.md).
 * ``summary_tokens`` — the size of one summary block: ``summary_token_limit``, at
   most 15 % of the limit.
 * ``page_chars`` — the largest tool output a single message may carry (a quarter
@@ -51,7 +53,7 @@ from ..runs.identity import IdentityCache
 CHARS_PER_TOKEN = 4
 HEADROOM = 0.9  # share of the limit a request may use in our own accounting
 ENVELOPE_TOKENS = 40  # '{"model":...,"stream":...,"tool_choice":...}' around messages and tools
-COMPACTION_TARGET = 0.6  # share of the limit a compacted request is brought back to
+COMPACTION_TARGET = 0.3  # share of the limit a compacted request is brought back to
 SUMMARY_SHARE = 0.15  # a summary block takes at most this share of the limit
 PAGE_SHARE = 0.25  # one tool message carries at most this share of the limit
 
