@@ -7,7 +7,9 @@ One task - read N files of M characters one after another, then answer - through
 Two agents, in the same process, at each context budget:
 
 * **ours**: the agent loop (``build_agent_graph``) at ``context_token_limit`` = the budget, its
-  tool outputs archived (views), its history compacted into summaries;
+  tool outputs archived (views), its history compacted into summaries; **ours responses**: the
+  same on the Responses API (``use_responses_api``), consecutive turns chained with
+  ``previous_response_id`` (only the new messages are sent);
 * **create_agent**: LangChain's ``create_agent`` with ``SummarizationMiddleware`` triggered at
   the budget (its default ``keep``: 20 messages), a ``read_file`` tool returning the whole file,
   the same ``prompt_cache_key`` on every request; **create_agent keep**: the same, keeping half
@@ -17,7 +19,8 @@ Per run: requests; prompt tokens (the server's count: request JSON / 4); **prefi
 share of prompt tokens in a prefix shared exactly with an earlier request of the thread; the
 **cached** share the server reported (rounded as OpenAI rounds); **uncached** tokens (billed at the
 full input price); the run's cost at gpt-4.1-mini's prices (input $0.40, cached input $0.10,
-output $1.60 per 1M) with and without the cache discount; requests over the budget.
+output $1.60 per 1M) with and without the cache discount; requests over the budget; the
+request bodies sent (KB).
 
     python benchmarks/prompt_cache.py [--calls 40] [--chars 20000] [--budgets 8000,24000]
 
@@ -42,7 +45,7 @@ if str(HERE) not in sys.path:
 
 from context_bench import make_workspace  # noqa: E402  (the same files as the context benchmark)
 
-AGENTS = ("ours", "create_agent", "create_agent keep")
+AGENTS = ("ours", "ours responses", "create_agent", "create_agent keep")
 PRICE = {"input": 0.40, "cached_input": 0.10, "output": 1.60}  # gpt-4.1-mini, USD per 1M tokens
 
 
@@ -101,9 +104,9 @@ async def run(agent: str, budget: int, calls: int, workspace: Path) -> dict[str,
     config = {"configurable": {"thread_id": f"bench-{agent}-{budget}"}, "recursion_limit": 10 * calls + 50}
     with ScriptedOpenAIServer(responder=responder) as srv:
         model = ChatOpenAI(base_url=srv.base_url, api_key="bench", model="scripted-model", stream_usage=True,
-                           max_retries=0)
+                           max_retries=0, use_responses_api=agent.endswith("responses"))
         t0 = time.perf_counter()
-        if agent == "ours":
+        if agent.startswith("ours"):
             from langgraph.checkpoint.memory import InMemorySaver
 
             from smart_agent.config.context import Context
@@ -129,6 +132,8 @@ async def run(agent: str, budget: int, calls: int, workspace: Path) -> dict[str,
         wall = time.perf_counter() - t0
         usage, shared = srv.reported_usage, srv.shared_prefix_tokens
         keys = {r.get("prompt_cache_key") for r in srv.requests}
+        sent = sum(srv.request_chars(i) for i in range(len(srv.requests)))
+        chained = sum(1 for r in srv.requests if r.get("previous_response_id"))
     prompt = sum(u["prompt_tokens"] for u in usage)
     cached = sum(u["prompt_tokens_details"]["cached_tokens"] for u in usage)
     output = sum(u["completion_tokens"] for u in usage)
@@ -141,6 +146,7 @@ async def run(agent: str, budget: int, calls: int, workspace: Path) -> dict[str,
         "uncached_tokens": prompt - cached, "cost_usd": round(cost, 5), "cost_without_cache_usd": round(full, 5),
         "over_budget": sum(1 for u in usage if u["prompt_tokens"] > budget),
         "peak_prompt_tokens": max(u["prompt_tokens"] for u in usage), "cache_keys": len(keys),
+        "sent_kb": round(sent / 1024, 1), "chained_requests": chained,
         "answer": answer, "wall_s": round(wall, 2),
     }
 
@@ -177,12 +183,12 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"## Prompt cache: {result['task']}\n")
     print("| agent | budget | requests | prompt tokens | prefix reuse | cached (server) | uncached tokens | "
-          "cost | cost without cache | over budget |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "cost | cost without cache | over budget | KB sent |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in table:
         print(f"| {r['agent']} | {r['budget']:,} | {r['requests']} | {r['prompt_tokens']:,} | "
               f"{r['prefix_reuse']:.3f} | {r['cached_share']:.3f} | {r['uncached_tokens']:,} | ${r['cost_usd']:.4f} | "
-              f"${r['cost_without_cache_usd']:.4f} | {r['over_budget']} |")
+              f"${r['cost_without_cache_usd']:.4f} | {r['over_budget']} | {r['sent_kb']:,.0f} |")
     print(f"\nreproduce: {command}\nsaved: {out}")
     return 0
 
