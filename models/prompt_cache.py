@@ -86,15 +86,16 @@ def run_cache_key() -> str | None:
     return root.cache_key or None
 
 
-def _settings() -> tuple[bool, bool]:
-    """``(prompt_cache, responses_api)`` of the current run's context (defaults outside a run)."""
+def _hints_on() -> bool:
+    """The current run's ``prompt_cache`` setting (on outside a run)."""
     from langgraph.runtime import get_runtime
 
     try:
         ctx = get_runtime().context
     except (RuntimeError, LookupError, AttributeError):
-        return True, False
-    return bool(getattr(ctx, "prompt_cache", True)), bool(getattr(ctx, "responses_api", False))
+        return True
+    value = ctx.get("prompt_cache", True) if isinstance(ctx, Mapping) else getattr(ctx, "prompt_cache", True)
+    return value is not False
 
 
 # --------------------------------------------------------------------------- models
@@ -280,7 +281,7 @@ def prepare_request(runnable: Any, messages: list[BaseMessage]) -> Prepared:
     family = _family(model)
     if family is None or model is None:
         return Prepared(messages, whole=messages)
-    cache, _ = _settings()
+    cache = _hints_on()
     if family == "anthropic":
         if not cache:
             return Prepared(messages, whole=messages)
