@@ -7,8 +7,9 @@ from __future__ import annotations
 
 def usage_report(final: dict, counted: dict) -> dict:
     """The ``usage`` of ``--json``: the run's own count (state ``usage``: model_calls,
-    input_tokens, output_tokens, cost_usd - null when a model without a price was called -, plus
-    total_tokens), else what the events
+    input_tokens, output_tokens, cost_usd - null when a model without a price was called -,
+    cache_read_tokens and cache_write_tokens - the input tokens the provider read from / wrote to
+    its prompt cache -, plus total_tokens), else what the events
     counted (``counted``, e.g. a run that failed before its state was read)."""
     from ..models.usage import as_usage
 

@@ -202,6 +202,8 @@ async def run_case(run: EvalRun, case: Case, repeat: int, graphs: dict[str, Any]
         "tool_calls": tool_call_count(result),
         "model_calls": int(usage.get("model_calls") or 0),
         "tokens": int(usage.get("total_tokens") or 0),
+        # input tokens read from the provider's prompt cache (cost_usd prices them at cached_input)
+        "cached_tokens": int(usage.get("cache_read_tokens") or 0),
         "cost_usd": None if usage.get("cost_usd") is None else float(usage["cost_usd"]),  # None: unknown
         "seconds": round(seconds, 3),
         "thread_id": thread_id,

@@ -10,7 +10,7 @@ collects every type the code emits and fails when one has no renderer here.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..runs.events import clip
@@ -98,7 +98,19 @@ def _usage(ev: dict) -> str:
     label = f"model turn {turn}" if turn is not None else "model call"
     detail = ", ".join(str(x) for x in (node, phase) if x)
     label += f" ({detail})" if detail else ""
-    return f"  · {label}: {ev.get('input_tokens', 0)} tokens in, {ev.get('output_tokens', 0)} out"
+    return f"  · {label}: {ev.get('input_tokens', 0)} tokens in{cached_note(ev)}, {ev.get('output_tokens', 0)} out"
+
+
+def cached_note(usage: Mapping[str, Any]) -> str:
+    """`` (N cached)``, `` (N cached, M written to the cache)`` or nothing: the prompt cache's share
+    of a usage record or event."""
+    read, write = usage.get("cache_read_tokens") or 0, usage.get("cache_write_tokens") or 0
+    if not read and not write:
+        return ""
+    parts = [f"{read} cached"] if read else []
+    if write:
+        parts.append(f"{write} written to the cache")
+    return f" ({', '.join(parts)})"
 
 
 def _model_fallback(ev: dict) -> str:

@@ -26,6 +26,7 @@ from typing import Any
 
 from ..runs.redact import redact_text
 from .budget import usage_report
+from .lines import cached_note
 from .summary import RunSummary
 
 EXIT_OK = 0
@@ -154,7 +155,8 @@ def report_ctrl_c(args: argparse.Namespace, thread_id: str, summary: RunSummary)
 
 
 def summary_line(thread_id: str, summary: RunSummary, final: Mapping[str, Any] | None = None) -> str:
-    """``(thread ID · N steps · M tool calls · T tokens · $C)``: steps only for graphs that have them;
+    """``(thread ID · N steps · M tool calls · T tokens (K cached) · $C)``: steps only for graphs that have
+    them, cached input tokens only when the provider reported some;
     tokens and cost are the run's (``--json``'s ``usage``: a resumed run's include those before its
     pause); "cost unknown" when a model without a price (prices.py) was called."""
     steps = f" · {_count(len(summary.steps), 'step')}" if summary.steps else ""
@@ -162,7 +164,8 @@ def summary_line(thread_id: str, summary: RunSummary, final: Mapping[str, Any] |
     cost = usage["cost_usd"]
     return (
         f"(thread {thread_id}{steps} · {_count(summary.tool_executions, 'tool call')} · "
-        f"{_count(usage['total_tokens'], 'token')} · {'cost unknown' if cost is None else f'${cost:.4f}'})"
+        f"{_count(usage['total_tokens'], 'token')}{cached_note(usage)} · "
+        f"{'cost unknown' if cost is None else f'${cost:.4f}'})"
     )
 
 

@@ -23,7 +23,11 @@ class RunSummary:
         self.tool_calls: list[dict[str, Any]] = []
         #: ``{"step", "ok", "status", "agent"}`` per finished step of any graph.
         self.steps: list[dict[str, Any]] = []
-        self.usage = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0, "model_calls": 0}
+        #: What the ``usage`` events counted (cached input tokens: those the provider reported).
+        self.usage = {
+            "input_tokens": 0, "output_tokens": 0, "total_tokens": 0, "model_calls": 0, "cache_read_tokens": 0,
+            "cache_write_tokens": 0,
+        }
         self.events: list[dict] = []
         self._by_id: dict[str, dict] = {}
 
@@ -41,8 +45,8 @@ class RunSummary:
             self._add_step(ev)
         elif kind == "usage":
             self.usage["model_calls"] += 1
-            for k in ("input_tokens", "output_tokens", "total_tokens"):
-                self.usage[k] += int(ev.get(k) or 0)
+            for k in ("input_tokens", "output_tokens", "total_tokens", "cache_read_tokens", "cache_write_tokens"):
+                self.usage[k] += _count(ev.get(k))
 
     def _add_step(self, ev: dict) -> None:
         status = ev.get("status") or ("ok" if ev.get("ok") else "failed")
@@ -61,3 +65,11 @@ class RunSummary:
         """Tool calls seen: one per agent tool call (answered or rejected ones too), every attempt
         of a planner step."""
         return sum(int(t.get("attempts") or 1) for t in self.tool_calls)
+
+
+def _count(value: Any) -> int:
+    """A token count of an event (anything else: 0)."""
+    try:
+        return max(0, int(value or 0))
+    except (TypeError, ValueError, OverflowError):
+        return 0

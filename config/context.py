@@ -25,6 +25,7 @@ from ..policies.loop_guard import LoopSettings
 from ..policies.memory import MemorySettings
 from ..policies.model import DEFAULT_MODEL, DEFAULT_SYSTEM_PROMPT, ModelSettings
 from ..policies.pii import PiiSettings
+from ..policies.prompt_cache import PromptCacheSettings
 from ..policies.reasoning import ReasoningMode, ReasoningSettings
 from ..policies.review import ReviewSettings
 from ..policies.run_budget import RunBudgetSettings
@@ -70,6 +71,7 @@ class BaseContext(
     ToolBudgetSettings,
     SandboxSettings,
     ToolExecutionSettings,
+    PromptCacheSettings,
     FallbackSettings,
     ModelSettings,
 ):

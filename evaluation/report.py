@@ -72,6 +72,7 @@ def summarize(runs: Sequence[Mapping[str, Any]], case_ids: Sequence[str], repeat
         "tool_calls": sum(int(r.get("tool_calls") or 0) for r in runs),
         "model_calls": sum(int(r.get("model_calls") or 0) for r in runs),
         "tokens": sum(int(r.get("tokens") or 0) for r in runs),
+        "cached_tokens": sum(int(r.get("cached_tokens") or 0) for r in runs),
         "cost_usd": _cost([r.get("cost_usd") for r in runs]),
         "seconds": round(sum(float(r.get("seconds") or 0) for r in runs), 3),
     }

@@ -19,6 +19,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from ..models.messages import message_text as text_of
 from ..models.messages import pending_tool_calls
+from ..models.prompt_cache import mark_breakpoint
 from ..sessions.archive import clip_text
 from ..tools.context_tools import GET_TOOL_RESPONSE
 from .markers import SUMMARY_KIND, archived_meta, is_summary, mark_of, marker
@@ -167,5 +168,6 @@ def summary_message(
     return HumanMessage(
         content=f"{header}\n{body}".rstrip(),
         id=f"summary-{uuid.uuid4().hex[:12]}",
-        additional_kwargs=marker(SUMMARY_KIND, execution_ids=ids, compacted=total),
+        # (the history up to a summary stays as it is until the next compaction: a cache breakpoint)
+        additional_kwargs=mark_breakpoint(marker(SUMMARY_KIND, execution_ids=ids, compacted=total)),
     )

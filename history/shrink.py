@@ -12,7 +12,7 @@ from ..models.messages import message_text as text_of
 from ..models.messages import pending_tool_calls
 from ..models.tokens import CHARS_PER_TOKEN, TokenCounter, count_messages
 from ..runs.events import emit
-from ..sessions.archive import ARCHIVE_KEY, ArchiveUnavailable, ToolArchive, clip_text, make_view
+from ..sessions.archive import ARCHIVE_KEY, ArchiveUnavailable, ToolArchive, clip_text, make_view, view_chars
 from ..tools.context_tools import GET_TOOL_RESPONSE
 from .digest import args_text
 
@@ -95,7 +95,7 @@ async def archive_tool_outputs(
             except ArchiveUnavailable as exc:
                 out.append(unarchived_copy(m, text, threshold, exc))
                 continue
-            view = make_view(text, eid, m.name or "tool", page)
+            view = make_view(text, eid, m.name or "tool", page, *view_chars(page))
             m = archived_copy(m, eid, view, len(text))
             archived[eid] = meta
             emit(

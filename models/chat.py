@@ -21,6 +21,7 @@ from ..config import settings
 from ..config.context import context_field
 from ..replies import guard_openai_tool_args, sanitize_reply
 from ..runs.events import emit
+from .prompt_cache import Prepared, is_lost_response, prepare_request, remember_reply
 from .usage import budget_hooks, checked_usage, record_end, record_start, retry_refused_error
 
 #: How to set up a model: printed by `smart-agent doctor` (cli/doctor.py) after a model problem.
@@ -62,12 +63,16 @@ _TIMEOUT_PROVIDERS = {
 
 
 def model_options(ctx: Any) -> dict[str, Any]:
-    """The run's request limits for :func:`load_chat_model`: ``timeout`` (seconds) and
-    ``max_retries`` from the context fields ``model_timeout_s`` / ``model_max_retries``."""
-    return {
+    """The run's request options for :func:`load_chat_model`: ``timeout`` (seconds) and
+    ``max_retries`` from the context fields ``model_timeout_s`` / ``model_max_retries``, and
+    ``responses_api=True`` when the context's ``responses_api`` is on (OpenAI models only)."""
+    options: dict[str, Any] = {
         "timeout": float(context_field(ctx, "model_timeout_s", 120.0)),
         "max_retries": int(context_field(ctx, "model_max_retries", 2)),
     }
+    if context_field(ctx, "responses_api", False):
+        options["responses_api"] = True
+    return options
 
 
 @dataclass(frozen=True)
@@ -153,10 +158,12 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return None
 
 
-def _provider_kwargs(provider: str) -> dict[str, Any]:
+def _provider_kwargs(provider: str, responses_api: bool = False) -> dict[str, Any]:
     if provider == "openai":
         # Without stream_usage, streamed responses from custom base URLs carry no usage.
         kwargs: dict[str, Any] = {"stream_usage": True}
+        if responses_api:  # (prompt_cache.py chains its requests with previous_response_id)
+            kwargs["use_responses_api"] = True
         if sys.version_info < (3, 12):
             # langchain-openai wraps each streamed chunk's read in asyncio.wait_for (stream_chunk_timeout);
             # on Python 3.11 that lost the cancellation of Ctrl-C in a streamed answer (the run went on,
@@ -235,8 +242,9 @@ def _load(
         cache = _cache if loop is None else _loop_cache.setdefault(loop, {})
         if key in cache:
             return cache[key]
+    responses_api = bool(overrides.pop("responses_api", False))
     kwargs = {
-        **(_provider_kwargs(provider) if provider else {}),
+        **(_provider_kwargs(provider, responses_api) if provider else {}),
         **_cassette_kwargs(provider, spec),
         **_limit_kwargs(provider, timeout, max_retries),
         **overrides,
@@ -363,7 +371,9 @@ async def invoke_model(
     while True:
         try:
             meter = record_start()  # every request counts against the run's budget (usage.py)
-            result = checked_usage(await runnable.ainvoke(messages), messages)  # (invalid usage: the estimate)
+            request = prepare_request(runnable, messages)  # cache hints, chaining (prompt_cache.py)
+            result = checked_usage(await _send(runnable, request), messages)  # (invalid usage: the estimate)
+            remember_reply(request, result)
             record_end(meter, messages, result, spec)
             break
         except Exception as exc:
@@ -379,6 +389,21 @@ async def invoke_model(
     if isinstance(result, dict) and "raw" in result:  # with_structured_output(include_raw=True)
         return {**result, "raw": sanitize_reply(result["raw"])}
     return sanitize_reply(result)
+
+
+async def _send(runnable: Any, request: Prepared) -> Any:
+    """Send a prepared request; a chained one whose ``previous_response_id`` the provider no longer
+    has (HTTP 404) is sent again whole, without it (one model call of the run: the first attempt
+    used no tokens)."""
+    if not request.chained:
+        return await runnable.ainvoke(request.messages, **request.kwargs)
+    try:
+        return await runnable.ainvoke(request.messages, **request.kwargs)
+    except Exception as exc:
+        if not is_lost_response(exc):
+            raise
+    request.chained, request.messages, request.kwargs = False, request.whole, request.unchained
+    return await runnable.ainvoke(request.messages, **request.kwargs)
 
 
 def _raise_model_error(exc: Exception, spec: str | None) -> NoReturn:

@@ -49,12 +49,36 @@ def as_ai_message(value: Any) -> AIMessage:
 
 def usage_of(message: Any) -> dict[str, int]:
     """Input, output and total tokens of a model response (0 when unreported or not a valid
-    count: ``usage.valid_count``; ``models.invoke_model`` replaces invalid usage by the estimate)."""
+    count: ``usage.valid_count``; ``models.invoke_model`` replaces invalid usage by the estimate),
+    and, when the provider reported any, ``cache_read_tokens`` / ``cache_write_tokens``: the input
+    tokens read from / written to its prompt cache (``input_token_details`` ``cache_read`` /
+    ``cache_creation``, a service tier's ``priority_cache_read``... too)."""
     usage = getattr(message, "usage_metadata", None) or {}
     if not isinstance(usage, Mapping):
         usage = {}
     counts = {k: usage.get(k) or 0 for k in ("input_tokens", "output_tokens", "total_tokens")}
-    return {k: v if valid_count(v) else 0 for k, v in counts.items()}
+    out = {k: v if valid_count(v) else 0 for k, v in counts.items()}
+    details = usage.get("input_token_details")
+    if details and isinstance(details, Mapping):
+        read, write = _cache_counts(details)
+        if read:
+            out["cache_read_tokens"] = read
+        if write:
+            out["cache_write_tokens"] = write
+    return out
+
+
+def _cache_counts(details: Mapping[str, Any]) -> tuple[int, int]:
+    """Cached input tokens read and written of ``input_token_details`` (invalid counts: 0)."""
+    read = write = 0
+    for key, value in details.items():
+        if not isinstance(key, str) or not valid_count(value):
+            continue
+        if key == "cache_read" or key.endswith("_cache_read"):
+            read += value
+        elif key == "cache_creation" or key.endswith("_cache_creation"):
+            write += value
+    return min(read, MAX_REPORTED_TOKENS), min(write, MAX_REPORTED_TOKENS)
 
 
 def pending_tool_calls(message: Any) -> list[dict]:

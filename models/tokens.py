@@ -16,8 +16,10 @@ The budget's shares (all derived from ``context_token_limit``):
 * ``usable_tokens`` — what requests may use: 90 % of the limit minus a small
   envelope for the request's other fields (model name, flags). The 10 % headroom
   absorbs counter error and small prompt changes between prediction and request.
-* ``compaction_target`` — where compaction brings a request back to (60 %), so
-  one compaction buys several turns instead of firing again on the next one.
+* ``compaction_target`` — where compaction brings a request back to (30 %), so
+  one compaction buys several turns instead of firing again on the next one (and the
+  recent turns it keeps, which a provider's prompt cache no longer holds after the new
+  summary, stay few: docs/cost.md).
 * ``summary_tokens`` — the size of one summary block: ``summary_token_limit``, at
   most 15 % of the limit.
 * ``page_chars`` — the largest tool output a single message may carry (a quarter
@@ -51,7 +53,7 @@ from ..runs.identity import IdentityCache
 CHARS_PER_TOKEN = 4
 HEADROOM = 0.9  # share of the limit a request may use in our own accounting
 ENVELOPE_TOKENS = 40  # '{"model":...,"stream":...,"tool_choice":...}' around messages and tools
-COMPACTION_TARGET = 0.6  # share of the limit a compacted request is brought back to
+COMPACTION_TARGET = 0.3  # share of the limit a compacted request is brought back to
 SUMMARY_SHARE = 0.15  # a summary block takes at most this share of the limit
 PAGE_SHARE = 0.25  # one tool message carries at most this share of the limit
 
@@ -83,7 +85,8 @@ def tool_schemas(tools: Sequence[BaseTool | dict] | None) -> list[dict]:
 
 def request_json(messages: Sequence[BaseMessage], tools: Sequence[BaseTool | dict] | None = None) -> str:
     """The request's messages and tool schemas as (upper-bound-length) JSON text."""
-    body: dict[str, Any] = {"messages": convert_to_openai_messages(list(messages))}
+    shown = [_without_call_blocks(m) if type(m) is AIMessage and isinstance(m.content, list) else m for m in messages]
+    body: dict[str, Any] = {"messages": convert_to_openai_messages(shown)}
     schemas = tool_schemas(tools)
     if schemas:
         body["tools"] = schemas
@@ -119,6 +122,8 @@ def _message_parts(message: BaseMessage) -> tuple[int, int]:
     role = _ROLES.get(type(message))
     extra, content = message.additional_kwargs, message.content
     if role is None or not isinstance(content, str) or (extra and role == "system"):
+        if role == "assistant" and isinstance(content, list):  # (a Responses API reply)
+            message = _without_call_blocks(message)
         return _json_parts(convert_to_openai_messages([message]))
     size, fields = 2 + 8 + len(role) + 2, 1  # {"role": "..."
     if message.name:
@@ -132,6 +137,14 @@ def _message_parts(message: BaseMessage) -> tuple[int, int]:
         size, fields = size + 16 + _value_len(cast(ToolMessage, message).tool_call_id), fields + 1
     size += 11 + _value_len(content)  # "content": ...
     return size + 2 * fields, 1  # (fields + 1 of them: 2 * fields for the ", " between)
+
+
+def _without_call_blocks(message: BaseMessage) -> BaseMessage:
+    """A Responses API reply without the ``function_call`` blocks of its content: they are its
+    ``tool_calls``, which are measured as such (and sent once)."""
+    content = message.content
+    kept = [b for b in content if not (isinstance(b, dict) and b.get("type") == "function_call")]
+    return message if len(kept) == len(content) else message.model_copy(update={"content": kept})
 
 
 # Per message: its chat-completions form as JSON elements (one message may become several).

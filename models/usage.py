@@ -1,10 +1,13 @@
 """What a run used, and its budgets: model calls, tokens and money.
 
-* The usage record ``{model_calls, input_tokens, output_tokens, cost_usd}`` of a run
-  (state key ``usage`` of every graph, the ``--json`` output); ``cost_usd`` is ``None`` once a
-  call was made with a model that has no price (unknown, not free).
+* The usage record ``{model_calls, input_tokens, output_tokens, cost_usd, cache_read_tokens,
+  cache_write_tokens}`` of a run (state key ``usage`` of every graph, the ``--json`` output);
+  ``cost_usd`` is ``None`` once a call was made with a model that has no price (unknown, not
+  free). ``input_tokens`` counts every input token; ``cache_read_tokens`` / ``cache_write_tokens``
+  are those of them the provider read from / wrote to its prompt cache
+  (``usage_metadata.input_token_details.cache_read`` / ``cache_creation``; docs/cost.md).
 * The price of a call from the price table (prices.py: built-in prices plus
-  ``SMART_AGENT_PRICES``).
+  ``SMART_AGENT_PRICES``), cached input tokens at the ``cached_input`` price.
 * :func:`budget_problem`: the start-of-run check (``max_cost_usd`` needs a price).
 * :func:`budget_stop`: the pure decision "the next turn must answer without tools".
 * :class:`Meter`: the live count of one run. :func:`models.invoke_model`, the one place
@@ -46,9 +49,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from .messages import MAX_REPORTED_TOKENS, valid_count
-from .prices import HOW_TO_PRICE, PriceTableError, call_cost, price_of
+from .prices import HOW_TO_PRICE, Price, PriceTableError, call_cost, price_of
 
-USAGE_KEYS = ("model_calls", "input_tokens", "output_tokens", "cost_usd")
+#: The keys of a usage record; all counts (ints >= 0) but ``cost_usd`` (a float, or None).
+USAGE_KEYS = ("model_calls", "input_tokens", "output_tokens", "cost_usd", "cache_read_tokens", "cache_write_tokens")
+COUNT_KEYS = tuple(k for k in USAGE_KEYS if k != "cost_usd")
 
 #: Output tokens allowed for one turn when predicting whether the next turn fits a
 #: ``max_tokens`` / ``max_cost_usd`` budget (a typical reply with a tool call or a short answer).
@@ -64,7 +69,10 @@ BUDGET_SPENT_ANSWER = "I reached the run's budget (model calls, tokens or cost) 
 
 # --------------------------------------------------------------------------- the record
 def empty_usage() -> dict[str, Any]:
-    return {"model_calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
+    return {
+        "model_calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0, "cache_read_tokens": 0,
+        "cache_write_tokens": 0,
+    }
 
 
 def _number(value: Any, kind: type) -> Any:
@@ -78,34 +86,34 @@ def _number(value: Any, kind: type) -> Any:
 def as_usage(value: Any) -> dict[str, Any]:
     """A usage record from anything a state may hold (missing or bad numbers: 0). ``cost_usd``
     ``None`` (present, null) means unknown: a call was made with a model the price table lacks."""
-    if type(value) is dict and len(value) == 4 and _is_record(value):
+    if type(value) is dict and len(value) == len(USAGE_KEYS) and _is_record(value):
         return dict(value)  # (already one: a meter's, a node's; every turn reads a few)
     value = value if isinstance(value, Mapping) else {}
-    out = {k: _number(value.get(k), int) for k in USAGE_KEYS[:3]}
     unknown = "cost_usd" in value and value["cost_usd"] is None
-    out["cost_usd"] = None if unknown else _number(value.get("cost_usd"), float)
-    return out
+    return {
+        k: (None if unknown else _number(value.get(k), float)) if k == "cost_usd" else _number(value.get(k), int)
+        for k in USAGE_KEYS
+    }
 
 
 def _is_record(value: dict[str, Any]) -> bool:
     """Whether ``value`` is what :func:`as_usage` would return for it (counts: ints >= 0;
     cost: a finite float >= 0, or None)."""
-    calls, tokens_in, tokens_out = value.get("model_calls"), value.get("input_tokens"), value.get("output_tokens")
+    for key in COUNT_KEYS:
+        count = value.get(key)
+        if type(count) is not int or count < 0:
+            return False
     cost = value.get("cost_usd", 0)
-    return (
-        type(calls) is int and type(tokens_in) is int and type(tokens_out) is int
-        and calls >= 0 and tokens_in >= 0 and tokens_out >= 0
-        and (cost is None or (type(cost) is float and 0.0 <= cost < math.inf))
-    )
+    return cost is None or (type(cost) is float and 0.0 <= cost < math.inf)
 
 
 def add_usage(total: Mapping[str, Any], more: Mapping[str, Any]) -> dict[str, Any]:
     """The sum of two records; the cost is unknown (None) when either's is."""
     a, b = as_usage(total), as_usage(more)
-    out: dict[str, Any] = {k: a[k] + b[k] for k in USAGE_KEYS[:3]}
     known = a["cost_usd"] is not None and b["cost_usd"] is not None
-    out["cost_usd"] = round(a["cost_usd"] + b["cost_usd"], 10) if known else None
-    return out
+    return {
+        k: (round(a[k] + b[k], 10) if known else None) if k == "cost_usd" else a[k] + b[k] for k in USAGE_KEYS
+    }
 
 
 def cost_of(usage: Mapping[str, Any]) -> float:
@@ -174,7 +182,7 @@ def budget_spent(usage: Mapping[str, Any], limits: Limits) -> str | None:
 
 
 def budget_stop(
-    usage: Mapping[str, Any], limits: Limits, next_request_tokens: int, price: tuple[float, float] | None = None
+    usage: Mapping[str, Any], limits: Limits, next_request_tokens: int, price: Price | tuple[float, float] | None = None
 ) -> str | None:
     """Whether the next turn must answer without tools, and why ("model_calls", "tokens",
     "cost"), or None.
@@ -183,7 +191,8 @@ def budget_stop(
     * tokens / cost: a turn is its request (``next_request_tokens``, as the context budget
       measures it) plus :data:`OUTPUT_ALLOWANCE` output tokens; after the next turn there
       must be room for one more turn at least as large (requests only grow), else this
-      one is the last. ``price``: the model's (input, output) USD per 1M tokens.
+      one is the last. ``price``: the model's (input, output) USD per 1M tokens; the turn is
+      priced without a cache discount (what its cached share will be is not known before).
     """
     u = as_usage(usage)
     if limits.model_calls and u["model_calls"] + 1 >= limits.model_calls:
@@ -208,7 +217,7 @@ class Meter:
         self, usage: Any = None, limits: Limits | None = None, spec: str | None = None, parent: Meter | None = None
     ) -> None:
         # A clean record is kept as it is (no copy): a meter never changes its record in place.
-        clean = type(usage) is dict and len(usage) == 4 and _is_record(usage)
+        clean = type(usage) is dict and len(usage) == len(USAGE_KEYS) and _is_record(usage)
         self.usage: dict[str, Any] = usage if clean else as_usage(usage)
         self.limits: Limits = limits or (parent.limits if parent else NO_LIMITS)
         self.spec: str | None = spec or (parent.spec if parent else None)
@@ -221,6 +230,8 @@ class Meter:
         # (a run's max_tool_calls; None: only the limits of the meters above it apply).
         self.tool_calls = 0
         self.tool_limit: int | None = None
+        # The run's prompt_cache_key (models/prompt_cache.py sets it on a root meter; "": none).
+        self.cache_key: str | None = None
 
     @property
     def root(self) -> Meter:
@@ -238,7 +249,10 @@ class Meter:
             return root.limits
         return Limits(max(1, calls - root.reserved_calls), root.limits.tokens, root.limits.cost_usd)
 
-    def _add(self, calls: int = 0, input_tokens: int = 0, output_tokens: int = 0, cost: float | None = 0.0) -> None:
+    def _add(
+        self, calls: int = 0, input_tokens: int = 0, output_tokens: int = 0, cost: float | None = 0.0,
+        cache_read: int = 0, cache_write: int = 0,
+    ) -> None:
         """Add to this meter and its parents: :func:`add_usage` of their records (each one a
         clean record: built by :func:`as_usage`, then only here) and these clean counts."""
         meter: Meter | None = self
@@ -250,6 +264,8 @@ class Meter:
                 "input_tokens": u["input_tokens"] + input_tokens,
                 "output_tokens": u["output_tokens"] + output_tokens,
                 "cost_usd": round(u["cost_usd"] + cost, 10) if known else None,
+                "cache_read_tokens": u["cache_read_tokens"] + cache_read,
+                "cache_write_tokens": u["cache_write_tokens"] + cache_write,
             }
             meter = meter.parent
 
@@ -257,14 +273,22 @@ class Meter:
         """A request is about to be sent (counted now, so parallel callers see it)."""
         self._add(calls=1)
 
-    def end_call(self, input_tokens: int, output_tokens: int, spec: str | None = None) -> None:
-        price = _safe_price(spec or self.spec)
-        # None: unknown (no price for the model)
-        cost = _number(call_cost(price, input_tokens, output_tokens), float) if price is not None else None
+    def end_call(
+        self, input_tokens: int, output_tokens: int, spec: str | None = None, cache_read: int = 0,
+        cache_write: int = 0,
+    ) -> None:
+        """A reply: its tokens (``cache_read`` / ``cache_write``: those of its input tokens the
+        provider read from / wrote to its prompt cache) and their cost."""
         # (a provider's counts are ints >= 0 nearly always: _number only for anything else)
         tokens_in = input_tokens if type(input_tokens) is int and input_tokens >= 0 else _number(input_tokens, int)
         tokens_out = output_tokens if type(output_tokens) is int and output_tokens >= 0 else _number(output_tokens, int)
-        self._add(0, tokens_in, tokens_out, cost)
+        # Cached tokens are some of the input tokens: never more (a provider's counts are untrusted).
+        read = min(_number(cache_read, int), tokens_in) if cache_read else 0
+        write = min(_number(cache_write, int), tokens_in - read) if cache_write else 0
+        price = _safe_price(spec or self.spec)
+        # None: unknown (no price for the model)
+        cost = _number(call_cost(price, tokens_in, tokens_out, read, write), float) if price is not None else None
+        self._add(0, tokens_in, tokens_out, cost, read, write)
         limits = self.root.limits
         if limits is not NO_LIMITS and limits.any():
             from ..runs.events import emit
@@ -346,7 +370,7 @@ class Meter:
             root.reserved_calls -= calls
 
 
-def _safe_price(spec: str | None) -> tuple[float, float] | None:
+def _safe_price(spec: str | None) -> Price | None:
     try:
         return price_of(spec)
     except PriceTableError:  # checked at run start when it matters (budget_problem)
@@ -620,7 +644,9 @@ def record_end(meter: Meter | None, messages: Any, response: Any, spec: str | No
     tokens_in, tokens_out = reported["input_tokens"], reported["output_tokens"]
     if not tokens_in and not tokens_out:
         tokens_in, tokens_out = estimate_tokens(messages, raw)
-    meter.end_call(tokens_in, tokens_out, spec)
+    meter.end_call(
+        tokens_in, tokens_out, spec, reported.get("cache_read_tokens", 0), reported.get("cache_write_tokens", 0)
+    )
 
 
 # --------------------------------------------------------------------------- the client's own retries

@@ -14,6 +14,12 @@ model calls:
 A turn that must answer anyway (tool limit reached, or the run's budget leaves room for one
 turn only) skips phase 1. The wrapper never
 touches the agent node itself: it changes only the turn's context and a copy of the state.
+
+With an OpenAI model on the Responses API (``responses_api``), the action call continues the
+reasoning call's response instead of resending the conversation (``models/prompt_cache.py``
+``Continuation``): it is sent as ``previous_response_id`` with one input, the reasoning call's
+result (the note below, and what to do now). When the action request is not the reasoning call's
+conversation (another cut of the history) or the provider lost the response, it is sent whole.
 """
 
 from __future__ import annotations
@@ -24,13 +30,14 @@ from collections.abc import Callable
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langgraph.runtime import Runtime
 
 from ..config.context import AgentContext
 from ..history.budget import ContextBudget
 from ..models.chat import aload_chat_model, model_fallbacks, model_options
 from ..models.messages import usage_of
+from ..models.prompt_cache import Continuation, can_continue, continuing
 from ..models.prompts import build_system_prompt
 from ..models.tokens import count_request, resolve_counter
 from ..models.usage import current_meter, metered
@@ -54,6 +61,8 @@ ACTION_NOTE = "Your reasoning for this step:\nSituation: {situation}\nPlan: {pla
 DONE_NOTE = (
     "Your reasoning for this step:\nSituation: {situation}\nThe task is done: answer the user now, without tools."
 )
+#: The reasoning call's result when the action call continues its response (Responses API).
+ACT_NOW = "Reasoning noted. Now act on it: call the tools your plan names (not reasoning), or answer the user."
 
 
 def reasoning_tool() -> dict[str, Any]:
@@ -86,6 +95,20 @@ def tools_named(reasoning: dict[str, Any], names: list[str]) -> list[str]:
     """The tool names the reasoning mentions (whole words, case-insensitive), in registry order."""
     text = (reasoning["situation"] + " " + " ".join(reasoning["plan"])).lower()
     return [n for n in names if re.search(rf"(?<![\w]){re.escape(n.lower())}(?![\w])", text)]
+
+
+def action_continuation(
+    llm: Any, request: list[BaseMessage], response: Any, note: str, done: bool
+) -> Continuation | None:
+    """How the action call continues the reasoning call's response on a stateful model: the
+    reasoning call's result is the note; None when the model keeps no responses or the reply holds
+    another call beside the reasoning (each would need a result)."""
+    calls = getattr(response, "tool_calls", None) or []
+    if not isinstance(response, AIMessage) or len(calls) != 1 or not can_continue(llm):
+        return None
+    act = "The task is done: answer the user now." if done else ACT_NOW
+    result = ToolMessage(content=f"{note}\n\n{act}", tool_call_id=str(calls[0].get("id") or ""), name=REASONING)
+    return Continuation(request, response, [result])
 
 
 def make_two_phase_node(
@@ -148,6 +171,7 @@ def make_two_phase_node(
             turn_ctx = ctx
         else:
             turn_ctx = dataclasses.replace(ctx, tools=chosen)
-        return await agent_node(turn_state, runtime.override(context=turn_ctx))
+        with continuing(action_continuation(llm, request, response, note, reasoning["done"])):
+            return await agent_node(turn_state, runtime.override(context=turn_ctx))
 
     return agent

@@ -100,6 +100,15 @@ class ToolArchive:
         return path.read_text(encoding="utf-8", errors="surrogatepass")
 
 
+def view_chars(page: int) -> tuple[int, int]:
+    """The head and tail characters the view of an output shows under a budget whose tool
+    messages carry at most ``page`` characters (``tokens.page_chars``): ``VIEW_HEAD_CHARS`` and
+    ``VIEW_TAIL_CHARS``, less under a small budget (a 24th and a 48th of a page: 333 and 166 at
+    8000 tokens). A view stays in every request until the next compaction, so under a small
+    budget its size is most of what each turn adds to the request (docs/cost.md)."""
+    return min(VIEW_HEAD_CHARS, max(100, page // 24)), min(VIEW_TAIL_CHARS, max(50, page // 48))
+
+
 def make_view(
     text: str, eid: str, tool: str, page: int, head: int = VIEW_HEAD_CHARS, tail: int = VIEW_TAIL_CHARS
 ) -> str:

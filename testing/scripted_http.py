@@ -14,7 +14,9 @@ from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 
-__all__ = ["Owner", "ScriptedHTTPServer", "ScriptedHandler", "stream_completion"]
+__all__ = [
+    "Owner", "ScriptedHTTPServer", "ScriptedHandler", "end_events", "event_writer", "split_words", "stream_completion",
+]
 
 _DEFAULT_ERROR_TYPES = {
     400: "invalid_request_error",
@@ -39,6 +41,8 @@ class Owner(Protocol):
     def _from_cassette(self, h: ScriptedHandler, raw: bytes) -> bool: ...
 
     def _handle_completion(self, h: ScriptedHandler, request: dict[str, Any], raw: bytes) -> None: ...
+
+    def _handle_responses(self, h: ScriptedHandler, request: dict[str, Any], raw: bytes) -> None: ...
 
 
 class ScriptedHTTPServer(ThreadingHTTPServer):
@@ -133,7 +137,8 @@ class ScriptedHandler(BaseHTTPRequestHandler):
             raw = self._read_body()
             if self.server.owner._from_cassette(self, raw):
                 return
-            if self._path() != "/chat/completions":
+            path = self._path()
+            if path not in ("/chat/completions", "/responses"):
                 self._send_error(404, f"scripted server: unknown path {self.path}", headers={"x-should-retry": "false"})
                 return
             try:
@@ -145,10 +150,18 @@ class ScriptedHandler(BaseHTTPRequestHandler):
                     400, f"scripted server: malformed JSON body: {exc}", headers={"x-should-retry": "false"}
                 )
                 return
-            self.server.owner._handle_completion(self, request, raw)
+            if path == "/responses":
+                self.server.owner._handle_responses(self, request, raw)
+            else:
+                self.server.owner._handle_completion(self, request, raw)
         except (BrokenPipeError, ConnectionError, OSError):
             # Client went away (e.g. its timeout fired during a delay).
             self.close_connection = True
+
+
+def split_words(content: str) -> list[str]:
+    """The pieces a streamed text is sent in: each word with its spaces."""
+    return _WORDS.findall(content)
 
 
 def stream_completion(
@@ -168,18 +181,7 @@ def stream_completion(
     """Send a chat completion as OpenAI's chunked server-sent events: the role, the content word by
     word (``pause_point(count, text so far)`` after each), each tool call (its arguments in two
     halves), the finish reason, the usage chunk when asked for, ``[DONE]``."""
-    h.send_response(200)
-    h.send_header("Content-Type", "text/event-stream")
-    h.send_header("Cache-Control", "no-cache")
-    h.send_header("Transfer-Encoding", "chunked")
-    for name, value in extra_headers.items():
-        h.send_header(name, value)
-    h.end_headers()
-
-    def write(payload: str) -> None:
-        data = payload.encode()
-        h.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-        h.wfile.flush()
+    write = event_writer(h, extra_headers)
 
     def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> None:
         body: dict[str, Any] = {
@@ -240,5 +242,28 @@ def stream_completion(
             + "\n\n"
         )
     write("data: [DONE]\n\n")
+    end_events(h)
+
+
+def event_writer(h: ScriptedHandler, extra_headers: Mapping[str, str]) -> Callable[[str], None]:
+    """Start a chunked ``text/event-stream`` answer; returns the function that sends one chunk."""
+    h.send_response(200)
+    h.send_header("Content-Type", "text/event-stream")
+    h.send_header("Cache-Control", "no-cache")
+    h.send_header("Transfer-Encoding", "chunked")
+    for name, value in extra_headers.items():
+        h.send_header(name, value)
+    h.end_headers()
+
+    def write(payload: str) -> None:
+        data = payload.encode()
+        h.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        h.wfile.flush()
+
+    return write
+
+
+def end_events(h: ScriptedHandler) -> None:
+    """End a chunked answer started by :func:`event_writer`."""
     h.wfile.write(b"0\r\n\r\n")
     h.wfile.flush()

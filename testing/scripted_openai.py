@@ -1,6 +1,7 @@
 """The scripted OpenAI-compatible server itself (``ScriptedOpenAIServer``; documented, re-exported
 and run from the command line in ``scripted_server.py``): its lifecycle, what it received, and the
-answer to each chat-completions request from the script, the responder or the cassette."""
+answer to each chat-completions or Responses API request (``scripted_responses.py``) from the
+script, the responder or the cassette, with OpenAI-style ``cached_tokens``."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from typing import Any
 from ..cassette import Cassette
 from .script import ScriptEntry, check_entry, message_text, validate_script
 from .scripted_cassette import answer_from_cassette
-from .scripted_http import ScriptedHandler, ScriptedHTTPServer, stream_completion
+from .scripted_http import ScriptedHandler, ScriptedHTTPServer, end_events, event_writer, split_words, stream_completion
+from .scripted_responses import PrefixCache, chat_view, output_message, prompt_text, response_body, stream_response
 
 __all__ = ["ScriptedOpenAIServer"]
 
@@ -40,6 +42,7 @@ class ScriptedOpenAIServer:
         default_delay_s: float = 0.0,
         loop: bool = False,
         cassette: str | os.PathLike[str] | None = None,
+        prompt_cache: bool = True,
     ) -> None:
         self.host = host
         self.port = port
@@ -53,6 +56,13 @@ class ScriptedOpenAIServer:
         self._responses = 0
         self._requests: list[dict[str, Any]] = []
         self._raw: list[bytes] = []
+        self._paths: list[str] = []
+        self._usages: list[dict[str, Any]] = []  # the usage of each answer, as reported
+        self._prefixes: list[int] = []  # per answer: tokens of its prompt's longest prefix seen before
+        self._stored: dict[str, list[dict[str, Any]]] = {}  # response id -> its conversation (Responses API)
+        self._ids = 0  # response ids, never reused (the stored conversations outlive reset())
+        self._answered: list[str] = []  # the id of each Responses API answer
+        self.prompt_cache = PrefixCache() if prompt_cache else None
         self._httpd: ScriptedHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._conns: set[socket.socket] = set()
@@ -114,9 +124,44 @@ class ScriptedOpenAIServer:
 
     @property
     def requests(self) -> list[dict[str, Any]]:
-        """Parsed JSON bodies of the /chat/completions requests received, in order."""
+        """Parsed JSON bodies of the /chat/completions and /responses requests received, in order."""
         with self._lock:
             return list(self._requests)
+
+    @property
+    def request_paths(self) -> list[str]:
+        """The path of each request of :attr:`requests` (``/chat/completions``, ``/responses``)."""
+        with self._lock:
+            return list(self._paths)
+
+    @property
+    def reported_usage(self) -> list[dict[str, Any]]:
+        """The usage each answer reported (chat-completions form: ``prompt_tokens``,
+        ``prompt_tokens_details.cached_tokens``...), in order; errors report none."""
+        with self._lock:
+            return list(self._usages)
+
+    @property
+    def shared_prefix_tokens(self) -> list[int]:
+        """Per answered request (as :attr:`reported_usage`): the tokens (characters / 4) of the
+        longest prefix its prompt shares with an earlier prompt of its ``prompt_cache_key``, exactly
+        (``cached_tokens`` is that, from 1024 tokens on and in steps of 128); empty when the prompt
+        cache is off."""
+        with self._lock:
+            return list(self._prefixes)
+
+    @property
+    def response_ids(self) -> list[str]:
+        """The id of each answer to a /responses request, in order (what a later request's
+        ``previous_response_id`` names)."""
+        with self._lock:
+            return list(self._answered)
+
+    def forget_responses(self) -> None:
+        """Drop the stored Responses conversations: a later ``previous_response_id`` gets HTTP 404
+        (as when OpenAI no longer has the response)."""
+        with self._lock:
+            self._stored.clear()
 
     @property
     def remaining(self) -> int:
@@ -151,9 +196,15 @@ class ScriptedOpenAIServer:
             self._responses = 0
             self._requests.clear()
             self._raw.clear()
+            self._paths.clear()
+            self._usages.clear()
+            self._prefixes.clear()
+            self._answered.clear()
+        if self.prompt_cache is not None:
+            self.prompt_cache.clear()
 
     # -- script handling --------------------------------------------------- #
-    def _next_entry(self, request: dict[str, Any], raw: bytes) -> tuple[Any, int, int]:
+    def _next_entry(self, request: dict[str, Any], raw: bytes, path: str) -> tuple[Any, int, int]:
         """Record the request and pick its script entry (callables not yet called).
 
         Returns ``(entry or None, response number, script entries consumed)``.
@@ -161,6 +212,7 @@ class ScriptedOpenAIServer:
         with self._lock:
             self._requests.append(request)
             self._raw.append(raw)
+            self._paths.append(path)
             self._responses += 1
             n = self._responses
             if self._pos < len(self._script):
@@ -180,13 +232,37 @@ class ScriptedOpenAIServer:
         return answer_from_cassette(h, self.cassette, raw, record=self._record,
                                     script_left=bool(self._script) or self.responder is not None)
 
-    def _record(self, body: Any, raw: bytes) -> None:
+    def _record(self, body: Any, raw: bytes, path: str | None = None) -> None:
         with self._lock:
             self._requests.append(body)
             self._raw.append(raw)
+            self._paths.append(path or "")
 
     def _handle_completion(self, h: ScriptedHandler, request: dict[str, Any], raw: bytes) -> None:
-        entry, n, consumed = self._next_entry(request, raw)
+        self._answer(h, request, raw, request, "/chat/completions")
+
+    def _handle_responses(self, h: ScriptedHandler, request: dict[str, Any], raw: bytes) -> None:
+        """A Responses API request: the script reads it as a chat-completions request holding the
+        whole conversation (``scripted_responses.chat_view``); an unknown ``previous_response_id``
+        gets HTTP 404, as from OpenAI."""
+        previous = request.get("previous_response_id")
+        history: list[dict[str, Any]] = []
+        if previous is not None:
+            with self._lock:
+                stored = self._stored.get(str(previous))
+            if stored is None:
+                self._record(request, raw, "/responses")
+                h._send_error(
+                    404, f"Previous response with id '{previous}' not found.", type_="invalid_request_error",
+                    code="previous_response_not_found", headers={"x-should-retry": "false"},
+                )
+                return
+            history = stored
+        self._answer(h, request, raw, chat_view(request, history), "/responses")
+
+    def _answer(self, h: ScriptedHandler, request: dict[str, Any], raw: bytes, view: dict[str, Any], path: str) -> None:
+        """Answer a request from its script entry; ``view``: the request as chat completions."""
+        entry, n, consumed = self._next_entry(request, raw, path)
         if entry is None:
             h._send_error(
                 500,
@@ -198,7 +274,7 @@ class ScriptedOpenAIServer:
             return
         try:
             if callable(entry):
-                entry = entry(request)
+                entry = entry(view)
             entry = check_entry(entry, f"answer to request {n}")
         except Exception as exc:  # a bad callable should fail the test loudly, not hang
             h._send_error(
@@ -247,11 +323,18 @@ class ScriptedOpenAIServer:
                 }
             )
         finish = entry.get("finish_reason") or ("tool_calls" if calls else "stop")
-        usage = self._usage(request, content, calls)
+        usage = self._usage(view, content, calls)
         if isinstance(entry.get("usage"), Mapping):
+            if "prompt_tokens" in entry["usage"]:
+                usage.pop("prompt_tokens_details", None)  # (cached tokens of another count)
             usage.update(entry["usage"])
             usage["total_tokens"] = usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
+        with self._lock:
+            self._usages.append(usage)
         model = str(entry.get("model") or self.model)
+        if path == "/responses":
+            self._respond(h, request, view, entry, content, calls, usage, model, extra_headers)
+            return
         cid = f"chatcmpl-scripted-{n}"
         created = int(time.time())
 
@@ -280,13 +363,49 @@ class ScriptedOpenAIServer:
             extra_headers,
         )
 
-    @staticmethod
-    def _usage(request: Mapping[str, Any], content: str, calls: list[dict[str, Any]]) -> dict[str, int]:
+    def _respond(
+        self, h: ScriptedHandler, request: Mapping[str, Any], view: Mapping[str, Any], entry: Mapping[str, Any],
+        content: str, calls: list[dict[str, Any]], usage: dict[str, Any], model: str, headers: dict[str, str],
+    ) -> None:
+        """Answer a Responses API request (a Response object, or its events when streamed) and keep
+        its conversation for a later ``previous_response_id`` (unless ``store`` is false)."""
+        with self._lock:
+            self._ids += 1
+            rid = f"resp_scripted{self._ids:06d}"
+            self._answered.append(rid)
+            if request.get("store") is not False:
+                self._stored[rid] = [*view.get("messages", []), output_message(content, calls)]
+        body = response_body(rid, model, request, content, calls, usage)
+        if not request.get("stream"):
+            h._send_json(200, body, headers)
+            return
+        write = event_writer(h, headers)
+        delay = float(entry.get("chunk_delay_s", 0.0) or 0.0)
+
+        def event(kind: str, data: dict[str, Any]) -> None:
+            write(f"event: {kind}\ndata: {json.dumps(data)}\n\n")
+            if delay > 0:
+                time.sleep(delay)
+
+        stream_response(event, body, split_words(content), self._pause_point(entry))
+        end_events(h)
+
+    def _usage(self, request: Mapping[str, Any], content: str, calls: list[dict[str, Any]]) -> dict[str, Any]:
+        """Usage estimated from the request (chat-completions form) and the answer, with the cached
+        prompt tokens (``scripted_responses.PrefixCache``) unless the prompt cache is off."""
         prompt = json.dumps(request.get("messages") or []) + json.dumps(request.get("tools") or [])
         completion = content + "".join(c["function"]["arguments"] for c in calls)
         p = math.ceil(len(prompt) / 4)
         c = math.ceil(len(completion) / 4)
-        return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+        usage: dict[str, Any] = {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+        if self.prompt_cache is not None:
+            key = request.get("prompt_cache_key")
+            text = prompt_text(request)  # (as long as the text p counts)
+            cached, shared = self.prompt_cache.cached(None if key is None else str(key), text, p)
+            usage["prompt_tokens_details"] = {"cached_tokens": cached}
+            with self._lock:
+                self._prefixes.append(p if shared == len(text) else min(p, shared // 4))
+        return usage
 
     def release_stream(self) -> None:
         """Let a stream paused at its ``pause_after`` go on."""

@@ -1,8 +1,17 @@
-"""A scripted OpenAI-compatible chat-completions server (stdlib only).
+"""A scripted OpenAI-compatible chat-completions and Responses API server (stdlib only).
 
 Used by tests, benchmarks and the offline ``smart-agent demo``: point the real
 ``langchain_openai.ChatOpenAI`` (or any OpenAI client) at ``server.base_url`` and
-every ``POST /v1/chat/completions`` is answered from a script.
+every ``POST /v1/chat/completions`` and ``POST /v1/responses`` is answered from a script.
+
+A Responses API request (``use_responses_api``) is read by the script as the chat-completions
+request it stands for (``scripted_responses.chat_view``): its ``messages`` hold the whole
+conversation, the one its ``previous_response_id`` continues included; its answer is a Response
+(streamed as its events when asked). The server keeps each answer's conversation for a later
+``previous_response_id`` (``store: false`` aside); an id it does not hold gets HTTP 404
+"Previous response with id '...' not found." (code ``previous_response_not_found``), as from
+OpenAI; ``server.forget_responses()`` drops them all. ``server.request_paths`` gives each request's
+path, ``server.response_ids`` the id of each Responses answer.
 
 Script entries (consumed in order; each a dict, a callable ``f(request) -> dict``,
 or a plain string as shorthand for ``{"content": ...}``)::
@@ -44,7 +53,13 @@ request (``x-smart-agent-replay: miss``).
 
 Token usage is approximate: ``prompt_tokens = ceil(len(json.dumps(messages) +
 json.dumps(tools or [])) / 4)`` and ``completion_tokens = ceil(len(content +
-all tool-call argument strings) / 4)``.
+all tool-call argument strings) / 4)``. Cached prompt tokens are reported as OpenAI does
+(``prompt_tokens_details.cached_tokens``; Responses: ``input_tokens_details.cached_tokens``):
+the longest prefix of the prompt (tools, then messages, as JSON) shared with an earlier request
+of the same ``prompt_cache_key`` (requests without one form one group), counted from 1024 tokens
+on, in steps of 128 (``scripted_responses.PrefixCache``; ``prompt_cache=False`` turns it off).
+``server.reported_usage`` holds the usage of each answer, ``server.shared_prefix_tokens`` the
+exact shared prefix of each.
 
 CLI::
 

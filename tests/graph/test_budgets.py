@@ -37,7 +37,7 @@ async def test_max_model_calls_makes_exactly_that_many_requests_the_last_without
     assert BUDGET_NOTICE in srv.requests[-1]["messages"][0]["content"]
     assert final["answer"] == "It is 4." and final["tool_calls_made"] == 3
     assert final["usage"] == {"model_calls": 4, "input_tokens": 400, "output_tokens": 40,
-                              "cost_usd": final["usage"]["cost_usd"]}
+                              "cost_usd": final["usage"]["cost_usd"], "cache_read_tokens": 0, "cache_write_tokens": 0}
     assert [e["consumed"]["model_calls"] for e in budget_events(events, "ok")] == [1, 2, 3, 4]
     [finalize] = budget_events(events, "finalize")
     assert finalize["reason"] == "model_calls" and finalize["consumed"]["model_calls"] == 3

@@ -188,3 +188,17 @@ async def test_the_loop_routes_on_the_event_loop():
     assert result["answer"] == "done" and len(model.calls) == 4
     assert executor.submitted == 0
 
+
+
+def test_a_responses_api_reply_is_measured_with_its_calls_once():
+    """A reply of the Responses API holds each tool call twice: as a ``function_call`` block of its
+    content and in ``tool_calls``; the request sends it once (docs/cost.md)."""
+    call = {"name": "read_file", "args": {"path": "part03.txt"}, "id": "call_4_0"}
+    block = {"type": "function_call", "name": "read_file", "arguments": '{"path": "part03.txt"}',
+             "call_id": "call_4_0", "id": "fc_1", "status": "completed"}
+    text = {"type": "text", "text": "Reading part 3.", "annotations": [], "id": "msg_1"}
+    responses = AIMessage([text, block], tool_calls=[call], response_metadata={"id": "resp_1"})
+    chat = AIMessage([text], tool_calls=[call])
+    assert approx_counter([responses]) == approx_counter([chat])
+    assert request_json_chars([HumanMessage("hi"), responses]) == len(request_json([HumanMessage("hi"), responses]))
+    assert "function_call" not in request_json([responses]) and responses.content[1] == block  # (left as it is)

@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from smart_agent.cli.budget import usage_report
 from smart_agent.cli.render import format_event
 from smart_agent.config.context import Context
-from smart_agent.models.prices import BUILTIN_PRICES, PriceTableError, call_cost, price_of, price_table
+from smart_agent.models.prices import BUILTIN_PRICES, Price, PriceTableError, call_cost, price_of, price_table
 from smart_agent.models.usage import (
     OUTPUT_ALLOWANCE,
     Limits,
@@ -32,8 +32,9 @@ from smart_agent.models.usage import (
 )
 
 
-def used(calls=0, tokens_in=0, tokens_out=0, cost=0.0):
-    return {"model_calls": calls, "input_tokens": tokens_in, "output_tokens": tokens_out, "cost_usd": cost}
+def used(calls=0, tokens_in=0, tokens_out=0, cost=0.0, read=0, write=0):
+    return {"model_calls": calls, "input_tokens": tokens_in, "output_tokens": tokens_out, "cost_usd": cost,
+            "cache_read_tokens": read, "cache_write_tokens": write}
 
 
 def test_the_record_reads_anything_a_state_may_hold_and_adds_up():
@@ -74,11 +75,11 @@ def test_prices_builtin_by_spec_or_bare_name_and_extended_inline_or_by_file(monk
     assert price_of("azure_openai:gpt-4o-mini") == BUILTIN_PRICES["openai:gpt-4o-mini"]  # by bare name
     assert price_of("openai:unknown-model") is None and price_of(None) is None
     monkeypatch.setenv("SMART_AGENT_PRICES", '{"my-model": {"input": 1, "output": 2}, "openai:gpt-4o": [3, 4]}')
-    assert price_of("openai:my-model") == (1.0, 2.0) and price_of("openai:gpt-4o") == (3.0, 4.0)
+    assert price_of("openai:my-model") == Price(1.0, 2.0) and price_of("openai:gpt-4o") == Price(3.0, 4.0)
     prices = tmp_path / "prices.json"
     prices.write_text(json.dumps({"openai:local": {"input": 0, "output": 0.5}}))
     monkeypatch.setenv("SMART_AGENT_PRICES", str(prices))
-    assert price_of("openai:local") == (0.0, 0.5) and "openai:gpt-4o-mini" in price_table()
+    assert price_of("openai:local") == Price(0.0, 0.5) and "openai:gpt-4o-mini" in price_table()
     assert call_cost((1.0, 2.0), 1_000_000, 500_000) == 2.0 and call_cost(None, 10, 10) == 0.0
 
 
@@ -186,3 +187,79 @@ def test_budget_event_lines_and_json_usage():
     counted = {"model_calls": 1, "input_tokens": 3, "output_tokens": 1, "total_tokens": 4}
     assert usage_report({}, counted) == {**counted, "cost_usd": None}  # the events carry no cost
     assert usage_report({"usage": used(1, 3, 1, None)}, {})["cost_usd"] is None
+
+
+# --------------------------------------------------------------------------- prompt caching
+def cached_reply(tokens_in, read=0, write=0, tokens_out=10, **details):
+    return AIMessage(content="ok", usage_metadata={
+        "input_tokens": tokens_in, "output_tokens": tokens_out, "total_tokens": tokens_in + tokens_out,
+        "input_token_details": {"cache_read": read, "cache_creation": write, **details},
+    })
+
+
+def test_cached_input_tokens_are_counted_and_priced_at_the_cached_input_price(monkeypatch):
+    monkeypatch.setenv("SMART_AGENT_PRICES", '{"openai:my-model": {"input": 1.0, "output": 1.0, "cached_input": 0.1}}')
+    meter = Meter(spec="openai:my-model")
+    for read in (0, 800_000):
+        meter.begin_call()
+        record_end(meter, [], cached_reply(1_000_000, read, tokens_out=0), None)
+    # 1M at $1 + (200k at $1 + 800k at $0.10)
+    assert meter.usage == used(2, 2_000_000, 0, 1.0 + 0.2 + 0.08, read=800_000)
+    # without a cached_input price cached tokens cost the input price; a cache write its own price
+    assert call_cost(Price(1.0, 2.0), 1_000_000, 0, 500_000) == 1.0
+    assert call_cost(Price(1.0, 2.0, 0.1, 1.25), 1_000_000, 0, 0, 1_000_000) == 1.25
+    assert call_cost((1.0, 2.0), 1_000_000, 0, 400_000, 400_000) == 1.0
+
+
+def test_anthropic_cache_writes_and_a_service_tiers_cache_reads_are_counted(monkeypatch):
+    monkeypatch.delenv("SMART_AGENT_PRICES", raising=False)
+    meter = Meter(spec="anthropic:claude-haiku-4-5")  # $1 in, $5 out, reads $0.10, writes $1.25
+    meter.begin_call()
+    record_end(meter, [], cached_reply(1_000_000, 600_000, 400_000, tokens_out=0), None)
+    assert meter.usage == used(1, 1_000_000, 0, 0.06 + 0.5, read=600_000, write=400_000)
+    tier = cached_reply(100, 0, 0, priority_cache_read=64)  # langchain-openai on the priority tier
+    meter.begin_call()
+    record_end(meter, [], tier, None)
+    assert meter.usage["cache_read_tokens"] == 600_064
+
+
+@pytest.mark.parametrize("read, write", [(5_000, 0), (0, 5_000), (600, 600), (-5, 10**30), ("900", 7)])
+def test_a_providers_cache_counts_never_exceed_its_input_tokens_nor_lower_the_cost(monkeypatch, read, write):
+    monkeypatch.setenv("SMART_AGENT_PRICES", '{"openai:m": {"input": 1.0, "output": 1.0, "cached_input": 0}}')
+    meter = Meter(spec="openai:m")
+    meter.begin_call()
+    record_end(meter, [], cached_reply(1000, read, write, tokens_out=0), None)
+    u = meter.usage
+    assert u["input_tokens"] == 1000 and 0 <= u["cache_read_tokens"] + u["cache_write_tokens"] <= 1000
+    assert u["cost_usd"] == pytest.approx((1000 - u["cache_read_tokens"]) / 1_000_000)
+
+
+def test_a_price_may_carry_cached_input_and_cache_write_prices(monkeypatch):
+    price = {"m": {"input": 1, "output": 2, "cached_input": 0.1, "cache_write": 1.5}}
+    monkeypatch.setenv("SMART_AGENT_PRICES", json.dumps(price))
+    assert price_of("openai:m") == Price(1.0, 2.0, 0.1, 1.5)
+    assert BUILTIN_PRICES["openai:gpt-4.1-mini"].cached_input == 0.10
+    assert all(p.cached_input is not None for k, p in BUILTIN_PRICES.items() if not k.startswith("mistralai:"))
+    for bad in ('{"m": {"input": 1, "output": 2, "cached_input": -1}}', '{"m": {"input": 1, "output": 2, "cache": 1}}'):
+        monkeypatch.setenv("SMART_AGENT_PRICES", bad)
+        with pytest.raises(PriceTableError, match="cached_input"):
+            price_table()
+
+
+def test_cached_tokens_in_json_usage_event_lines_and_the_summary_line():
+    from smart_agent.cli.outcome import summary_line
+    from smart_agent.cli.summary import RunSummary
+    from smart_agent.models.messages import usage_of
+
+    event = {"event": "usage", "turn": 2, **usage_of(cached_reply(5000, 4096))}
+    assert event["cache_read_tokens"] == 4096 and "cache_write_tokens" not in event
+    assert format_event(event) == "  · model turn 2: 5000 tokens in (4096 cached), 10 out"
+    assert "cache_read_tokens" not in usage_of(cached_reply(10))  # none reported: none shown
+    summary = RunSummary()
+    summary.add(event)
+    assert summary.usage["cache_read_tokens"] == 4096
+    report = usage_report({"usage": used(1, 5000, 10, 0.001, read=4096)}, {})
+    assert report["cache_read_tokens"] == 4096 and report["cache_write_tokens"] == 0
+    line = summary_line("t1", summary, {"usage": used(1, 5000, 10, 0.001, read=4096, write=12)})
+    assert "5010 tokens (4096 cached, 12 written to the cache) · $0.0010" in line
+    assert "cached" not in summary_line("t1", RunSummary(), {"usage": used(1, 5000, 10, 0.001)})
