@@ -146,6 +146,12 @@ class AgentState(InputState, total=False):
     # resumed run (its own context) reviews the same calls as the run that paused.
     approve: str
     ask_user: bool
+    # --- tool-call limits (policies/tool_call_limits.py): each limit's key (its tool, "*": all) ->
+    # calls counted in the run (reset at each run start) and in the thread (kept).
+    run_tool_calls: dict[str, int]
+    thread_tool_calls: dict[str, int]
+    # Why the run stopped before the model answered ("tool_call_limit"; "": it did not), per run.
+    stopped: str
     # --- run budgets (usage.py): {model_calls, input_tokens, output_tokens, cost_usd} of the run.
     usage: dict[str, Any]
 

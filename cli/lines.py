@@ -90,6 +90,12 @@ def _pii(ev: dict) -> str:
     return f"  ⊘ personal data ({ev.get('type')}) in {where}: {ev.get('strategy')}"
 
 
+def _tool_call_limit(ev: dict) -> str:
+    tool = "every tool" if ev.get("tool") == "*" else ev.get("tool")
+    stop = {"end": "; the run stops", "error": "; the run fails"}.get(str(ev.get("exit")), "")
+    return f"  ⊘ tool-call limit of {tool}: {ev.get('blocked')} call(s) not run{stop}"
+
+
 # -- model -------------------------------------------------------------------------------
 def _usage(ev: dict) -> str:
     """``model turn N`` for the agent loop's turns (and the dual's decisions), ``model call (node)``
@@ -343,6 +349,7 @@ LINES: dict[str, Callable[[dict], str | None]] = {
     "tool_limit": _tool_limit,
     "loop_detected": _loop_detected,
     "pii": _pii,
+    "tool_call_limit": _tool_call_limit,
     "usage": _usage,
     "model_fallback": _model_fallback,
     "model_text": _model_text,

@@ -52,7 +52,8 @@ def register_cli(subparsers: Any) -> None:
         "the planner's plan approval)",
     )
     decision.add_argument(
-        "--answer", dest="decide_answer", type=utf8_text("answer"), metavar="TEXT", help="answer the question"
+        "--answer", dest="decide_answer", type=utf8_text("answer"), metavar="TEXT",
+        help="answer the question (or, where a review allows respond, the result of each reviewed call)"
     )
     decision.add_argument(
         "--decisions", dest="decide_file", metavar="FILE", help="JSON: one decision per pending tool call, in order"
@@ -81,17 +82,19 @@ def flag_decision(
 ) -> Any:
     """The resume value for one interrupt from ``resume``'s flags (exactly one given); every
     review request gets the same decision. A flag that does not fit is a ``ReviewError``."""
-    from ..runs.approval import ReviewError, answer_of, check_decisions
+    from ..runs.approval import ReviewError, allowed_of, answer_of, check_decisions
 
     kind = interrupt_kind(value)
     if kind == "review":
+        actions, allowed = action_requests(value), allowed_of(value)
+        decisions: list[dict[str, Any]]
         if answer is not None:
-            raise ReviewError("the run waits for a review of tool calls, not an answer: use --approve, --reject, "
-                              "--edit or --decisions")
-        actions = action_requests(value)
-        if approve:
-            decision: dict[str, Any] = {"type": "approve"}
-            decisions = [decision] * len(actions)
+            if not all("respond" in a for a in allowed):
+                raise ReviewError("the run waits for a review of tool calls, not an answer: use --approve, --reject, "
+                                  "--edit or --decisions")
+            decisions = [{"type": "respond", "message": answer}] * len(actions)  # the answer is each call's result
+        elif approve:
+            decisions = [{"type": "approve"}] * len(actions)
         elif reject is not None:
             decisions = [{"type": "reject", "message": reject}] * len(actions)
         else:
@@ -99,7 +102,7 @@ def flag_decision(
                 raise ReviewError(f"--edit: the arguments must be a JSON object (got {shown(edit)})")
             decisions = [{"type": "edit", "edited_action": {"name": a.get("name"), "args": dict(edit)}}
                          for a in actions]
-        check_decisions({"decisions": decisions}, actions)
+        check_decisions({"decisions": decisions}, actions, allowed)
         return {"decisions": decisions}
     if kind == "plan":
         if approve:
@@ -119,7 +122,7 @@ def file_decisions(interrupts: Sequence[Any], content: Any) -> list[Any]:
     """One resume value per interrupt from a ``--decisions`` file: for review requests a JSON
     list (or ``{"decisions": [...]}``) with one decision per pending tool call, in order,
     across the pending requests; any other interrupt takes the file's value as it is."""
-    from ..runs.approval import ReviewError, check_decisions
+    from ..runs.approval import ReviewError, allowed_of, check_decisions
 
     reviews = [i for i in interrupts if interrupt_kind(getattr(i, "value", None)) == "review"]
     if not reviews:
@@ -129,7 +132,8 @@ def file_decisions(interrupts: Sequence[Any], content: Any) -> list[Any]:
                           "resume them one kind at a time")
     decisions = content.get("decisions") if isinstance(content, Mapping) else content
     requests = [a for i in reviews for a in action_requests(i.value)]
-    check_decisions({"decisions": decisions}, requests)  # wrong shape or count: a ReviewError
+    allowed = [a for i in reviews for a in allowed_of(i.value)]
+    check_decisions({"decisions": decisions}, requests, allowed)  # wrong shape, count or type: a ReviewError
     assert isinstance(decisions, list)
     out, start = [], 0
     for i in reviews:

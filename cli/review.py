@@ -4,7 +4,7 @@ planner's plan approval - any LangGraph interrupt of any graph.
 * :func:`pending_interrupts` - what a thread waits for (``StateSnapshot.interrupts``);
 * :func:`resume_value` - the ``Command(resume=...)`` value answering all of them;
 * :func:`ask_terminal` - on a terminal: show each request and read the decision
-  (``[a]pprove / [e]dit / [r]eject``, or the answer to a question; the plan approval:
+  (``[a]pprove / [e]dit / [r]eject``, those the request allows, or the answer to a question; the plan approval:
   :func:`prompt_for_approval`);
 * :func:`run_until_paused` - stream a run, asking or stopping at each interrupt;
 * :func:`interrupted_json` / :func:`interrupted_message` - what a run that stopped on an
@@ -255,8 +255,15 @@ def edit_json(current: Any, *, read: Read, out: TextIO, what: str = "arguments")
         return None
 
 
-def _ask_action(action: Mapping[str, Any], *, read: Read, out: TextIO) -> dict[str, Any] | None:
-    """One tool call's decision, in approval.py's format (None: end of input)."""
+_CHOICES = {"approve": "[a]pprove", "edit": "[e]dit", "reject": "[r]eject [message]", "respond": "re[s]pond TEXT"}
+_WORDS = {"approve": ("a", "approve", "y", "yes"), "reject": ("r", "reject", "n", "no"), "edit": ("e", "edit"),
+          "respond": ("s", "respond")}
+
+
+def _ask_action(
+    action: Mapping[str, Any], allowed: Sequence[str] = ("approve", "edit", "reject"), *, read: Read, out: TextIO
+) -> dict[str, Any] | None:
+    """One tool call's decision, in approval.py's format, of a type in ``allowed`` (None: end of input)."""
     name = str(action.get("name") or "")
     args = action.get("args") if isinstance(action.get("args"), Mapping) else {}
     print(f"\n⏸ {name} waits for your approval", file=out)
@@ -264,24 +271,28 @@ def _ask_action(action: Mapping[str, Any], *, read: Read, out: TextIO) -> dict[s
     if action.get("description"):
         print("  " + str(action["description"]).replace("\n", "\n  "), file=out)
     while True:
-        print("  [a]pprove / [e]dit / [r]eject [message]: ", end="", file=out, flush=True)
+        print("  " + " / ".join(_CHOICES[d] for d in allowed if d in _CHOICES) + ": ", end="", file=out, flush=True)
         line = read()
         if not line:
             return None
         word, _, rest = line.strip().partition(" ")
-        word = word.lower()
-        if word in ("a", "approve", "y", "yes"):
+        kind = next((d for d in allowed if word.lower() in _WORDS.get(d, ())), None)
+        if kind == "approve":
             return {"type": "approve"}
-        if word in ("r", "reject", "n", "no"):
+        if kind == "reject":
             return {"type": "reject", "message": rest.strip()}
-        if word in ("e", "edit"):
+        if kind == "respond" and rest.strip():
+            return {"type": "respond", "message": rest.strip()}
+        if kind == "edit":
             edited = json.loads(rest) if rest.strip() and _is_json(rest) else edit_json(args, read=read, out=out)
             if isinstance(edited, Mapping):
                 return {"type": "edit", "edited_action": {"name": name, "args": dict(edited)}}
             if edited is not None:
                 print("  the arguments must be a JSON object; try again", file=out, flush=True)
             continue
-        print("  answer a, e or r [message]", file=out, flush=True)
+        letters = [_WORDS[d][0] + (" TEXT" if d == "respond" else "") for d in allowed if d in _WORDS]
+        said = ", ".join(letters[:-1]) + " or " + letters[-1] if len(letters) > 1 else "".join(letters)
+        print(f"  answer {said} [message]", file=out, flush=True)
 
 
 def _is_json(text: str) -> bool:
@@ -297,9 +308,11 @@ def ask_one(value: Any, *, read: Read, out: TextIO) -> tuple[bool, Any]:
     ``(False, None)`` at the end of input (the run stays paused)."""
     kind = interrupt_kind(value)
     if kind == "review":
+        from ..runs.approval import allowed_of
+
         decisions = []
-        for action in action_requests(value):
-            decision = _ask_action(action, read=read, out=out)
+        for action, allowed in zip(action_requests(value), allowed_of(value), strict=True):
+            decision = _ask_action(action, allowed, read=read, out=out)
             if decision is None:
                 return False, None
             decisions.append(decision)

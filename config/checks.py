@@ -26,7 +26,8 @@ from ..runs.identity import IdentityCache
 from . import settings
 
 __all__ = [
-    "APPROVE_NONE", "APPROVE_SIDE_EFFECTS", "approve_tokens", "approve_valid", "comma_names",
+    "APPROVE_NONE", "APPROVE_SIDE_EFFECTS", "DECISIONS", "DEFAULT_DECISIONS", "approve_rules", "approve_tokens",
+    "approve_valid", "comma_names",
     "env_field", "env_value", "checked_once", "field_value_problem", "model_spec_valid", "parse_bool", "shown",
     "text_problem", "unchanged", "value_problem", "values_snapshot",
 ]
@@ -45,17 +46,45 @@ APPROVE_SIDE_EFFECTS = "side-effects"
 TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 
 
+#: What a person may decide about a call that waits for approval (LangChain's HITL decisions).
+DECISIONS = ("approve", "edit", "reject", "respond")
+#: The decisions of an ``approve`` entry that names none.
+DEFAULT_DECISIONS = ("approve", "edit", "reject")
+
+
+def approve_rules(value: str) -> dict[str, tuple[str, ...]]:
+    """The entries of an ``approve`` setting, each a tool name (or 'side-effects') and the
+    decisions a person may take about its calls: ``NAME`` (approve, edit or reject) or
+    ``NAME=DECISION/DECISION`` (a subset of approve, edit, reject, respond). 'none' -> {}."""
+    rules: dict[str, tuple[str, ...]] = {}
+    for part in (p.strip() for p in value.split(",")):
+        if not part or part == APPROVE_NONE:
+            continue
+        name, eq, decisions = part.partition("=")
+        chosen = tuple(d.strip() for d in decisions.split("/") if d.strip()) if eq else DEFAULT_DECISIONS
+        rules[name.strip()] = chosen
+    return rules
+
+
 def approve_tokens(value: str) -> list[str]:
-    """The entries of an ``approve`` setting: 'none' -> [], else the comma list, stripped."""
-    parts = [p.strip() for p in value.split(",")]
-    parts = [p for p in parts if p]
-    return [] if parts == [APPROVE_NONE] else parts
+    """The tool names (and 'side-effects') of an ``approve`` setting: 'none' -> []."""
+    return list(approve_rules(value))
 
 
 def approve_valid(value: str) -> bool:
-    """'none', 'side-effects', or a comma list of tool names (which may include 'side-effects')."""
+    """'none', 'side-effects', or a comma list of tool names (which may include 'side-effects'),
+    each optionally ``=DECISION/DECISION`` (approve, edit, reject, respond; none twice)."""
     parts = [p.strip() for p in value.split(",")]
-    return parts == [APPROVE_NONE] or all(TOOL_NAME.fullmatch(p) for p in parts)
+    if parts == [APPROVE_NONE]:
+        return True
+    for part in parts:
+        name, eq, decisions = part.partition("=")
+        if not TOOL_NAME.fullmatch(name.strip()):
+            return False
+        chosen = [d.strip() for d in decisions.split("/")] if eq else []
+        if eq and (not all(d in DECISIONS for d in chosen) or len(set(chosen)) != len(chosen)):
+            return False
+    return True
 
 
 def model_spec_valid(value: str) -> bool:

@@ -35,6 +35,7 @@ from ..policies.structured_output import StructuredOutputSettings
 from ..policies.sub_agents import SubAgentSettings, SubAgentToolSettings
 from ..policies.todo import TodoSettings
 from ..policies.tool_budget import ToolBudgetSettings
+from ..policies.tool_call_limits import ToolCallLimitSettings
 from ..policies.tool_execution import ToolExecutionSettings
 from ..policies.tool_retry import ToolRetrySettings
 from ..policies.turn_limits import TurnLimitSettings
@@ -97,7 +98,8 @@ class BaseContext(
 
 @dataclass(kw_only=True)
 class AgentContext(
-    SubAgentToolSettings, SkillSettings, LoopSettings, TurnLimitSettings, StructuredOutputSettings, TodoSettings,
+    SubAgentToolSettings, SkillSettings, LoopSettings, ToolCallLimitSettings, TurnLimitSettings,
+    StructuredOutputSettings, TodoSettings,
     ReasoningSettings, BaseContext,
 ):
     """The agent loop (``graphs/agent.py``; also fleet workers and sub-agents)."""

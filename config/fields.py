@@ -51,7 +51,7 @@ class Declared:
     (``config/served.py``): ``"any"`` set it; ``"inside"`` only name a folder inside the
     server's (the workspace); ``"off"`` only turn it off; ``"lower"`` only lower it;
     ``"budget"`` only lower it, where 0 means no limit; ``"subset"`` (a list) only keep items of the
-    server's list."""
+    server's list; ``"superset"`` (a list) keep every item of the server's list, and add more."""
 
     default: Any
     help: str

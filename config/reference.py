@@ -20,6 +20,7 @@ CLIENT = {
     "lower": "lower only",
     "budget": "lower only (0: none)",
     "subset": "only the server's items",
+    "superset": "add to the server's items only",
 }
 
 HEADER = """# Configuration reference

@@ -11,6 +11,7 @@ never widen:
   a relative path is taken from the server's workspace) that exists; the run gets its resolved path.
 * switches (``allow_private_network``, ``memory``): a client may turn them off, not on.
 * folder lists (``skills``): only folders of the server's own list (``client="subset"``).
+* lists of limits (``tool_call_limits``): the server's and any more (``client="superset"``).
 * limits (``max_write_bytes``, the budgets, timeouts, retries, fan-out: what each setting declares,
   ``client="lower"``/``"budget"``): at most the server's value; where 0 means "no limit" a client's
   0 is a widening unless the server's is 0.
@@ -95,6 +96,11 @@ def _widening(name: str, value: Any) -> str | None:
         if extra:
             server = shown(server_value(name))
             return f"{name}: a client may only choose among the server's {server} (got {shown(extra)})"
+        return None
+    if client == "superset":  # a list of limits: a client may add to the server's, not drop one
+        dropped = [v for v in server_value(name) or () if v not in value]
+        if dropped:
+            return f"{name}: a client may add to the server's {shown(server_value(name))}, not drop {shown(dropped)}"
         return None
     if client in ("lower", "budget"):
         limit, zero_is_none = server_value(name), client == "budget"

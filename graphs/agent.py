@@ -34,13 +34,14 @@ from langgraph.graph import END, START, StateGraph
 
 from ..config.context import AgentContext
 from ..history.budget import ContextBudget
-from ..nodes.agent import make_agent_node, offered_tools
+from ..nodes.agent import make_after_model_node, make_agent_node, offered_tools
 from ..nodes.human import make_human_node, needs_human
 from ..nodes.limit import tool_limit_finalize
 from ..nodes.memory import memory_recall, memory_write, prefetch_recall
 from ..nodes.reasoning import make_two_phase_node
 from ..nodes.resolver import make_resolver
 from ..nodes.routes import (
+    after_model_first,
     measured,
     remembered,
     reviewed,
@@ -164,6 +165,8 @@ def build_agent_graph(
             agents, default_agent, {n: make_tools_node(r, policies, own[n]) for n, r in registries.items()}
         )
         human_node = make_team_node(agents, default_agent, {n: make_human_node(r) for n, r in registries.items()})
+        after_model_node = make_team_node(agents, default_agent, {n: make_after_model_node(own[n]) for n in registries})
+        after_model = any(h.after_model for h in own.values())
         member = default_agent  # (a str here; the lambda below must not see the Optional)
         human_check = needs_human(lambda state: registries[active_agent(state, agents, member)])
         handoff_node = make_handoff_node(agents, default_agent, registries)
@@ -179,6 +182,7 @@ def build_agent_graph(
         )
         tools_node = make_tools_node(registry, tool_policies(budget=budget), hooks)
         human_node = make_human_node(registry)
+        after_model_node, after_model = make_after_model_node(hooks), bool(hooks.after_model)
         human_check = needs_human(registry)
         handoff_node = no_handoff  # wired, never routed to: one agent has no active_agent
         preload = [registry]
@@ -196,6 +200,7 @@ def build_agent_graph(
         "memory_recall": before_agent,
         # Calls that wait for a person (approval, ask_user) pass the human node on their way to tools.
         "agent": remembered(reviewed(route_after_agent, human_check)),
+        "after_model": remembered(reviewed(route_after_agent, human_check)),
         "tools": measured(route_after_tools, budget),
         "handoff": measured(route_after_handoff, budget),
         "toolLimitFinalize": before_agent,
@@ -209,10 +214,13 @@ def build_agent_graph(
                 prefetch_recall, project_start(agents), budget.on_run_start, *start_hooks, preload=preload,
                 middleware=hooks,
             ),
-            ("memory_recall", "summarize", "agent", "tools", END),
+            # (a middleware's before_agent hook may jump to tools or to the end)
+            ("memory_recall", "summarize", "agent", *(("tools", END) if hooks.before_agent else ())),
         ),
         "summarize": (make_summarize_node(budget, model), None),
         "agent": (agent_node, ("human", "tools", "structuredOutput", "agent", "memory_write", END)),
+        # The middleware's after_model hooks, when it has any: the reply is checkpointed before them.
+        "after_model": (after_model_node, ("human", "tools", "structuredOutput", "agent", "memory_write", END)),
         "human": (human_node, None),
         "tools": (tools_node, ("handoff", "toolLimitFinalize", "summarize", "agent")),
         "structuredOutput": (make_structured_output_node(budget), ("summarize", "agent", "memory_write", END)),
@@ -221,6 +229,12 @@ def build_agent_graph(
         "memory_write": (memory_write, None),
         "handoff": (handoff_node, ("toolLimitFinalize", "summarize", "agent")),
     }
+    if after_model:
+        # The agent's turn goes through after_model, unless a before_model hook jumped past it.
+        routes["agent"] = after_model_first(routes["agent"])
+        nodes["agent"] = (agent_node, ("after_model", *(nodes["agent"][1] or ())))
+    else:
+        del nodes["after_model"], routes["after_model"]
     for name, (node, destinations) in nodes.items():
         builder.add_node(name, node, input_schema=schema)  # (every node sees the middleware's keys too)
         if destinations is not None:

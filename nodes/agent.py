@@ -30,6 +30,7 @@ from ..models.prompts import build_system_prompt
 from ..models.tokens import count_request, resolve_counter
 from ..models.usage import BUDGET_NOTICE, BUDGET_SPENT_ANSWER, Meter, metered
 from ..policies.hooks import Hooks
+from ..policies.tool_call_limits import limit_reply
 from ..replies.submit import bind_submit
 from ..runs.events import emit, preview, streaming
 from ..state import AgentState, count_of
@@ -239,6 +240,45 @@ class ModelCaller:
         return shape
 
 
+async def ended_run(
+    hooks: Hooks, view: Mapping[str, Any], writes: list[dict[str, Any]], runtime: Any, jump: str | None
+) -> list[dict[str, Any]]:
+    """``writes`` and the ``after_agent`` hooks' updates, when the run ends (``jump`` "end")."""
+    if jump != "end" or not hooks.after_agent:
+        return writes
+    result = await hooks.run_state_hooks(hooks.after_agent, view, runtime)
+    return [*writes, *result.updates]
+
+
+def turn_ended_run(state: Mapping[str, Any]) -> bool:
+    """Whether the last model turn ended the run: its reply (the last message) calls no tool
+    and no output schema waits to validate it."""
+    messages = state.get("messages") or []
+    last = messages[-1] if messages else None
+    if state.get("stopped"):
+        return True
+    return isinstance(last, AIMessage) and not pending_tool_calls(last) and not state.get("output_schema")
+
+
+def make_after_model_node(hooks: Hooks) -> Callable:
+    """``after_model``: the middleware's ``after_model`` hooks (the last first), on the state the
+    ``agent`` node's turn left, and the ``after_agent`` hooks when the turn ends the run. A node of
+    its own, beside ``agent``, so that a hook that pauses the run (LangChain's
+    ``HumanInTheLoopMiddleware`` asks a person about the reply's tool calls) is resumed without
+    calling the model again: the reply it reviews is the checkpointed one."""
+
+    async def after_model(state: AgentState, runtime: Runtime[AgentContext]) -> Any:
+        if not hooks.after_model:
+            return {}
+        after = await hooks.run_state_hooks(hooks.after_model, state, runtime)
+        writes = after.updates
+        if after.jump == "end" or (after.jump is None and turn_ended_run(after.state)):
+            writes = await ended_run(hooks, after.state, writes, runtime, "end")
+        return hooks.node_output(writes, after.jump)
+
+    return after_model
+
+
 def make_agent_node(
     registry: ToolRegistry,
     model: BaseChatModel | None = None,
@@ -246,8 +286,9 @@ def make_agent_node(
     hooks: Hooks | None = None,
 ) -> Callable:
     """``budget`` (history/budget.py ContextBudget) guards the size of every request; ``hooks``:
-    the user's middleware (``before_model``, ``wrap_model_call``, ``after_model`` each turn;
-    ``after_agent`` when the turn ends the run)."""
+    the user's middleware (``before_model`` and ``wrap_model_call`` each turn; ``after_agent``
+    when the turn ends the run). Their ``after_model`` hooks run in the ``after_model`` node
+    (:func:`make_after_model_node`), after the turn's reply is checkpointed."""
     hooks = hooks or Hooks()
     caller = ModelCaller(hooks, ToolBinding())
 
@@ -257,21 +298,12 @@ def make_agent_node(
         before = await hooks.run_state_hooks(hooks.before_model, state, runtime)
         writes = before.updates
         if before.jump is not None and before.jump != "model":
-            return hooks.node_output(await ended(before.state, writes, runtime, before.jump), before.jump)
+            return hooks.node_output(await ended_run(hooks, before.state, writes, runtime, before.jump), before.jump)
         update = await turn(cast(AgentState, before.state), runtime, writes)
-        view = hooks.apply(before.state, update)
-        after = await hooks.run_state_hooks(hooks.after_model, view, runtime)
-        writes += [update, *after.updates]
-        if after.jump == "end" or (after.jump is None and "answer" in update):  # the run ends here
-            writes = await ended(after.state, writes, runtime, "end")
-        return hooks.node_output(writes, after.jump)
-
-    async def ended(view: Mapping[str, Any], writes: list[dict[str, Any]], runtime: Any, jump: str) -> list:
-        """``writes`` and the ``after_agent`` hooks' updates, when the run ends (``jump`` "end")."""
-        if jump != "end" or not hooks.after_agent:
-            return writes
-        result = await hooks.run_state_hooks(hooks.after_agent, view, runtime)
-        return [*writes, *result.updates]
+        writes += [update]
+        if not hooks.after_model and "answer" in update:  # the run ends here
+            writes = await ended_run(hooks, hooks.apply(before.state, update), writes, runtime, "end")
+        return hooks.node_output(writes)
 
     async def turn(state: AgentState, runtime: Runtime[AgentContext], extra: list[dict[str, Any]]) -> dict[str, Any]:
         ctx = AgentContext.of(runtime)
@@ -301,7 +333,7 @@ def make_agent_node(
             except ModelBudgetError as exc:  # the request failed and the budget leaves no retry: answer
                 emit("error", node="agent", error=str(exc))
                 return {**spent_turn(state, meter, meter.spent() or "model_calls"), "usage": meter.total()}
-            return {**finish(state, response, calls, bool(tools), stop), "usage": meter.total()}
+            return {**finish(state, ctx, response, calls, bool(tools), stop), "usage": meter.total()}
 
     def spent_turn(state: AgentState, meter: Meter, reason: str) -> dict[str, Any]:
         """No model call is left (a worker or sub-agent of a run whose budget is spent): answer without one."""
@@ -329,9 +361,10 @@ def make_agent_node(
         return tools, request, stop
 
     def finish(
-        state: AgentState, response: AIMessage, calls: list[dict], offered: bool, stop: str | None
+        state: AgentState, ctx: AgentContext, response: AIMessage, calls: list[dict], offered: bool, stop: str | None
     ) -> dict[str, Any]:
-        """The turn's update from the model's reply (``offered``: whether the turn offered tools)."""
+        """The turn's update from the model's reply (``offered``: whether the turn offered tools),
+        its calls counted against the run's tool-call limits (those over one answered)."""
         turns = count_of(state, "turns") + 1
         if streaming():  # (the events' payloads are built only for a run that streams them)
             emit("usage", turn=turns, **usage_of(response))
@@ -354,6 +387,12 @@ def make_agent_node(
             update["answer"] = answer
             emit("final_answer", answer=answer, turns=turns, tool_calls_made=count_of(state, "tool_calls_made"))
         update["messages"] = [response]
+        if calls and ctx.tool_call_limits:
+            limited = limit_reply(state, ctx, response, calls)
+            update.update({**limited, "messages": [response, *limited.get("messages", [])]})
+            if limited.get("stopped"):
+                emit("final_answer", answer=limited["answer"], turns=turns,
+                     tool_calls_made=count_of(state, "tool_calls_made"))  # fmt: skip
         return update
 
     return agent

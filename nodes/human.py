@@ -12,7 +12,8 @@ while the run has ``ask_user`` on. The node
   (LangGraph matches a node's interrupts to the resume values by order);
 * returns the AI message with edited arguments (same id: ``add_messages`` replaces it) and
   ``reviews``: ``{call_id: {"type": "reject", "message"} | {"type": "answer", "text"} |
-  {"type": "refuse", "message"}}``, which the tools node answers without running the tool.
+  {"type": "refuse", "message"}}`` (a ``respond`` decision and an ``ask_user`` answer are both
+  an ``answer``), which the tools node answers without running the tool.
 
 It never runs a tool. LangGraph re-runs it from the start on every resume, so it has no side
 effect before its interrupts: ``approval_requested``/``question`` are emitted only when it
@@ -35,6 +36,7 @@ from ..config.context import AgentContext
 from ..models.messages import open_tool_calls, pending_tool_calls
 from ..policies.review import review_context, review_settings
 from ..runs.approval import (
+    allowed_decisions,
     answer_of,
     ask_until_valid,
     check_decisions,
@@ -140,15 +142,22 @@ def make_human_node(registry: ToolRegistry) -> Callable:
         later: list[tuple[str, dict[str, Any]]] = []  # events of the decisions, emitted once at the end
         edits: dict[int, dict[str, Any]] = {}
         if review:
-            request = review_request(review)
+            allowed = [
+                allowed_decisions(c.get("name") or "", ctx.approve, registry.meta(c.get("name") or "").side_effects)
+                for c in review
+            ]
+            request = review_request(review, allowed)
             pause = functools.partial(emit, "approval_requested", calls=[_call_view(c) for c in review])
-            check = functools.partial(check_decisions, requests=request["action_requests"])
+            check = functools.partial(check_decisions, requests=request["action_requests"], allowed=allowed)
             decisions = ask_until_valid(request, pause, check)
             for call, decision in zip(review, decisions, strict=True):
                 call_id = call.get("id") or ""
                 event: dict[str, Any] = {"id": call_id, "name": call.get("name"), "decision": decision["type"]}
                 if decision["type"] == "reject":
                     reviews[call_id] = {"type": "reject", "message": decision["message"]}
+                    event["message"] = decision["message"]
+                elif decision["type"] == "respond":  # the person's message is the call's result
+                    reviews[call_id] = {"type": "answer", "text": decision["message"]}
                     event["message"] = decision["message"]
                 elif decision["type"] == "edit":
                     edits[id(call)] = decision["args"]

@@ -109,6 +109,8 @@ def resolve_input(state: Mapping[str, Any], ctx: AgentContext) -> dict[str, Any]
         update["messages"] = new_messages
     update.update(
         answer="",
+        stopped="",
+        run_tool_calls={},
         tool_calls_made=0,
         finalize=False,
         notice="",

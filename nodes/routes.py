@@ -40,7 +40,7 @@ def route_after_agent(
     answer is validated, when the run has an output schema). A middleware hook's jump
     (``jump_to``) goes first: "end" ends the run, "model" asks the model again."""
     jump = state.get("jump_to")
-    if jump == "end":
+    if jump == "end" or state.get("stopped"):  # (stopped: at a tool-call limit, exit=end)
         return END
     if jump == "model":
         return "agent"
@@ -229,3 +229,16 @@ def remembered(route: RunnableLambda) -> RunnableLambda:
     end.__name__ = route.name or "route"
     end.__doc__ = decide.__doc__
     return edge(end)
+
+
+def after_model_first(route: RunnableLambda) -> RunnableLambda:
+    """``route`` (the agent's edge) for a graph with an ``after_model`` node: the turn goes there
+    first, unless a ``before_model`` hook jumped (``jump_to``: no model call to review)."""
+    decide = route.func
+
+    def first(state: Mapping[str, Any]) -> str:
+        return decide(state) if state.get("jump_to") else "after_model"
+
+    first.__name__ = route.name or "route"
+    first.__doc__ = decide.__doc__
+    return edge(first)

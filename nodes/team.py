@@ -18,6 +18,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
+from langgraph.types import Command
 
 from ..config.context import AgentContext
 from ..runs.events import emit
@@ -112,11 +113,14 @@ def member_runtime(runtime: Runtime[AgentContext], spec: AgentSpec) -> Runtime[A
 def make_team_node(agents: dict[str, AgentSpec], default: str, inner: dict[str, Callable]) -> Callable:
     """A node that runs ``inner[active agent]`` (an agent or tools node) as that member."""
 
-    async def node(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+    async def node(state: AgentState, runtime: Runtime[AgentContext]) -> Any:
         name = active_agent(state, agents, default)
         update = await inner[name](state, member_runtime(runtime, agents[name]))
         if state.get("active_agent") != name:
-            update = {**update, "active_agent": name}
+            # (a node with middleware may return its hooks' updates as a list of Commands)
+            update = [*update, Command(update={"active_agent": name})] if isinstance(update, list) else {
+                **update, "active_agent": name,
+            }  # fmt: skip
         return update
 
     return node

@@ -32,8 +32,11 @@ class ReviewSettings(Settings):
         APPROVE_NONE,
         help="Tool calls that wait for a human's decision before they run (a LangGraph interrupt in the format "
         "of LangChain's HITL middleware): 'none', 'side-effects' (every tool flagged side_effects), or a comma "
-        "list of tool names (may include 'side-effects').",
-        rule=(approve_valid, "'none', 'side-effects' or a comma list of tool names"),
+        "list of tool names (may include 'side-effects'). An entry may name the decisions a person may take "
+        "about its calls, NAME=DECISION/DECISION from approve, edit, reject, respond (e.g. "
+        "'write_file=approve/reject'); without one: approve, edit or reject.",
+        rule=(approve_valid, "'none', 'side-effects' or a comma list of tool names, each optionally "
+              "=DECISION/DECISION (approve, edit, reject, respond)"),
         metavar="none|side-effects|LIST",
     )
     ask_user: bool = setting(

@@ -9,11 +9,18 @@ The formats are LangChain's HITL middleware's, so Agent Chat UI and Studio under
     {"action_requests": [{"name", "args", "description"}],
      "review_configs": [{"action_name", "allowed_decisions": ["approve", "edit", "reject"]}]}
 
+  (``allowed_decisions``: what the run's ``approve`` setting allows for that tool, e.g.
+  ``write_file=approve/reject``; by default approve, edit and reject)
+
 * review response (resume value), one decision per request, in order::
 
     {"decisions": [{"type": "approve"}
                    | {"type": "edit", "edited_action": {"name", "args"}}
-                   | {"type": "reject", "message": "..."}]}
+                   | {"type": "reject", "message": "..."}
+                   | {"type": "respond", "message": "..."}]}
+
+  (``respond``: the person answers in the tool's place; the call does not run and the model
+  reads the message as its result). A decision the request does not allow is refused.
 
 * a question (``ask_user``): interrupt value ``{"question": "..."}``; resume value the
   answer as text (or ``{"answer": "..."}``).
@@ -28,10 +35,9 @@ from typing import Any, TypeVar
 from langgraph.errors import GraphInterrupt
 from langgraph.types import interrupt
 
-from ..config.checks import APPROVE_SIDE_EFFECTS, approve_tokens
+from ..config.checks import APPROVE_SIDE_EFFECTS, DECISIONS, DEFAULT_DECISIONS, approve_rules, approve_tokens
 from .events import clip, emit
 
-ALLOWED_DECISIONS = ("approve", "edit", "reject")
 DESCRIPTION = "Tool execution requires approval\n\nTool: {name}\nArgs: {args}"
 REJECTED = "The user rejected the tool call {name!r} (id {id}): {message}"
 REJECTED_NO_MESSAGE = "The user rejected the tool call {name!r} (id {id}); it was not run."
@@ -49,6 +55,18 @@ def needs_approval(name: str, approve: str | None, side_effects: bool) -> bool:
     return name in tokens or (side_effects and APPROVE_SIDE_EFFECTS in tokens)
 
 
+def allowed_decisions(name: str, approve: str | None, side_effects: bool) -> tuple[str, ...]:
+    """The decisions a person may take about a call of ``name`` that waits for approval: its own
+    entry's in the ``approve`` setting, else the 'side-effects' entry's (a tool with side
+    effects), else approve, edit and reject."""
+    rules = approve_rules(approve or "none")
+    if name in rules:
+        return rules[name]
+    if side_effects and APPROVE_SIDE_EFFECTS in rules:
+        return rules[APPROVE_SIDE_EFFECTS]
+    return DEFAULT_DECISIONS
+
+
 def args_text(args: Any, limit: int = 2000) -> str:
     try:
         text = json.dumps(args, ensure_ascii=False, sort_keys=True, default=repr)
@@ -57,8 +75,13 @@ def args_text(args: Any, limit: int = 2000) -> str:
     return clip(text, limit)
 
 
-def review_request(calls: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """The interrupt value asking a human to review ``calls`` (each ``{"name", "args"}``)."""
+def review_request(
+    calls: Iterable[Mapping[str, Any]], allowed: Iterable[Iterable[str]] | None = None
+) -> dict[str, Any]:
+    """The interrupt value asking a human to review ``calls`` (each ``{"name", "args"}``);
+    ``allowed``: the decisions a person may take about each (default: approve, edit, reject)."""
+    calls = list(calls)
+    choices = [list(a) for a in allowed] if allowed is not None else [list(DEFAULT_DECISIONS)] * len(calls)
     actions: list[dict[str, Any]] = [
         {
             "name": c.get("name") or "",
@@ -67,7 +90,9 @@ def review_request(calls: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         }
         for c in calls
     ]
-    configs = [{"action_name": a["name"], "allowed_decisions": list(ALLOWED_DECISIONS)} for a in actions]
+    configs = [
+        {"action_name": a["name"], "allowed_decisions": list(c)} for a, c in zip(actions, choices, strict=True)
+    ]
     return {"action_requests": actions, "review_configs": configs}
 
 
@@ -75,11 +100,29 @@ def is_review_request(value: Any) -> bool:
     return isinstance(value, Mapping) and isinstance(value.get("action_requests"), list)
 
 
-def check_decisions(resume: Any, requests: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def allowed_of(value: Any) -> list[tuple[str, ...]]:
+    """The decisions each action of a review request allows (its ``review_configs``, by position;
+    approve, edit and reject where it has none)."""
+    configs = value.get("review_configs") if isinstance(value, Mapping) else None
+    configs = configs if isinstance(configs, list) else []
+    requests = value.get("action_requests") if isinstance(value, Mapping) else None
+    out: list[tuple[str, ...]] = []
+    for i in range(len(requests) if isinstance(requests, list) else 0):
+        config = configs[i] if i < len(configs) and isinstance(configs[i], Mapping) else {}
+        chosen = config.get("allowed_decisions")
+        out.append(tuple(d for d in chosen if d in DECISIONS) if isinstance(chosen, list) else DEFAULT_DECISIONS)
+    return out
+
+
+def check_decisions(
+    resume: Any, requests: list[Mapping[str, Any]], allowed: list[tuple[str, ...]] | None = None
+) -> list[dict[str, Any]]:
     """The decisions of a resume value, checked against the ``requests`` they answer:
-    ``{"decisions": [...]}`` (a bare list is accepted too), one per request, in order.
+    ``{"decisions": [...]}`` (a bare list is accepted too), one per request, in order, each of a
+    type its request allows (``allowed``, by position; default approve, edit, reject).
     Returns normalized decisions: ``{"type": "approve"}``, ``{"type": "edit", "name",
-    "args"}`` or ``{"type": "reject", "message"}``. Anything else is a ``ReviewError``."""
+    "args"}``, ``{"type": "reject", "message"}`` or ``{"type": "respond", "message"}``.
+    Anything else is a ``ReviewError``."""
     decisions = resume.get("decisions") if isinstance(resume, Mapping) else resume
     if not isinstance(decisions, list):
         raise ReviewError(
@@ -89,14 +132,22 @@ def check_decisions(resume: Any, requests: list[Mapping[str, Any]]) -> list[dict
     if len(decisions) != len(requests):
         raise ReviewError(f"{len(requests)} tool call(s) wait for review but {len(decisions)} decision(s) were given")
     out: list[dict[str, Any]] = []
-    for i, (decision, request) in enumerate(zip(decisions, requests, strict=True), start=1):
+    choices = allowed if allowed is not None else [DEFAULT_DECISIONS] * len(requests)
+    for i, (decision, request, ok) in enumerate(zip(decisions, requests, choices, strict=True), start=1):
         kind = decision.get("type") if isinstance(decision, Mapping) else None
-        if kind not in ALLOWED_DECISIONS:
-            allowed = ", ".join(ALLOWED_DECISIONS)
-            raise ReviewError(f"decision {i}: type must be one of {allowed} (got {clip(repr(kind), 60)})")
+        if kind not in ok:
+            tool = clip(repr(request.get("name")), 80)
+            raise ReviewError(
+                f"decision {i}: type must be one of {', '.join(ok)} for {tool} (got {clip(repr(kind), 60)})"
+            )
         assert isinstance(decision, Mapping)
         if kind == "approve":
             out.append({"type": "approve"})
+        elif kind == "respond":
+            said = decision.get("message")
+            if not isinstance(said, str):
+                raise ReviewError(f'decision {i}: a respond needs a "message": the text the model reads as the result')
+            out.append({"type": "respond", "message": clip(said, MAX_ANSWER_CHARS)})
         elif kind == "reject":
             message = decision.get("message")
             if message is not None and not isinstance(message, str):

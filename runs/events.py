@@ -30,6 +30,7 @@ EVENT_TYPES = (
     "tool_retry",
     "loop_detected",
     "pii",
+    "tool_call_limit",
     "final_answer",
     "usage",
     "model_text",

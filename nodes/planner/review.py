@@ -34,18 +34,27 @@ from typing import Any
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
+from ...config.checks import DEFAULT_DECISIONS
 from ...config.context import PlannerContext
-from ...runs.approval import ask_until_valid, check_decisions, needs_approval, rejection_text, review_request
+from ...runs.approval import (
+    allowed_decisions,
+    ask_until_valid,
+    check_decisions,
+    needs_approval,
+    rejection_text,
+    review_request,
+)
 from ...runs.events import emit
 from ...state import PlannerState, count_of
 from ...tools.agents import agent_depth
 from ...tools.registry import ToolRegistry
 from ..human import NO_APPROVER
 from .refs import ReferenceResolutionError, referenced_steps, resolve
-from .scheduler import FAILED, as_plan, skipped_result, step_outputs
+from .scheduler import FAILED, OK, as_plan, skipped_result, step_outputs
 
 REJECTED = "rejected"  # the ``kind`` of a rejected step's (failed) result
 REFUSED = "refused"  # ... and of one a sub-agent could not ask about
+RESPONDED = "responded"  # the ``kind`` of a step a person answered in its tool's place
 
 
 def review_calls(
@@ -72,7 +81,8 @@ def review_calls(
             args = resolve(step.args, step_outputs(results, referenced_steps(step.args)))
         except ReferenceResolutionError:
             continue
-        calls.append({"id": sid, "name": step.tool, "args": args})
+        allowed = list(allowed_decisions(step.tool, approve, registry.meta(step.tool).side_effects))
+        calls.append({"id": sid, "name": step.tool, "args": args, "allowed": allowed})
     return calls
 
 
@@ -85,6 +95,17 @@ def rejected_result(state: Mapping[str, Any], call: Mapping[str, Any], message: 
     )
     error = rejection_text(str(call["name"]), str(call["id"]), message)
     return {**result, "args": call["args"], "status": FAILED, "kind": REJECTED, "error": error, "duration_s": 0.0}
+
+
+def responded_result(state: Mapping[str, Any], call: Mapping[str, Any], message: str) -> dict[str, Any]:
+    """The result of a step a person answered in its tool's place (``respond``: it never ran)."""
+    plan = as_plan(state.get("plan"))
+    index = plan.ids().index(call["id"])
+    result = skipped_result(
+        plan.steps[index], "", index=index, round_=count_of(state, "round"), plan_round=count_of(state, "replans")
+    )
+    return {**result, "args": call["args"], "status": OK, "kind": RESPONDED, "output": message, "error": None,
+            "duration_s": 0.0}
 
 
 def make_review_node() -> Callable:
@@ -104,25 +125,30 @@ def make_review_node() -> Callable:
                 emit("step_result", step=sid, tool=result["tool"], status=FAILED, ok=False, error=result["error"],
                      attempts=0, duration_s=0.0, round=result["round"])
             return {"step_results": refused, "awaiting_review": []}
-        request = review_request(calls)
-        pause = functools.partial(emit, "approval_requested", requests=[dict(c) for c in calls])
-        check = functools.partial(check_decisions, requests=request["action_requests"])
+        allowed = [tuple(c.get("allowed") or DEFAULT_DECISIONS) for c in calls]
+        request = review_request(calls, allowed)
+        shown = [{k: c[k] for k in ("id", "name", "args")} for c in calls]
+        pause = functools.partial(emit, "approval_requested", requests=shown)
+        check = functools.partial(check_decisions, requests=request["action_requests"], allowed=allowed)
         decisions = ask_until_valid(request, pause, check, node="review_steps")
         reviews: dict[str, Any] = {}
-        rejected: dict[str, Any] = {}
+        decided: dict[str, Any] = {}  # the results of the steps a person decided instead of running them
         for call, decision in zip(calls, decisions, strict=True):
             sid = call["id"]
             reviews[sid] = decision
             event: dict[str, Any] = {"id": sid, "name": call["name"], "decision": decision["type"]}
             if decision["type"] == "reject":
-                rejected[sid] = rejected_result(state, call, decision["message"])
+                decided[sid] = rejected_result(state, call, decision["message"])
+                event["message"] = decision["message"]
+            elif decision["type"] == "respond":  # the person's message is the step's output
+                decided[sid] = responded_result(state, call, decision["message"])
                 event["message"] = decision["message"]
             elif decision["type"] == "edit":
                 event["args"] = decision["args"]
             emit("approval", **event)
-        for sid, result in rejected.items():
-            emit("step_result", step=sid, tool=result["tool"], status=FAILED, ok=False, error=result["error"],
-                 attempts=0, duration_s=0.0, round=result["round"])
-        return {"step_reviews": reviews, "step_results": rejected, "awaiting_review": []}
+        for sid, result in decided.items():
+            emit("step_result", step=sid, tool=result["tool"], status=result["status"], ok=result["status"] == OK,
+                 error=result["error"], attempts=0, duration_s=0.0, round=result["round"])
+        return {"step_reviews": reviews, "step_results": decided, "awaiting_review": []}
 
     return review_steps

@@ -73,6 +73,27 @@ def test_resume_edit_runs_the_call_with_new_arguments(scripted_server, workspace
     assert (workspace / "other.txt").read_text() == "edited" and not (workspace / "out.txt").exists()
 
 
+def test_an_approve_entry_limits_the_decisions_a_person_may_take(scripted_server, workspace):
+    """`--approve write_file=reject/respond`: the request says so, an edit or approval is refused
+    (one line, exit 2, the run stays paused), and `--answer` responds in the tool's place."""
+    srv = scripted_server(responder=writer())
+    env = cli_env(srv)
+    paused = run_cli(["run", "write the file", "--workspace", str(workspace), "--approve", "write_file=reject/respond",
+                      "--json", "--thread", "d1"], env=env)  # fmt: skip
+    assert paused.returncode == 3, paused.stderr
+    [pending] = json.loads(paused.stdout)["interrupts"]
+    assert pending["value"]["review_configs"][0]["allowed_decisions"] == ["reject", "respond"]
+    for flags in (["--approve"], ["--edit", json.dumps({"path": "x.txt", "content": "x"})]):
+        refused = run_cli(["resume", "--thread", "d1", *flags], env=env)
+        assert refused.returncode == 2 and len(refused.stderr.splitlines()) == 1, refused.stderr
+        assert "type must be one of reject, respond for 'write_file'" in refused.stderr
+    assert len(srv.requests) == 1 and not list(workspace.iterdir())  # nothing ran
+    answered = run_cli(["resume", "--thread", "d1", "--answer", "Wrote it by hand.", "--json"], env=env)
+    assert answered.returncode == 0, answered.stderr
+    assert json.loads(answered.stdout)["answer"] == "done: Wrote it by hand."  # the person's text was the result
+    assert not list(workspace.iterdir())
+
+
 def test_ask_user_question_is_answered_with_resume(scripted_server, workspace):
     def model(req):
         results = [m for m in req["messages"] if m["role"] == "tool"]

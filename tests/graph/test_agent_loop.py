@@ -187,6 +187,7 @@ AGENT_EDGES = {  # (source, target, conditional): what Studio and the README dra
     ("agent", "structuredOutput", True),
     ("agent", "memory_write", True),
     ("agent", "__end__", True),
+    ("agent", "agent", True),  # every call of the reply answered before it runs (a limit): the model reads why
     ("tools", "agent", True),
     ("tools", "summarize", True),
     ("tools", "toolLimitFinalize", True),

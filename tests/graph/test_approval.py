@@ -157,7 +157,8 @@ async def test_a_resume_value_that_does_not_answer_asks_again_with_a_one_line_er
     events.clear()
     await run(graph, Command(resume={"decisions": [{"type": "maybe"}]}), context, events=events)
     errors = [e["error"] for e in events if e["event"] == "error"]
-    assert errors == ["decision 1: type must be one of approve, edit, reject (got 'maybe')"]  # the old one stays quiet
+    # (the old one stays quiet)
+    assert errors == ["decision 1: type must be one of approve, edit, reject for 'write_file' (got 'maybe')"]
     assert not (workspace / "out.txt").exists() and len(srv.requests) == 1
     final = await run(graph, Command(resume=[{"type": "approve"}]), context)
     assert final["answer"] == "done" and (workspace / "out.txt").read_text() == "hi"

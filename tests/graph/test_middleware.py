@@ -13,6 +13,7 @@ from conftest import loop_context, openai_model
 from langchain.agents.middleware import (
     AgentMiddleware,
     AgentState,
+    HumanInTheLoopMiddleware,
     ModelRequest,
     PIIMiddleware,
     ToolCallLimitMiddleware,
@@ -26,6 +27,8 @@ from langchain.agents.middleware import (
 )
 from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
 
 from smart_agent.graphs.agent import build_agent_graph
 from smart_agent.graphs.fleet import build_fleet_graph
@@ -162,6 +165,43 @@ async def test_after_model_jump_to_model_asks_again(scripted_server, workspace):
     graph = build_agent_graph(model=openai_model(srv), middleware=[Insist()])
     final = await graph.ainvoke({"task": "6*7?"}, context=loop_context(workspace))
     assert len(srv.requests) == 2 and final["answer"] == "42"
+
+
+def sender() -> tuple[Any, list[str]]:
+    sent: list[str] = []
+
+    @tool
+    def send(to: str) -> str:
+        """Send the report to an address."""
+        sent.append(to)
+        return f"sent to {to}"
+
+    return send, sent
+
+
+@pytest.mark.parametrize("decision", ["approve", "reject"])
+async def test_langchains_hitl_middleware_pauses_after_the_reply_without_asking_again(
+    scripted_server, workspace, decision
+):
+    """HumanInTheLoopMiddleware interrupts in after_model: the resume reviews the checkpointed reply
+    (the model is not called again for it), and the decision is the one applied."""
+    send, sent = sender()
+    srv = scripted_server([tool_call("send", {"to": "ops"}), lambda req: text("done: " + tool_results(req)[0])])
+    hitl = HumanInTheLoopMiddleware({"send": {"allowed_decisions": ["approve", "reject"]}})
+    graph = build_agent_graph(model=openai_model(srv), tools=[send], middleware=[hitl], checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": f"hitl-{decision}"}}
+    paused = await graph.ainvoke({"task": "send it"}, config, context=loop_context(workspace))
+    [pending] = paused["__interrupt__"]
+    assert pending.value["review_configs"][0]["allowed_decisions"] == ["approve", "reject"]
+    assert len(srv.requests) == 1 and sent == []
+    final = await graph.ainvoke(
+        Command(resume={"decisions": [{"type": decision, "message": "not now"}]}), config,
+        context=loop_context(workspace),
+    )  # fmt: skip
+    assert len(srv.requests) == 2  # one reply reviewed, one answer: no model call was repeated
+    assert sent == (["ops"] if decision == "approve" else [])
+    assert final["answer"].startswith("done: ")
+    assert ("sent to ops" in final["answer"]) is (decision == "approve")
 
 
 async def test_wrap_model_call_may_change_the_request_and_the_response(scripted_server, workspace):

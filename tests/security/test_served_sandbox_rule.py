@@ -168,3 +168,12 @@ def test_the_operators_graphs_and_contexts_keep_full_control(server, tmp_path):
 
     assert getattr(build_agent_graph(), "served", False) is False
     assert AgentContext(workspace="/", allow_private_network=True).workspace == "/"
+
+
+def test_a_client_may_add_tool_call_limits_but_not_drop_the_servers(monkeypatch):
+    monkeypatch.setenv("SMART_AGENT_TOOL_CALL_LIMITS", "fetch_url:run=2")
+    more = ["fetch_url:run=2", "calculator:run=1"]
+    assert client_context({"tool_call_limits": more}) == {"tool_call_limits": more}
+    for dropped in ([], ["calculator:run=1"], ["fetch_url:run=20"]):
+        with pytest.raises(ClientContextError, match="tool_call_limits: a client may add to the server's"):
+            client_context({"tool_call_limits": dropped})

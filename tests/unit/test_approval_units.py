@@ -5,12 +5,15 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
 
+from smart_agent.config.checks import approve_rules, approve_valid
 from smart_agent.config.context import AgentContext
 from smart_agent.nodes.human import human_calls, needs_human
 from smart_agent.nodes.routes import END, reviewed, route_after_agent
 from smart_agent.policies.review import reviewed_message
 from smart_agent.runs.approval import (
     ReviewError,
+    allowed_decisions,
+    allowed_of,
     answer_of,
     check_decisions,
     is_question,
@@ -74,6 +77,45 @@ def test_check_decisions_refuses_what_does_not_answer(resume, error):
     with pytest.raises(ReviewError) as info:
         check_decisions(resume, REQUESTS)
     assert error in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("value", "valid"),
+    [
+        ("write_file=approve/reject", True),
+        ("side-effects=respond, calculator", True),
+        ("write_file=approve/approve", False),
+        ("write_file=maybe", False),
+        ("write_file=", False),
+        ("=approve", False),
+    ],
+)
+def test_an_approve_entry_may_name_its_decisions(value, valid):
+    assert approve_valid(value) is valid
+
+
+def test_allowed_decisions_per_tool_then_side_effects_then_the_default():
+    setting = "write_file=approve/reject,side-effects=respond,calculator"
+    assert approve_rules(setting)["write_file"] == ("approve", "reject")
+    assert allowed_decisions("write_file", setting, True) == ("approve", "reject")  # its own entry first
+    assert allowed_decisions("shell", setting, True) == ("respond",)
+    assert allowed_decisions("calculator", setting, False) == ("approve", "edit", "reject")
+    assert needs_approval("write_file", setting, False) and needs_approval("shell", setting, True)
+
+
+def test_a_decision_the_request_does_not_allow_is_refused():
+    value = review_request(REQUESTS, [("approve", "reject"), ("respond",)])
+    assert [c["allowed_decisions"] for c in value["review_configs"]] == [["approve", "reject"], ["respond"]]
+    allowed = allowed_of(value)
+    ok = check_decisions([{"type": "reject"}, {"type": "respond", "message": "42"}], REQUESTS, allowed)
+    assert ok[1] == {"type": "respond", "message": "42"}
+    edit = {"type": "edit", "edited_action": {"name": "write_file", "args": {"path": "b"}}}
+    with pytest.raises(ReviewError, match="decision 1: type must be one of approve, reject for 'write_file'"):
+        check_decisions([edit, {"type": "respond", "message": "42"}], REQUESTS, allowed)
+    with pytest.raises(ReviewError, match="decision 2: type must be one of respond"):
+        check_decisions([{"type": "approve"}, {"type": "approve"}], REQUESTS, allowed)
+    with pytest.raises(ReviewError, match="a respond needs"):
+        check_decisions([{"type": "approve"}, {"type": "respond"}], REQUESTS, allowed)
 
 
 def test_questions_and_answers():

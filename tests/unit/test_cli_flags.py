@@ -57,7 +57,8 @@ def samples(tmp_path):
     schema = tmp_path / "schema.json"
     schema.write_text(json.dumps({"type": "object"}))
     return [
-        "1", "2000", "0.5", "openai:x", "calculator", "none", "two-phase", "email:redact", str(tmp_path), str(schema),
+        "1", "2000", "0.5", "openai:x", "calculator", "none", "two-phase", "email:redact", "run=1", str(tmp_path),
+        str(schema),
     ]  # fmt: skip
 
 

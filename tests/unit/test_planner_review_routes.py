@@ -40,9 +40,10 @@ def ok(sid, output):
 def test_review_calls_resolve_references_and_follow_the_approve_setting():
     results = {"a": ok("a", A_OUTPUT)}
     calls = review_calls(PLAN, ["b", "c"], results, {}, registry(), "echo")
-    assert calls == [{"id": "b", "name": "echo", "args": {"text": "first: About q"}}]
-    assert review_calls(PLAN, ["b", "c"], results, {}, registry(), "side-effects") == [
-        {"id": "c", "name": "upper", "args": {"text": "x"}}
+    every = ["approve", "edit", "reject"]
+    assert calls == [{"id": "b", "name": "echo", "args": {"text": "first: About q"}, "allowed": every}]
+    assert review_calls(PLAN, ["b", "c"], results, {}, registry(), "side-effects=approve/reject") == [
+        {"id": "c", "name": "upper", "args": {"text": "x"}, "allowed": ["approve", "reject"]}
     ]
     assert [c["id"] for c in review_calls(PLAN, ["b", "c"], results, {}, registry(), "echo,side-effects")] == ["b", "c"]
     assert review_calls(PLAN, ["b", "c"], results, {}, registry(), "none") == []
