@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config.files import DEFAULT_MAX_DEPTH, json_depth_problem
-from .matching import _ns_path
+from .matching import ns_path
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -62,7 +62,7 @@ FORMAT_VERSION = 1
 SQLITE_MAGIC = b"SQLite format 3\x00"
 ITEM_COLUMNS = ("id", "ns", "key", "value", "text", "vector", "created_at", "updated_at")
 _TABLES = {"meta", "namespaces", "items"}  # what every memory database has
-_OPTIONAL_TABLES = {"damaged"}
+_OPTIONAL_TABLES = {"damaged", "field_vectors"}
 
 DAMAGE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS damaged (
@@ -405,7 +405,7 @@ def record_damaged(conn: sqlite3.Connection, ns_json: Any, bad: Sequence[tuple[i
     return new
 
 
-def damaged_rows(conn: sqlite3.Connection, ns_path: str, dim: int | None, *, scan: bool) -> list[dict[str, Any]]:
+def damaged_rows(conn: sqlite3.Connection, prefix_path: str, dim: int | None, *, scan: bool) -> list[dict[str, Any]]:
     """Damaged rows under a namespace prefix path: the recorded ones, and with ``scan`` also
     those not read yet (every row through :func:`check_row`, and vectors of the wrong size: a
     vector's values are checked when an index is built from it).
@@ -419,7 +419,7 @@ def damaged_rows(conn: sqlite3.Connection, ns_path: str, dim: int | None, *, sca
             "SELECT i.ns, i.key, d.reason FROM damaged d "
             "CROSS JOIN items i ON i.id = d.id CROSS JOIN namespaces n ON n.ns = i.ns "
             "WHERE substr(n.ns_path, 1, ?) = ? ORDER BY i.ns, i.id",
-            [len(ns_path), ns_path],
+            [len(prefix_path), prefix_path],
         ).fetchall()
         for ns_json, key, reason in rows:
             out.append({"namespace": list(namespace_labels(ns_json) or ()), "key": printable(key), "reason": reason})
@@ -429,7 +429,7 @@ def damaged_rows(conn: sqlite3.Connection, ns_path: str, dim: int | None, *, sca
         "(typeof(i.vector) = 'blob' AND length(i.vector) = ?) THEN NULL ELSE i.vector END "  # (the wrong size only)
         "FROM items i JOIN namespaces n ON n.ns = i.ns LEFT JOIN damaged d ON d.id = i.id "
         "WHERE substr(n.ns_path, 1, ?) = ? ORDER BY i.ns, i.id",
-        [4 * dim if dim else None, len(ns_path), ns_path],
+        [4 * dim if dim else None, len(prefix_path), prefix_path],
     )
     for row in cursor:
         reason = row[6] or check_row(row)[1]
@@ -469,8 +469,8 @@ def check_namespaces(conn: sqlite3.Connection) -> list[str]:
             fixes.append(("DELETE FROM namespaces WHERE rowid = ? AND ns IS ?", (rowid, ns)))
             parts.append(f"dropped the row {printable(ns)[:80]!r} (not a JSON list of labels)")
             continue
-        if path != _ns_path(labels):
-            fixes.append(("UPDATE namespaces SET ns_path = ? WHERE ns = ?", (_ns_path(labels), ns)))
+        if path != ns_path(labels):
+            fixes.append(("UPDATE namespaces SET ns_path = ? WHERE ns = ?", (ns_path(labels), ns)))
             parts.append(f"rewrote the path of {printable(ns)}")
         if (t_version, t_file, t_file_version) != ("integer", "text", "integer"):
             fixes.append(("UPDATE namespaces SET version = 0, file = '', file_version = -1 WHERE ns = ?", (ns,)))
@@ -480,7 +480,7 @@ def check_namespaces(conn: sqlite3.Connection) -> list[str]:
             continue
         labels = namespace_labels(ns)
         if labels is not None:
-            fixes.append(("INSERT OR IGNORE INTO namespaces(ns, ns_path) VALUES (?, ?)", (ns, _ns_path(labels))))
+            fixes.append(("INSERT OR IGNORE INTO namespaces(ns, ns_path) VALUES (?, ?)", (ns, ns_path(labels))))
             parts.append(f"restored the missing row of {printable(ns)}")
         else:
             bad = conn.execute("SELECT id, key FROM items WHERE ns IS ?", (ns,)).fetchall()
