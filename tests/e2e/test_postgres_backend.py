@@ -79,7 +79,8 @@ def test_two_cli_processes_share_thread_memory_and_archive_on_postgres(scripted_
     archived = [v for p, v in rows if p == "smart_agent.archive"]
     assert any("my favourite colour is teal" in m["text"] for m in memories)
     assert len(archived) == 1 and archived[0]["text"] == (workspace / "big.txt").read_text()
-    assert vectors and {p for p, _ in vectors} == {"memories.default"} and {f for _, f in vectors} == {"text"}
+    # (a run's memory is indexed on its task: service.OBSERVATION_INDEX)
+    assert vectors and {p for p, _ in vectors} == {"memories.default"} and {f for _, f in vectors} == {"task"}
 
     # The memory commands work on the same store (--db), still without writing under SMART_AGENT_HOME.
     listed = run_cli(["memory", "list", "--json", "--db", url], env=env, timeout=240)
