@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -11,6 +12,12 @@ from langgraph.store.base import MatchCondition
 
 
 def ns_json(ns: Sequence[str]) -> str:
+    """A namespace as the table stores it: a JSON list of labels."""
+    return _ns_json(tuple(ns))
+
+
+@functools.lru_cache(maxsize=4096)
+def _ns_json(ns: tuple[str, ...]) -> str:
     return json.dumps(list(ns), ensure_ascii=False)
 
 

@@ -96,6 +96,11 @@ def _no_time(ts: Any) -> bool:
     return integrity.as_time(ts) is None
 
 
+def _kept_time(old: tuple[int, Any] | None, now: float) -> float:
+    """A rewritten item keeps its creation time (a damaged one: now)."""
+    return old[1] if old is not None and integrity.as_time(old[1]) is not None else now
+
+
 def _marks(n: int) -> str:
     return ",".join("?" * n)
 
@@ -110,6 +115,7 @@ class RowTable:
     def __init__(self, db_path: Path) -> None:
         self.path = db_path
         self.lock = threading.RLock()
+        self._known_dim = -1  # the dimension write_item checked last in this transaction
         self.conn = integrity.open_database(db_path, SCHEMA)
         try:
             self.repairs = [f"{db_path}: {note}" for note in integrity.check_namespaces(self.conn)]
@@ -127,6 +133,7 @@ class RowTable:
         the lock is held throughout, so a caller's reads inside it see one state."""
         with self.lock:
             self.conn.execute("BEGIN IMMEDIATE")
+            self._known_dim = -1  # (another process may have changed the model since)
             try:
                 yield
             except BaseException:
@@ -308,6 +315,17 @@ class RowTable:
                     out_ids, vecs = [i for i, _ in keep], [v for _, v in keep]
         return out_ids, vecs
 
+    def field_count(self, ns: str) -> int:
+        """How many vectors of items' other fields the namespace has."""
+        with self.lock:
+            if self.conn.execute("SELECT 1 FROM field_vectors LIMIT 1").fetchone() is None:
+                return 0
+            return int(
+                self.conn.execute(
+                    "SELECT COUNT(*) FROM items i JOIN field_vectors f ON f.item = i.id WHERE i.ns=?", (ns,)
+                ).fetchone()[0]
+            )
+
     def _field_item(self, faiss_id: int) -> int:
         row = self.conn.execute("SELECT item FROM field_vectors WHERE id=?", (faiss_id - FIELD_ID_BASE,)).fetchone()
         return int(row[0]) if row else -1
@@ -352,7 +370,8 @@ class RowTable:
     ) -> tuple[int, list[int], list[int]]:
         """Insert or replace an item with its indexed ``(path, text)`` pairs and their vectors.
 
-        Returns ``(item id, FAISS ids added, FAISS ids removed)``. A rewrite is a new row (a new id):
+        The namespace's row must exist (:meth:`touch_ns`). Returns ``(item id, FAISS ids added,
+        FAISS ids removed)``. A rewrite is a new row (a new id):
         a row's vector never changes under its id, so another process's index catches up by ids.
         """
         ns = ns_json(labels)
@@ -363,10 +382,11 @@ class RowTable:
             raise ValueError(f"Cannot store {key!r} in {tuple(labels)}: the value is not JSON ({exc})") from None
         if problem := integrity.value_problem(payload):
             raise ValueError(f"Cannot store {key!r} in {tuple(labels)}: {problem}")
-        for vec in vecs[:1]:
-            self.check_dim(vec)
         with self.lock:
-            self.touch_ns(labels)
+            for vec in vecs[:1]:
+                if vec.shape[0] != self._known_dim:
+                    self.check_dim(vec)
+                    self._known_dim = int(vec.shape[0])
             old = self.conn.execute("SELECT id, created_at FROM items WHERE ns=? AND key=?", (ns, key)).fetchone()
             created, removed = now, []
             if old:
@@ -388,6 +408,57 @@ class RowTable:
                 assert fid is not None
                 added.append(FIELD_ID_BASE + int(fid))
         return int(item_id), added, removed
+
+    def write_many(
+        self,
+        labels: Sequence[str],
+        items: Sequence[tuple[str, Mapping[str, Any], tuple[str, str] | None, np.ndarray | None]],
+        now: float,
+    ) -> tuple[list[int], list[int], list[int]]:
+        """Insert or replace many items of one namespace, each indexed on at most one text
+        (``(key, value, (path, text) or None, vector or None)``, distinct keys): one statement for
+        them all. Returns ``(item ids, FAISS ids added, FAISS ids removed)`` (:meth:`write_item`)."""
+        ns = ns_json(labels)
+        rows = []
+        for key, value, text, vec in items:
+            try:
+                payload = json.dumps(dict(value), ensure_ascii=False, allow_nan=False)
+            except (ValueError, RecursionError) as exc:
+                raise ValueError(f"Cannot store {key!r} in {tuple(labels)}: the value is not JSON ({exc})") from None
+            if problem := integrity.value_problem(payload):
+                raise ValueError(f"Cannot store {key!r} in {tuple(labels)}: {problem}")
+            rows.append((key, payload, text[1] if text else None, vector_bytes(vec) if vec is not None else None))
+        with self.lock:
+            first = next((v for _, _, _, v in items if v is not None), None)
+            if first is not None and first.shape[0] != self._known_dim:
+                self.check_dim(first)
+                self._known_dim = int(first.shape[0])
+            old: dict[str, tuple[int, Any]] = {}
+            keys = [r[0] for r in rows]
+            for start in range(0, len(keys), 500):
+                chunk = keys[start : start + 500]
+                for item_id, key, created in self.conn.execute(
+                    f"SELECT id, key, created_at FROM items WHERE ns=? AND key IN ({_marks(len(chunk))})",
+                    [ns, *chunk],
+                ):
+                    old[key] = (int(item_id), created)
+            removed = [i for i, _ in old.values()]
+            removed += self.field_ids(removed)
+            for start in range(0, len(removed), 500):
+                gone = [i for i in removed[start : start + 500] if i < FIELD_ID_BASE]
+                self.conn.execute(f"DELETE FROM items WHERE id IN ({_marks(len(gone))})", gone)
+            self.conn.executemany(
+                "INSERT INTO items(ns, key, value, text, vector, created_at, updated_at) VALUES (?,?,?,?,?,?,?)",
+                [
+                    (ns, key, payload, text, blob, _kept_time(old.get(key), now), now)
+                    for key, payload, text, blob in rows
+                ],
+            )
+            # AUTOINCREMENT inside this (exclusive) transaction: the rows got the ids up to the sequence's.
+            last = int(self.conn.execute("SELECT seq FROM sqlite_sequence WHERE name='items'").fetchone()[0])
+        ids = list(range(last - len(rows) + 1, last + 1))
+        added = [i for i, r in zip(ids, rows, strict=True) if r[3] is not None]
+        return ids, added, removed
 
     def set_created(self, item_id: int, created: float) -> None:
         with self.lock:

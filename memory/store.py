@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import shutil
@@ -47,6 +48,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -78,7 +80,7 @@ from .ranking import (
     humanize_age,
     importance_of,
 )
-from .rows import RowTable, as_datetime
+from .rows import FIELD_ID_BASE, RowTable, as_datetime
 from .vectors import Embedder
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -119,11 +121,16 @@ def texts_at(value: Mapping[str, Any], fields: Sequence[str], *, whole_if_none: 
     """The ``(path, text)`` pairs a value is indexed on, as LangGraph's stores take them: each field
     (a JSON path such as ``text``, ``sections[*].body`` or ``$``) gives one text, or ``path.N`` for
     each of several; ``whole_if_none``: the whole value as JSON when no field has text."""
-    from langgraph.store.base.embed import get_text_at_path, tokenize_path
+    from langgraph.store.base.embed import get_text_at_path
 
     out: list[tuple[str, str]] = []
     for path in fields:
-        found = [t for t in get_text_at_path(value, path if path == "$" else tokenize_path(path)) if t]
+        plain = value.get(path) if path.isidentifier() else None  # (a top-level field: no path to parse)
+        if isinstance(plain, str):
+            if plain:
+                out.append((path, plain))
+            continue
+        found = [t for t in get_text_at_path(value, path if path == "$" else _tokens(path)) if t]
         if len(found) > 1:
             out += [(f"{path}.{i}", t) for i, t in enumerate(found)]
         elif found:
@@ -131,6 +138,13 @@ def texts_at(value: Mapping[str, Any], fields: Sequence[str], *, whole_if_none: 
     if not out and whole_if_none:
         out = [("$", t) for t in get_text_at_path(value, "$") if t]
     return out
+
+
+@functools.lru_cache(maxsize=256)
+def _tokens(path: str) -> list[str]:
+    from langgraph.store.base.embed import tokenize_path
+
+    return tokenize_path(path)
 
 
 # --------------------------------------------------------------------------- the store
@@ -325,15 +339,54 @@ class FaissMemoryStore(BaseStore):
         texts: Sequence[tuple[str, str]],
         vecs: Sequence[np.ndarray],
         now: float,
+        pending: dict[str, _Pending] | None = None,
     ) -> int:
-        ns = self.rows.touch_ns(labels)
-        entry = self.vectors.index_for(ns)  # before the write: its catch-up must not see this row
-        assert entry is not None
+        """Write an item; its vectors go to the index at once, or with ``pending`` (a batch) once
+        per namespace when the batch applies them (:meth:`_apply`): one index change and one
+        version bump for thousands of puts."""
+        ns = ns_json(labels)
+        if pending is None or ns not in pending:
+            self.rows.touch_ns(labels)
+            entry = self.vectors.index_for(ns)  # before the write: its catch-up must not see this row
+            assert entry is not None
         item_id, added, removed = self.rows.write_item(labels, key, value, texts, vecs, now)
-        self.vectors.apply(ns, added, vecs, removed)
-        if not removed:
-            self.vectors.count_rows(ns, 1)
+        change = _Pending() if pending is None else pending.setdefault(ns, _Pending())
+        change.added += added
+        change.vecs += list(vecs[: len(added)])
+        change.removed += removed
+        change.new_rows += 0 if removed else 1
+        if pending is None:
+            self._apply({ns: change})
         return item_id
+
+    def _put_many(self, labels: tuple[str, ...], puts: list[tuple[str, Any, Any, Any]], now: float,
+                  pending: dict[str, _Pending]) -> None:
+        """:meth:`_put` of many items of one namespace at once (a batch's run of single-text puts)."""
+        if not puts:
+            return
+        ns = ns_json(labels)
+        if ns not in pending:
+            self.rows.touch_ns(labels)
+            assert self.vectors.index_for(ns) is not None  # before the write (see _put)
+        last = {key: n for n, (key, *_) in enumerate(puts)}  # a key put twice: the last put
+        items = [p for n, p in enumerate(puts) if last[p[0]] == n]
+        puts.clear()  # (the caller's run: written now)
+        _, added, removed = self.rows.write_many(labels, items, now)
+        change = pending.setdefault(ns, _Pending())
+        change.added += added
+        change.vecs += [v for *_, v in items if v is not None]
+        change.removed += removed
+        change.new_rows += len(items) - sum(1 for i in removed if i < FIELD_ID_BASE)
+
+    def _apply(self, pending: dict[str, _Pending]) -> None:
+        for ns, change in pending.items():
+            gone = set(change.removed)
+            kept = [(i, v) for i, v in zip(change.added, change.vecs, strict=True) if i not in gone]
+            made = set(change.added)
+            self.vectors.apply(ns, [i for i, _ in kept], [v for _, v in kept], [i for i in gone if i not in made])
+            if change.new_rows:
+                self.vectors.count_rows(ns, change.new_rows)
+        pending.clear()
 
     def _delete(self, labels: tuple[str, ...], keys: Sequence[str]) -> list[str]:
         ns = ns_json(labels)
@@ -710,12 +763,26 @@ class FaissMemoryStore(BaseStore):
             query_vecs[i] = arr[pos] if arr is not None else None
             pos += 1
         results: list[Result] = []
+        pending: dict[str, _Pending] = {}
+        run: list[tuple[str, Any, Any, Any]] = []  # single-text puts of one namespace, written together
+        run_ns: tuple[str, ...] = ()
         with self._writing() if any(isinstance(op, PutOp) for op in ops) else self.rows.lock:
             now = self.clock()
             for i, op in enumerate(ops):
+                texts = put_texts.get(i, [])
+                if isinstance(op, PutOp) and op.value is not None and len(texts) <= 1:
+                    if run and tuple(op.namespace) != run_ns:
+                        self._put_many(run_ns, run, now, pending)
+                    run_ns = tuple(op.namespace)
+                    vec = put_vecs[i][0] if texts else None
+                    run.append((op.key, op.value, texts[0] if texts else None, vec))
+                    results.append(None)
+                    continue
+                self._put_many(run_ns, run, now, pending)
                 if isinstance(op, GetOp):
                     results.append(self.rows.get(op.namespace, op.key))
                 elif isinstance(op, SearchOp):
+                    self._apply(pending)  # the puts before it, searchable
                     if op.query and i not in query_vecs:
                         results.append([])  # empty store
                     else:
@@ -726,14 +793,27 @@ class FaissMemoryStore(BaseStore):
                     assert isinstance(op, PutOp)
                     labels = tuple(op.namespace)
                     if op.value is None:
+                        self._apply(pending)
                         self._delete(labels, [op.key])
                     else:
-                        self._put(labels, op.key, op.value, put_texts.get(i, []), put_vecs.get(i, []), now)
+                        self._put(labels, op.key, op.value, put_texts.get(i, []), put_vecs.get(i, []), now, pending)
                     results.append(None)
+            self._put_many(run_ns, run, now, pending)
+            self._apply(pending)
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         return await asyncio.to_thread(self.batch, list(ops))
+
+
+@dataclass
+class _Pending:
+    """A batch's changes to one namespace's index, applied together."""
+
+    added: list[int] = field(default_factory=list)
+    vecs: list[Any] = field(default_factory=list)
+    removed: list[int] = field(default_factory=list)
+    new_rows: int = 0
 
 
 def _order(results: list[Recalled], by_similarity: bool) -> list[Recalled]:

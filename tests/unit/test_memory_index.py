@@ -8,7 +8,7 @@ import threading
 
 import numpy as np
 import pytest
-from langgraph.store.base import PutOp
+from langgraph.store.base import PutOp, SearchOp
 from memory_fakes import TableEmbeddings
 
 from smart_agent.memory import ann, index_cache
@@ -223,3 +223,36 @@ def test_a_file_far_behind_is_saved_by_the_reader_that_caught_it_up(tmp_path, co
     assert c.recall(NS, "fact 8", k=1)[0].key == "k8"
     assert counted["save"] == saves + 1 and files(tmp_path) != [before]  # caught up 6 rows: saved
     c.rows.conn.close()
+
+
+def test_a_current_index_file_is_memory_mapped_until_the_first_write(tmp_path):
+    a = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())
+    fill(a, 10)
+    a.close()
+    b = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())
+    assert b.recall(NS, "fact 3", k=1)[0].key == "k3"
+    entry = b.vectors.index_for('["memories", "u"]')
+    assert entry.mapped is not None and entry.mapped.is_file()  # opened without reading the file
+    assert b.remember(NS, "fact 10").action == "created"
+    assert entry.mapped is None  # read into memory by the first change
+    assert b.recall(NS, "fact 10", k=1)[0].text == "fact 10" and b.recall(NS, "fact 4", k=1)[0].key == "k4"
+    b.close()
+    c = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())
+    assert c.recall(NS, "fact 10", k=1)[0].text == "fact 10" and c.count(NS) == 11
+    c.close()
+
+
+def test_a_batch_of_puts_is_written_together_and_searchable_within_the_batch(tmp_path):
+    s = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())
+    ns = ("docs",)
+    res = s.batch([
+        *(PutOp(ns, f"d{i}", {"text": f"doc {i}"}) for i in range(50)),
+        PutOp(ns, "d7", {"text": "doc seven"}),  # the same key again: the later value
+        SearchOp(ns, query="doc seven", limit=1),  # sees the puts before it
+        PutOp(ns, "d8", None),
+        SearchOp(ns, query="doc 8", limit=50),
+    ])
+    assert res[51][0].key == "d7" and res[51][0].value == {"text": "doc seven"}
+    assert "d8" not in {i.key for i in res[53]} and len(res[53]) == 49
+    assert s.vectors.index_for('["docs"]').index.ntotal == 49  # no stale vector of the first d7
+    s.close()
