@@ -86,7 +86,7 @@ def _failure(exc: Exception) -> dict[str, Any]:
     return {"error": f"{type(exc).__name__}: {exc}"}
 
 
-def _damage(store: Any, ns: tuple[str, ...], *, repair: bool = False) -> dict[str, Any]:
+def damage_report(store: Any, ns: tuple[str, ...], *, repair: bool = False) -> dict[str, Any]:
     """Event fields reporting the namespace's damaged rows (skipped by recall and writes), if any;
     with ``repair``, rows whose only damage is their vector are re-embedded first."""
     fields: dict[str, Any] = {}
@@ -115,13 +115,14 @@ async def _store(runtime_store: Any, ctx: Any) -> Any:
     return store if store is not None else await asyncio.to_thread(store_for, runtime_store, ctx)
 
 
-def _recall_job(runtime_store: Any, ctx: Any, ns: tuple[str, ...], task: str, k: int, floor: float) -> Any:
-    """The whole recall in this thread (the FAISS store): open the store, embed the task, search,
-    look for damaged rows. None for another store (``memory_recall`` searches it)."""
+def recall_job(runtime_store: Any, ctx: Any, ns: tuple[str, ...], task: str, k: int, floor: float) -> Any:
+    """A run's whole recall in this thread (the FAISS store): open the store, embed the task,
+    search, look for damaged rows; None for another store. (The prefetch runs the same in two
+    steps around the embedder's queue; ``benchmarks/memory_bench.py`` times this.)"""
     store = store_for(runtime_store, ctx)
     if not is_memory_store(store):
         return None
-    return store.recall(ns, task, k, min_similarity=floor), _damage(store, ns)
+    return store.recall(ns, task, k, min_similarity=floor), damage_report(store, ns)
 
 
 def _start_recall(runtime_store: Any, ctx: Any, ns: tuple[str, ...], task: str, writes: int) -> Any:
@@ -151,7 +152,7 @@ def _finish_recall(
     store, vector = started
     with background.as_of(writes):
         qvec = vector.result() if vector is not None else None  # (None: nothing to search, recall says so)
-        return store.recall(ns, task, k, min_similarity=floor, query_vector=qvec), _damage(store, ns)
+        return store.recall(ns, task, k, min_similarity=floor, query_vector=qvec), damage_report(store, ns)
 
 
 def prefetch_recall(state: Mapping[str, Any], update: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
@@ -219,7 +220,7 @@ async def memory_recall(state: AgentState, runtime: Runtime[AgentContext]) -> di
         if found is None:
             store = await _store(runtime_store, ctx)
             recalled = await backend.recall(store, ns, task, k, min_similarity=min_similarity())
-            damage = await asyncio.to_thread(_damage, store, ns)
+            damage = await asyncio.to_thread(damage_report, store, ns)
         else:
             recalled, damage = found
     except NoVectorIndex as exc:
@@ -253,7 +254,7 @@ def _write_later(store: Any, ns: tuple[str, ...], text: str, importance: float, 
             index=OBSERVATION_INDEX,
         )
         fields = {**result.to_dict(), "took_ms": round((time.perf_counter() - start) * 1000, 1)}
-        fields.update(_damage(store, ns, repair=True))
+        fields.update(damage_report(store, ns, repair=True))
         log.debug("smart-agent memory: wrote %s", fields)
     except Exception as exc:
         log.warning("smart-agent memory: write failed: %s", exc)
@@ -283,7 +284,7 @@ async def memory_write(state: AgentState, runtime: Runtime[AgentContext]) -> dic
             store, ns, text, importance=importance, kind="observation", metadata=observation_metadata(task),
             index=OBSERVATION_INDEX,
         )
-        damage = await asyncio.to_thread(_damage, store, ns, repair=True)
+        damage = await asyncio.to_thread(damage_report, store, ns, repair=True)
     except NoVectorIndex as exc:  # memory_recall reported it
         emit("memory_write", skipped=str(exc), namespace=list(ns))
         return {}

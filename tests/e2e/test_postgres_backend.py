@@ -167,6 +167,7 @@ def test_setup_is_idempotent_and_safe_when_processes_start_at_once(pg_url):
             "WHERE attrelid = 'store_vectors'::regclass AND attname = 'embedding'"
         ).fetchone()
     assert "USING hnsw" in index and "vector_cosine_ops" in index
+    assert "m='32'" in index and "ef_construction='200'" in index  # (pgvector's defaults miss the top 5)
     assert dims == "vector(384)"
 
 
