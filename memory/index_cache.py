@@ -291,33 +291,44 @@ class VectorIndex:
 
     # -- files ---------------------------------------------------------------------------------------
     def _save(self, ns: str, entry: NamespaceIndex) -> None:
-        """Persist one namespace's index as ``<hash>-<version>.faiss`` (atomic rename) and record it."""
-        h = ns_hash(ns)
-        fname = ""
-        folder = self.folder
-        version, index = entry.version, entry.index
-        if not folder.is_dir():  # a file in its place (the store's notices say so): kept in memory only
+        """Persist one namespace's index as ``<hash>-<version>.faiss`` (atomic rename) and record it
+        (the locks held: the index does not change meanwhile)."""
+        if not self.folder.is_dir():  # a file in its place (the store's notices say so): kept in memory only
             entry.unsaved = 0
             return
-        if index is not None and index.ntotal:
-            faiss = ann.faiss_module()
-            fname = f"{h}-{version}.faiss"
-            tmp = folder / f".{fname}.{os.getpid()}.{threading.get_ident()}.tmp"
-            try:
-                faiss.write_index(index, str(tmp))
-                os.replace(tmp, folder / fname)
-            except Exception as exc:  # the index can always be rebuilt from SQLite
-                log.warning("smart-agent memory: could not write %s: %s", folder / fname, exc)
-                tmp.unlink(missing_ok=True)
-                return
-        recorded = self.rows.record_file(ns, fname, version)
-        entry.unsaved = 0
+        fname = self._write_file(ns, entry.index, entry.version)
+        if fname is not None:
+            self._record(ns, fname, entry.version, entry, entry.unsaved)
+
+    def _write_file(self, ns: str, index: Any, version: int) -> str | None:
+        """Write ``index`` as the namespace's file of ``version``: its name ('' for no vectors),
+        None when it could not be written (it can always be rebuilt from SQLite)."""
+        if index is None or not index.ntotal:
+            return ""
+        fname = f"{ns_hash(ns)}-{version}.faiss"
+        tmp = self.folder / f".{fname}.{os.getpid()}.{threading.get_ident()}.tmp"
+        try:
+            ann.faiss_module().write_index(index, str(tmp))
+            os.replace(tmp, self.folder / fname)
+        except Exception as exc:
+            log.warning("smart-agent memory: could not write %s: %s", self.folder / fname, exc)
+            tmp.unlink(missing_ok=True)
+            return None
+        return fname
+
+    def _record(self, ns: str, fname: str, version: int, entry: NamespaceIndex, unsaved: int) -> None:
+        """The file is the namespace's current one (unless another process recorded a newer one);
+        ``unsaved``: the changes of ``entry`` it holds."""
+        with self.rows.lock, self.lock:
+            recorded = self.rows.record_file(ns, fname, version)
+            entry.unsaved = max(0, entry.unsaved - unsaved)
+        h = ns_hash(ns)
         if recorded:
-            for old in folder.glob(f"{h}-*.faiss"):
-                if old.name != fname:
+            for old in self.folder.glob(f"{h}-*.faiss"):
+                if old.name != fname and old.name.endswith(".faiss") and _version_of(old.name) < version:
                     old.unlink(missing_ok=True)
         elif fname:
-            (folder / fname).unlink(missing_ok=True)  # another process recorded a newer file
+            (self.folder / fname).unlink(missing_ok=True)  # another process recorded a newer file
 
     def flush(self) -> None:
         """Save every index with changes its file does not hold (the store's ``close`` does it)."""
@@ -363,13 +374,25 @@ class VectorIndex:
                 if self._closed or cur is None or cur.epoch != epoch or self.rows.epoch() != epoch:
                     return
                 fresh = NamespaceIndex(version, index, epoch)
-                self._sync(ns, fresh)
+                fresh.unsaved = self._sync(ns, fresh) + 1
                 fresh.version, fresh.rows = cur.version, cur.rows
                 self._indexes[ns] = fresh
-                self._save(ns, fresh)
+                # Saved from a copy, outside the locks: writes go on while the file is written.
+                copy = ann.faiss_module().clone_index(fresh.index) if self.folder.is_dir() else None
+                saved_version, unsaved = fresh.version, fresh.unsaved
+            if copy is not None and (fname := self._write_file(ns, copy, saved_version)) is not None:
+                self._record(ns, fname, saved_version, fresh, unsaved)
             log.info("smart-agent memory: %s searches an IVF index of %d lists", ns, index.nlist)
         except Exception as exc:  # the exact index keeps answering
             log.warning("smart-agent memory: training the index of %s failed: %s", ns, exc)
         finally:
             self._training.pop(ns, None)
 
+
+
+def _version_of(fname: str) -> int:
+    """The write version in an index file's name (``<hash>-<version>.faiss``); -1 when none."""
+    try:
+        return int(fname.rsplit("-", 1)[1].split(".", 1)[0])
+    except (IndexError, ValueError):
+        return -1
