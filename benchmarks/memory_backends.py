@@ -78,7 +78,16 @@ def summary(times: list[float]) -> dict:
     return {"median_ms": round(statistics.median(times), 3), "p95_ms": round(pct(times, 95), 3)}
 
 
-async def bench_size(size: int, url: str, real_vecs, real_texts, queries, rng) -> dict:
+async def _set_ef_search(pg, ef: int) -> None:
+    """``hnsw.ef_search`` on every connection of the store's pool (both are held at once)."""
+    async with pg.conn.connection() as a, pg.conn.connection() as b:
+        for conn in (a, b):
+            await conn.execute(f"SET hnsw.ef_search = {int(ef)}")
+
+
+async def bench_size(
+    size: int, url: str, real_vecs, real_texts, queries, rng, hnsw: str = "", ef_search: tuple[int, ...] = (1000,)
+) -> dict:
     import faiss
     from langgraph.store.base import PutOp
 
@@ -117,6 +126,7 @@ async def bench_size(size: int, url: str, real_vecs, real_texts, queries, rng) -
                 )
                 indexdef = (await cur.fetchone())["indexdef"]  # the one setup() made: HNSW, cosine
                 await conn.execute("DROP INDEX store_vectors_embedding_idx")
+            indexdef = indexdef.split(" WITH ")[0] + (f" WITH ({hnsw})" if hnsw else "")
             t = time.perf_counter()
             await pg.abatch(puts[:BATCH])  # the first rows through the store's own put, the rest copied
             await _copy_rows(pg, texts[BATCH:], values[BATCH:], vecs[BATCH:], start=BATCH)
@@ -137,9 +147,15 @@ async def bench_size(size: int, url: str, real_vecs, real_texts, queries, rng) -
                 return [lambda q=q: recall(store, NS, q, k=5) for q in qtexts]
 
             f_search, f_hits = await timed(searches(faiss_store))
-            p_search, p_hits = await timed(searches(pg))
             f_recall, _ = await timed(recalls(faiss_store))
-            p_recall, _ = await timed(recalls(pg))
+            sweep = {}
+            for ef in ef_search:
+                await _set_ef_search(pg, ef)
+                await pg.asearch(NS, query=qtexts[0], limit=5)  # warm-up
+                s_times, s_hits = await timed(searches(pg))
+                r_times, _ = await timed(recalls(pg))
+                sweep[ef] = (s_times, s_hits, r_times)
+            p_search, p_hits, p_recall = sweep[ef_search[-1]]
             out["hnsw_used"] = await _uses_hnsw(pg, queries[0])
         faiss_store.close()
 
@@ -149,6 +165,12 @@ async def bench_size(size: int, url: str, real_vecs, real_texts, queries, rng) -
         found = [len({h.key for h in a} & truth) / 5 for a, truth in zip(hits, exact, strict=True)]
         return round(float(np.mean(found)), 3)
 
+    out["index"] = f"hnsw ({hnsw or 'pgvector defaults: m=16, ef_construction=64'})"
+    out["ef_search_sweep"] = [
+        {"ef_search": ef, "search": summary(st), "recall": summary(rt), "recall_at_5_vs_exact": recall_at_5(sh)}
+        for ef, (st, sh, rt) in sweep.items()
+    ]
+    out["ef_search"] = ef_search[-1]
     out["faiss_search"], out["postgres_search"] = summary(f_search), summary(p_search)
     out["faiss_recall"], out["postgres_recall"] = summary(f_recall), summary(p_recall)
     out["hnsw_recall_at_5_vs_exact"] = recall_at_5(p_hits)
@@ -201,6 +223,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queries", type=int, default=200, help="held-out sentences used as queries")
     ap.add_argument("--real", type=int, default=2048, help="sentences embedded with the real model")
     ap.add_argument("--db", help="a postgresql:// URL with pgvector (default: a pgserver in a temporary folder)")
+    ap.add_argument("--hnsw", default="", help="HNSW build parameters, e.g. 'm=32, ef_construction=200' "
+                    "(default: sessions.store.PG_ANN_INDEX's)")
+    ap.add_argument("--ef-search", default="", help="hnsw.ef_search values to measure (comma-separated; the last "
+                    "one is the table's; default: sessions.store.PG_EF_SEARCH)")
     ap.add_argument("--out", default=str(RESULTS))
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
@@ -221,7 +247,13 @@ def main(argv: list[str] | None = None) -> int:
         server, url = start_pgserver(folder)
     try:
         rng = np.random.default_rng(42)
-        rows = [asyncio.run(bench_size(n, url, real_vecs, corpus[: args.real], queries, rng)) for n in sizes]
+        from smart_agent.sessions.store import PG_ANN_INDEX, PG_EF_SEARCH
+
+        hnsw = args.hnsw or ", ".join(f"{k}={v}" for k, v in PG_ANN_INDEX.items() if k != "kind")
+        efs = tuple(int(e) for e in args.ef_search.split(",") if e.strip()) or (PG_EF_SEARCH,)
+        rows = [
+            asyncio.run(bench_size(n, url, real_vecs, corpus[: args.real], queries, rng, hnsw, efs)) for n in sizes
+        ]
     finally:
         if server is not None:
             server.cleanup()  # type: ignore[attr-defined]
@@ -231,7 +263,8 @@ def main(argv: list[str] | None = None) -> int:
 
     result = {
         "command": f"python benchmarks/memory_backends.py --sizes {args.sizes} --queries {args.queries} "
-        f"--real {args.real}",
+        f"--real {args.real}" + (f" --hnsw '{args.hnsw}'" if args.hnsw else "")
+        + (f" --ef-search {args.ef_search}" if args.ef_search else ""),
         "machine": {
             "cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
             "faiss": faiss.__version__, "psycopg": psycopg.__version__,
@@ -260,6 +293,10 @@ def main(argv: list[str] | None = None) -> int:
                 f"| {r['memories']:,} | {kind} | {f['median_ms']} / {f['p95_ms']} ms | {p['median_ms']} / "
                 f"{p['p95_ms']} ms | {ratio['median']} / {ratio['p95']} |"
             )
+    for r in rows:
+        for sw in r["ef_search_sweep"]:
+            print(f"{r['memories']:,} {r['index']} ef_search {sw['ef_search']}: search {sw['search']['median_ms']} ms, "
+                  f"recall {sw['recall']['median_ms']} ms, recall@5 vs exact {sw['recall_at_5_vs_exact']}")
     for r in rows:
         print(
             f"{r['memories']:,}: recall@5 vs exact: HNSW {r['hnsw_recall_at_5_vs_exact']}, FAISS "

@@ -197,7 +197,7 @@ def bench_size(
     from smart_agent.memory import ann
     from smart_agent.memory.service import min_similarity
     from smart_agent.memory.store import FaissMemoryStore, user_namespace
-    from smart_agent.nodes.memory import _damage, _recall_job
+    from smart_agent.nodes import memory as memory_nodes
 
     faiss = ann.faiss_module()  # one OpenMP thread
     n_real = min(size, len(real_vecs))
@@ -226,9 +226,10 @@ def bench_size(
             ])
         store.wait_for_training()
         build_s = time.perf_counter() - t
-        store._conn.execute("UPDATE items SET updated_at = updated_at - (id % 365) * 86400.0")  # a year of ages
-        key_of = {int(r[0]): int(r[1][1:]) for r in store._conn.execute("SELECT id, key FROM items")}
-        entry = store._index_for(json.dumps(list(ns)))
+        conn = store.rows.conn
+        conn.execute("UPDATE items SET updated_at = updated_at - (id % 365) * 86400.0")  # a year of ages
+        key_of = {int(r[0]): int(r[1][1:]) for r in conn.execute("SELECT id, key FROM items")}
+        entry = store.vectors.index_for(json.dumps(list(ns)))
         assert entry is not None and entry.index.ntotal == size
         index = entry.index
         times: dict[str, list[float]] = {name: [] for name in raw}
@@ -257,17 +258,18 @@ def bench_size(
                            recall_at_5=hit_rate(store_found, truth)))
         # What a run asks of the store (nodes/memory.py, on the memory thread): the recall with the
         # check for damaged rows, before the first model request; the write with their repair, after.
-        job = [timed(lambda qt=qt: _recall_job(store, None, ns, qt, 5, min_similarity())) for qt in qtexts[:50]]
+        recall_job, damage = memory_nodes.recall_job, memory_nodes.damage_report
+        job = [timed(lambda qt=qt: recall_job(store, None, ns, qt, 5, min_similarity())) for qt in qtexts[:50]]
         out.append(summary("a run's recall job (recall + damaged-rows check)", size, job))
         rem = [timed(lambda t=t: store.remember(ns, t)) for t in new_texts[:100]]
         out.append(summary("FaissMemoryStore.remember", size, rem))
-        write = [timed(lambda t=t: (store.remember(ns, t), _damage(store, ns, repair=True))) for t in new_texts[100:]]
+        write = [timed(lambda t=t: (store.remember(ns, t), damage(store, ns, repair=True))) for t in new_texts[100:]]
         out.append(summary("a run's write job (remember + repair + damaged-rows check)", size, write))
         real_store = FaissMemoryStore(tmp, embeddings=emb, embedding_name="bench")
-        real_store._model_checked = True  # the folder's vectors are the lookup table's: same model
+        real_store.embedder.assume_checked()  # the folder's vectors are the lookup table's: same model
         q_real = [timed(lambda s=s: real_store.recall(ns, s, k=5)) for s in query_texts[:20]]
         out.append(summary("FaissMemoryStore.recall incl. embedding the query (real model)", size, q_real))
-        real_store._indexes.clear()
+        real_store.vectors.clear()
         real_store.close()
         store.close()
         t = time.perf_counter()

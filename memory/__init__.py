@@ -1,11 +1,13 @@
 """Long-term memory: FAISS + SQLite ``BaseStore`` with a local embedding model.
 
-* ``store.py`` -- ``FaissMemoryStore`` (LangGraph ``BaseStore``; ``remember``/``recall``),
-  ``user_namespace``, ``RankingConfig``; ``open_stores.py`` -- ``open_store``, the process's
-  open stores (one per folder and model);
-  its parts: ``vectors.py`` (embedding, FAISS indexes), ``rows.py`` (``batch``,
-  SQLite reads/writes), ``ranking.py`` (``RankingConfig``, results), ``matching.py``
-  (namespaces, filters);
+* ``store.py`` -- ``FaissMemoryStore`` (LangGraph ``BaseStore`` with ``index_config``, one vector per
+  indexed field; ``remember``/``recall``), ``user_namespace``, ``RankingConfig``; ``open_stores.py`` --
+  ``open_store``, the process's open stores (one per folder and model). The store is composed of
+  parts that own their state and lock: ``rows.py`` (``RowTable``: the SQLite database),
+  ``index_cache.py`` + ``ann.py`` (``VectorIndex``: the FAISS indexes), ``vectors.py``
+  (``Embedder``: the model, batched, recent vectors reused); ``ranking.py`` (``RankingConfig``,
+  results), ``matching.py`` (namespaces, filters);
+* ``background.py`` -- the memory threads: writes in order, recalls beside them;
 * ``integrity.py`` -- refuses files that are not a memory database, skips damaged rows;
 * ``embeddings.py`` -- the bundled all-MiniLM-L6-v2 (``"local"``) or any ``provider:model``;
 * ``numpy_bert.py`` -- the NumPy forward pass used for the local model;

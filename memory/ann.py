@@ -148,3 +148,21 @@ def ids_of(index: Any) -> np.ndarray:
         if size:
             parts.append(faiss.rev_swig_ptr(inv.get_ids(lst), size).copy())
     return np.concatenate(parts).astype("int64") if parts else np.zeros(0, dtype="int64")
+
+
+def contents(index: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Every ``(id, vector)`` an IVF index holds, copied out of its lists: ``(ids, [n, d] float32)``."""
+    import numpy as np
+
+    faiss = faiss_module()
+    inv, d = index.invlists, int(index.d)
+    ids, vecs = [], []
+    for lst in range(int(index.nlist)):
+        size = inv.list_size(lst)
+        if size:
+            ids.append(faiss.rev_swig_ptr(inv.get_ids(lst), size).copy())
+            codes = faiss.rev_swig_ptr(inv.get_codes(lst), size * inv.code_size).copy()
+            vecs.append(codes.view("float32").reshape(size, d))
+    if not ids:
+        return np.zeros(0, dtype="int64"), np.zeros((0, d), dtype="float32")
+    return np.concatenate(ids).astype("int64"), np.concatenate(vecs)

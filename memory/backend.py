@@ -24,7 +24,7 @@ from typing import Any
 
 from ..config import settings
 from .integrity import MemoryUnavailable
-from .ranking import DEFAULT_IMPORTANCE, RankingConfig, Recalled, WriteResult, _importance, memory_times
+from .ranking import DEFAULT_IMPORTANCE, RankingConfig, Recalled, WriteResult, importance_of, memory_times
 
 __all__ = [
     "INDEX_FIELDS", "NO_INDEX", "MemoryPolicy", "NoVectorIndex", "forget", "has_vector_index", "index_config",
@@ -119,7 +119,7 @@ async def recall(
         sim = float(item.score)
         if sim < min_similarity:
             continue
-        imp = _importance(item.value)
+        imp = importance_of(item.value)
         age = now - memory_times(item)[1]
         score = p.ranking.score(sim, age, imp)
         item.score = score
@@ -138,15 +138,18 @@ async def remember(
     kind: str = "note",
     metadata: Mapping[str, Any] | None = None,
     key: str | None = None,
+    index: Sequence[str] | None = None,
     policy: MemoryPolicy | None = None,
 ) -> WriteResult:
     """Write a memory: merge into the nearest one of the namespace when its similarity reaches
     the dedupe threshold (newer text, importance ``max + 0.05``, ``merges`` + 1), else add it;
-    then prune the namespace to its cap (lowest ``importance * recency`` first, never this one)."""
+    then prune the namespace to its cap (lowest ``importance * recency`` first, never this one).
+    ``index``: the value's fields the memory is indexed on (default ``["text"]``; a run's
+    observation: its ``task``, from ``metadata``)."""
     ns = tuple(namespace)
     if is_memory_store(store):
         return await asyncio.to_thread(
-            store.remember, ns, text, importance=importance, kind=kind, metadata=metadata, key=key
+            store.remember, ns, text, importance=importance, kind=kind, metadata=metadata, key=key, index=index
         )
     text = (text or "").strip()
     if not text:
@@ -155,19 +158,21 @@ async def remember(
     importance = min(1.0, max(0.0, float(importance)))
     now = p.clock()
     base = {"kind": kind, **(dict(metadata) if metadata else {})}
+    fields = list(index) if index else INDEX_FIELDS
+    probe = next((base[f] for f in fields if isinstance(base.get(f), str) and base[f].strip()), text)
     nearest = None
     if key is None:
-        hits = [h for h in await store.asearch(ns, query=text, limit=4) if tuple(h.namespace) == ns]
+        hits = [h for h in await store.asearch(ns, query=probe, limit=4) if tuple(h.namespace) == ns]
         nearest = hits[0] if hits and hits[0].score is not None else None
     similarity = float(nearest.score) if nearest is not None else None
     if nearest is not None and similarity is not None and similarity >= p.dedupe_threshold:
         old = dict(nearest.value)
         merges = int(old.get("merges", 0) or 0) + 1
-        new_imp = min(1.0, max(_importance(old), importance) + MERGE_IMPORTANCE_BUMP)
+        new_imp = min(1.0, max(importance_of(old), importance) + MERGE_IMPORTANCE_BUMP)
         created = memory_times(nearest)[0]
         value = {**old, **base, "text": text, "importance": round(new_imp, 4), "merges": merges,
                  "created_at": created, "updated_at": now}
-        await store.aput(ns, nearest.key, value, index=INDEX_FIELDS)
+        await store.aput(ns, nearest.key, value, index=fields)
         result = WriteResult(nearest.key, "merged", ns, similarity, merges, new_imp)
     else:
         key = key or uuid.uuid4().hex[:12]
@@ -176,7 +181,7 @@ async def remember(
         created = memory_times(existing)[0] if existing else now
         value = {**base, "text": text, "importance": round(importance, 4), "merges": merges,
                  "created_at": created, "updated_at": now}
-        await store.aput(ns, key, value, index=INDEX_FIELDS)
+        await store.aput(ns, key, value, index=fields)
         result = WriteResult(key, "created", ns, similarity, merges, importance)
     result.pruned = await _prune(store, ns, keep=result.key, now=now, policy=p)
     return result
@@ -193,7 +198,7 @@ async def _prune(store: Any, ns: tuple[str, ...], *, keep: str, now: float, poli
 
     def worth(item: Any) -> tuple[float, float]:
         updated = memory_times(item)[1]
-        return (_importance(item.value) * policy.ranking.recency(now - updated), updated)
+        return (importance_of(item.value) * policy.ranking.recency(now - updated), updated)
 
     victims = [i.key for i in sorted((i for i in items if i.key != keep), key=worth)[:excess]]
     for victim in victims:

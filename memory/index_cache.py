@@ -14,263 +14,346 @@ foreign file is rebuilt from SQLite; re-embedding with another model starts a ne
 
 Large namespaces get a trained IVF index (``ann.py``), built by a background thread from a
 snapshot read through its own connection while the exact index keeps answering, then swapped
-in under the lock and caught up. A mixin of :class:`~smart_agent.memory.store.FaissMemoryStore`
-(through ``vectors.py``); the methods that touch SQLite are called with the store's lock held.
+in under the lock and caught up.
+
+:class:`VectorIndex` owns the indexes and the lock around them (a FAISS index is not safe to
+search while another thread adds to it); it reads SQLite through the store's
+:class:`~smart_agent.memory.rows.RowTable`, always taking the table's lock before its own.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import sqlite3
 import threading
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import ann, integrity
-from .matching import _ns_hash
+from . import ann
+from .matching import ns_hash
+from .rows import FIELD_ID_BASE, RowTable
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
 log = logging.getLogger("smart_agent.memory.store")
 
+__all__ = ["INDEX_DIR", "SAVE_EVERY", "NamespaceIndex", "VectorIndex"]
+
 INDEX_DIR = "index"
 SAVE_EVERY = 1000  # writes of a namespace between two saves of its index file
 
 
-@dataclass
-class _NsIndex:
-    version: int  # the namespace's write version this index is current with
-    index: Any  # ann's IndexIVFFlat | None (no vectors yet)
-    epoch: int = 0  # vectors_epoch it was built in
-    ids: set[int] = field(default_factory=set)  # the ids it holds
-    rows: int = 0  # rows of the namespace (with or without a vector): the capacity cap counts them
-    unsaved: int = 0  # changes since its file was saved
+class NamespaceIndex:
+    """One namespace's FAISS index and what it is current with.
+
+    An index read from a file that is current with SQLite is memory-mapped (``mapped``: the file),
+    read-only: opening a store and its first recall read only the pages a search touches (about
+    16 ms and a few MB at 100,000 memories, instead of reading the whole file). The first change
+    reads it into memory. Its ids and the namespace's row count are looked up when first needed.
+    """
+
+    def __init__(self, version: int, index: Any, epoch: int = 0, *, mapped: Path | None = None) -> None:
+        self.version = version  # the namespace's write version this index is current with
+        self.index = index  # ann's IndexIVFFlat | None (no vectors yet)
+        self.epoch = epoch  # vectors_epoch it was built in
+        self.mapped = mapped
+        self.unsaved = 0  # changes since its file was saved
+        self.rows: int | None = None  # rows of the namespace (with or without a vector): the cap counts them
+        self._ids: set[int] | None = None
+        self._fields = 0  # of the ids, vectors of items' other fields (FIELD_ID_BASE and up)
+
+    @property
+    def ids(self) -> set[int]:
+        """The ids it holds."""
+        if self._ids is None:
+            self._ids = set(ann.ids_of(self.index).tolist()) if self.index is not None else set()
+            self._fields = sum(1 for i in self._ids if i >= FIELD_ID_BASE)
+        return self._ids
+
+    @property
+    def fields(self) -> int | None:
+        """How many of its vectors are items' other fields' (None: its ids are not read yet)."""
+        return None if self._ids is None else self._fields
+
+    def _writable(self) -> None:
+        """A memory-mapped index read into memory, before its first change."""
+        if self.mapped is not None:
+            self.index = ann.configure(ann.faiss_module().read_index(str(self.mapped)))
+            self.mapped = None
 
     def add(self, ids: np.ndarray, vecs: np.ndarray) -> None:
         import numpy as np
 
+        if not len(ids):
+            return
+        held = self.ids
+        self._writable()
+        vecs = np.ascontiguousarray(vecs, dtype="float32").reshape(len(ids), -1)
+        if self.index is None:
+            self.index = ann.new_index(int(vecs.shape[1]))
         ann.faiss_module()  # one OpenMP thread in this thread
-        self.index.add_with_ids(np.ascontiguousarray(vecs, dtype="float32").reshape(len(ids), -1), ids)
-        self.ids.update(int(i) for i in ids)
+        self.index.add_with_ids(vecs, ids)
+        new = {int(i) for i in ids} - held
+        self._fields += sum(1 for i in new if i >= FIELD_ID_BASE)
+        held |= new
 
     def remove(self, ids: np.ndarray) -> None:
-        if self.index is not None and len(ids):
+        if not len(ids):
+            return
+        held = self.ids
+        gone = {int(i) for i in ids} & held
+        if self.index is not None and gone:
+            self._writable()
             ann.remove(self.index, ids)
-        self.ids.difference_update(int(i) for i in ids)
+        self._fields -= sum(1 for i in gone if i >= FIELD_ID_BASE)
+        held -= gone
 
 
-def _meta_int(row: Any) -> int | None:
-    """A number the ``meta`` table holds as text; None when missing or damaged."""
-    try:
-        return int(row[0]) if row else None
-    except (TypeError, ValueError):
-        return None
+class VectorIndex:
+    """The per-namespace FAISS indexes of one store folder (a cache of its :class:`RowTable`)."""
 
+    def __init__(self, rows: RowTable, folder: Path, *, train_in_background: bool = True) -> None:
+        self.rows = rows
+        self.folder = folder  # index/
+        self.train_in_background = train_in_background
+        self.lock = threading.RLock()
+        self._indexes: dict[str, NamespaceIndex] = {}
+        self._dirty: set[str] = set()
+        self._training: dict[str, threading.Thread] = {}
+        self._closed = False
 
-class _IndexCache:
-    """Per-namespace FAISS indexes of a ``FaissMemoryStore`` (attributes set by its ``__init__``)."""
+    def clear(self) -> None:
+        """Forget every cached index (a rolled-back write may have changed them; another model)."""
+        with self.lock:
+            self._indexes.clear()
+            self._dirty.clear()
 
-    path: Path
-    _db_path: Path
-    _lock: threading.RLock
-    _indexes: dict[str, _NsIndex]
-    _dirty: set[str]
-    _training: dict[str, threading.Thread]
-    train_in_background: bool
-    _closed: bool
-    _conn: sqlite3.Connection
+    def close(self) -> None:
+        with self.rows.lock, self.lock:
+            self._closed = True
+            self._indexes.clear()
 
-    def _dim(self) -> int | None:
-        """The stored vectors' size (None: unknown, or a damaged record the next write replaces)."""
-        row = self._conn.execute("SELECT value FROM meta WHERE key='dim'").fetchone()
-        dim = _meta_int(row)
-        return dim if dim is not None and 0 < dim <= 65_536 else None
-
-    def _check_dim(self, vec: np.ndarray) -> None:
-        dim = self._dim()
-        if dim is None:
-            self._conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('dim', ?)", (str(int(vec.shape[0])),))
-        elif dim != vec.shape[0]:
-            raise ValueError(
-                f"Embedding dimension {vec.shape[0]} does not match the store's {dim} ({self.path}); "
-                "use the same embedding model or another memory folder."
-            )
-
-    def _ns_row(self, ns_json: str) -> tuple[int, str, int] | None:
-        return self._conn.execute(
-            "SELECT version, file, file_version FROM namespaces WHERE ns=?", (ns_json,)
-        ).fetchone()
-
-    def _epoch(self) -> int:
-        """The vectors' generation: re-embedding everything (another model) starts a new one."""
-        row = self._conn.execute("SELECT value FROM meta WHERE key='vectors_epoch'").fetchone()
-        return _meta_int(row) or 0
-
-    def _index_for(self, ns_json: str) -> _NsIndex | None:
+    def index_for(self, ns: str) -> NamespaceIndex | None:
         """The namespace's FAISS index, current with SQLite (None: unknown namespace)."""
-        row = self._ns_row(ns_json)
-        if row is None:
-            self._indexes.pop(ns_json, None)
-            return None
-        version, fname, file_version = row
-        cached = self._indexes.get(ns_json)
-        if cached is not None and cached.version == version:
-            return cached
-        epoch = self._epoch()
-        if cached is not None and cached.epoch == epoch:
-            cached.unsaved += self._sync(ns_json, cached)
-            cached.version, cached.rows = version, self._row_count(ns_json)
-            return cached
-        index = self._read_index_file(fname) if fname else None
-        if index is not None:
-            entry = _NsIndex(file_version, index, epoch, set(ann.ids_of(index).tolist()))
-            entry.unsaved = self._sync(ns_json, entry)
-        else:
-            entry = _NsIndex(version, self._rebuild_index(ns_json), epoch)
-            entry.ids = set(ann.ids_of(entry.index).tolist()) if entry.index is not None else set()
-        entry.version, entry.rows = version, self._row_count(ns_json)
-        self._indexes[ns_json] = entry
-        if entry.index is not None and (index is None or entry.unsaved >= SAVE_EVERY):
-            # Rebuilt, or a file far behind (short processes that never close the store): the next
-            # process reads this one instead, so no catch-up grows past SAVE_EVERY rows.
-            self._save(ns_json, entry)
-        self._maybe_train(ns_json, entry)
-        return self._indexes[ns_json]
+        with self.rows.lock, self.lock:
+            row = self.rows.ns_row(ns)
+            if row is None:
+                self._indexes.pop(ns, None)
+                return None
+            version, fname, file_version = row
+            cached = self._indexes.get(ns)
+            if cached is not None and cached.version == version:
+                return cached
+            epoch = self.rows.epoch()
+            if cached is not None and cached.epoch == epoch:
+                cached.unsaved += self._sync(ns, cached)
+                cached.version, cached.rows = version, None
+                return cached
+            current = file_version == version  # the file holds exactly this version: mapped, no catch-up
+            index = self._read_file(fname, mapped=current) if fname else None
+            if index is not None:
+                entry = NamespaceIndex(file_version, index, epoch, mapped=self.folder / fname if current else None)
+                if not current:
+                    entry.unsaved = self._sync(ns, entry)
+            else:
+                index = self._rebuild(ns)
+                entry = NamespaceIndex(version, index, epoch)
+                index = None  # (rebuilt: saved below)
+            entry.version = version
+            self._indexes[ns] = entry
+            if entry.index is not None and (index is None or entry.unsaved >= SAVE_EVERY):
+                # Rebuilt, or a file far behind (short processes that never close the store): the next
+                # process reads this one instead, so no catch-up grows past SAVE_EVERY rows.
+                self._save(ns, entry)
+            self._maybe_train(ns, entry)
+            return self._indexes[ns]
 
-    def _row_count(self, ns_json: str) -> int:
-        return int(self._conn.execute("SELECT COUNT(*) FROM items WHERE ns=?", (ns_json,)).fetchone()[0])
+    def size(self, ns_list: Sequence[str]) -> int:
+        """Vectors the namespaces' indexes hold."""
+        return sum(
+            (e.index.ntotal if (e := self.index_for(ns)) is not None and e.index is not None else 0) for ns in ns_list
+        )
 
-    def _sync(self, ns_json: str, entry: _NsIndex) -> int:
+    def _sync(self, ns: str, entry: NamespaceIndex) -> int:
         """Bring an index up to SQLite by ids (removes the gone, adds the new); how many changed."""
         import numpy as np
 
-        want = {
-            r[0]
-            for r in self._conn.execute(
-                "SELECT id FROM items WHERE ns=? AND vector IS NOT NULL AND id NOT IN (SELECT id FROM damaged)",
-                (ns_json,),
-            )
-        }
+        want = self.rows.indexed_ids(ns)
         gone = entry.ids - want
         new = sorted(want - entry.ids)
         entry.remove(np.fromiter(gone, dtype="int64", count=len(gone)))
         for start in range(0, len(new), 500):
-            chunk = new[start : start + 500]
-            rows = self._conn.execute(
-                f"SELECT id, key, vector, json_valid(value) FROM items WHERE id IN ({','.join('?' * len(chunk))}) "
-                "ORDER BY id",
-                chunk,
-            ).fetchall()
-            ids, vecs = integrity.sound_vectors(self._conn, ns_json, rows, self._dim())  # damaged: recorded
+            ids, vecs = self.rows.vectors(ns, new[start : start + 500])  # damaged: recorded
             if ids:
-                if entry.index is None:
-                    entry.index = ann.new_index(int(vecs[0].shape[0]))
                 entry.add(np.array(ids, dtype="int64"), np.stack(vecs))
         return len(gone) + len(new)
 
-    def _read_index_file(self, fname: str) -> Any:
+    def _read_file(self, fname: str, *, mapped: bool = False) -> Any:
         faiss = ann.faiss_module()
-        fpath = self.path / INDEX_DIR / fname
+        fpath = self.folder / fname
         if os.sep in fname or "/" in fname or not fpath.is_file():
             return None
         try:
-            index = faiss.read_index(str(fpath))
+            index = faiss.read_index(str(fpath), faiss.IO_FLAG_MMAP if mapped else 0)
         except Exception as exc:
             log.warning("smart-agent memory: unreadable index %s (%s); rebuilding", fpath, exc)
             return None
         if not ann.is_ours(index):
             log.warning("smart-agent memory: index %s is not an index of this version; rebuilding", fpath)
             return None
-        dim = self._dim()
+        dim = self.rows.dim()
         if dim is not None and index.d != dim:
             return None
         return ann.configure(index)
 
-    def _rebuild_index(self, ns_json: str) -> Any:
+    def _rebuild(self, ns: str) -> Any:
         """The namespace's index from SQLite's vectors (exact; a large one is trained in the background)."""
         import numpy as np
 
-        rows = self._conn.execute(
-            "SELECT id, key, vector, json_valid(value) FROM items WHERE ns=? AND vector IS NOT NULL ORDER BY id",
-            (ns_json,),
-        ).fetchall()
-        ids, vecs = integrity.sound_vectors(self._conn, ns_json, rows, self._dim())  # damaged rows: skipped, recorded
+        ids, vecs = self.rows.vectors(ns)  # damaged rows: skipped, recorded
         if not ids:
             return None
         return ann.build(vecs[0].shape[0], ids, np.stack(vecs), train=False)
 
-    def _bump(self, ns_json: str, entry: _NsIndex) -> None:
-        self._conn.execute("UPDATE namespaces SET version = version + 1 WHERE ns=?", (ns_json,))
-        entry.version = self._conn.execute("SELECT version FROM namespaces WHERE ns=?", (ns_json,)).fetchone()[0]
-        entry.unsaved += 1
-        self._dirty.add(ns_json)
+    # -- changes (inside the store's write transaction) ----------------------------------------
+    def apply(self, ns: str, added: Sequence[int], vecs: Sequence[np.ndarray], removed: Sequence[int]) -> None:
+        """A write to the namespace: FAISS ids removed and added (with their vectors), its version bumped."""
+        import numpy as np
 
-    def _after_commit(self, dirty: set[str]) -> None:
-        """After a write transaction: save the indexes that reached SAVE_EVERY changes, train the grown."""
-        for ns_json in sorted(dirty):
-            entry = self._indexes.get(ns_json)
+        with self.rows.lock, self.lock:
+            entry = self.index_for(ns)
+            assert entry is not None
+            entry.remove(np.array(removed, dtype="int64"))
+            if added:
+                entry.add(np.array(added, dtype="int64"), np.stack(list(vecs)))
+            entry.version = self.rows.bump(ns)
+            entry.unsaved += 1
+            self._dirty.add(ns)
+
+    def count_rows(self, ns: str, delta: int) -> None:
+        with self.lock:
+            entry = self._indexes.get(ns)
+            if entry is not None and entry.rows is not None:
+                entry.rows += delta
+
+    def rows_in(self, ns: str) -> int:
+        """Rows of the namespace (the capacity cap counts them)."""
+        with self.rows.lock, self.lock:
+            entry = self.index_for(ns)
             if entry is None:
-                continue
-            if entry.unsaved >= SAVE_EVERY:
-                self._save(ns_json, entry)
-            self._maybe_train(ns_json, entry)
+                return 0
+            if entry.rows is None:
+                entry.rows = self.rows.row_count(ns)
+            return entry.rows
 
-    def _save(self, ns_json: str, entry: _NsIndex) -> None:
-        """Persist one namespace's index as ``<hash>-<version>.faiss`` (atomic rename) and record it."""
-        h = _ns_hash(ns_json)
-        fname = ""
-        folder = self.path / INDEX_DIR
-        version, index = entry.version, entry.index
-        if not folder.is_dir():  # a file in its place (the store's notices say so): kept in memory only
+    def committed(self) -> None:
+        """After a write transaction: save the indexes that reached SAVE_EVERY changes, train the grown."""
+        with self.rows.lock, self.lock:
+            dirty, self._dirty = self._dirty, set()
+            for ns in sorted(dirty):
+                entry = self._indexes.get(ns)
+                if entry is None:
+                    continue
+                if entry.unsaved >= SAVE_EVERY:
+                    self._save(ns, entry)
+                self._maybe_train(ns, entry)
+
+    # -- search ------------------------------------------------------------------------------------
+    def search(self, ns_list: Sequence[str], qvec: np.ndarray, n: int) -> list[tuple[int, float]]:
+        """The nearest items over several namespaces, ``(item id, cosine)``, most similar first: an
+        item indexed on several fields scores its best field (max pooling, as LangGraph's stores)."""
+        ann.faiss_module()  # one OpenMP thread in this thread
+        q = qvec.reshape(1, -1).astype("float32")
+        found: list[tuple[int, float]] = []
+        with self.rows.lock, self.lock:
+            for ns in ns_list:
+                entry = self.index_for(ns)
+                if entry is None or entry.index is None or entry.index.ntotal == 0:
+                    continue
+                if entry.index.d != q.shape[1]:
+                    raise ValueError(f"Query dimension {q.shape[1]} does not match the index's {entry.index.d}")
+                # (an item's other fields' vectors can take places: asked for on top)
+                extra = entry.fields if entry.fields is not None else self.rows.field_count(ns)
+                dists, ids = entry.index.search(q, min(n + extra, entry.index.ntotal))
+                found.extend((int(i), float(d)) for d, i in zip(dists[0], ids[0], strict=True) if i >= 0)
+        if any(i >= FIELD_ID_BASE for i, _ in found):
+            owner = self.rows.items_of([i for i, _ in found])
+            best: dict[int, float] = {}
+            for i, sim in found:
+                item = owner.get(i)
+                if item is not None and sim > best.get(item, -2.0):
+                    best[item] = sim
+            found = list(best.items())
+        found.sort(key=lambda t: -t[1])
+        return found[:n]
+
+    # -- files ---------------------------------------------------------------------------------------
+    def _save(self, ns: str, entry: NamespaceIndex) -> None:
+        """Persist one namespace's index as ``<hash>-<version>.faiss`` (atomic rename) and record it
+        (the locks held: the index does not change meanwhile)."""
+        if not self.folder.is_dir():  # a file in its place (the store's notices say so): kept in memory only
             entry.unsaved = 0
             return
-        if index is not None and index.ntotal:
-            faiss = ann.faiss_module()
-            fname = f"{h}-{version}.faiss"
-            tmp = folder / f".{fname}.{os.getpid()}.{threading.get_ident()}.tmp"
-            try:
-                faiss.write_index(index, str(tmp))
-                os.replace(tmp, folder / fname)
-            except Exception as exc:  # the index can always be rebuilt from SQLite
-                log.warning("smart-agent memory: could not write %s: %s", folder / fname, exc)
-                tmp.unlink(missing_ok=True)
-                return
-        cur = self._conn.execute(
-            "UPDATE namespaces SET file=?, file_version=? WHERE ns=? AND file_version <= ?",
-            (fname, version, ns_json, version),
-        )
-        entry.unsaved = 0
-        if cur.rowcount:
-            for old in folder.glob(f"{h}-*.faiss"):
-                if old.name != fname:
+        fname = self._write_file(ns, entry.index, entry.version)
+        if fname is not None:
+            self._record(ns, fname, entry.version, entry, entry.unsaved)
+
+    def _write_file(self, ns: str, index: Any, version: int) -> str | None:
+        """Write ``index`` as the namespace's file of ``version``: its name ('' for no vectors),
+        None when it could not be written (it can always be rebuilt from SQLite)."""
+        if index is None or not index.ntotal:
+            return ""
+        fname = f"{ns_hash(ns)}-{version}.faiss"
+        tmp = self.folder / f".{fname}.{os.getpid()}.{threading.get_ident()}.tmp"
+        try:
+            ann.faiss_module().write_index(index, str(tmp))
+            os.replace(tmp, self.folder / fname)
+        except Exception as exc:
+            log.warning("smart-agent memory: could not write %s: %s", self.folder / fname, exc)
+            tmp.unlink(missing_ok=True)
+            return None
+        return fname
+
+    def _record(self, ns: str, fname: str, version: int, entry: NamespaceIndex, unsaved: int) -> None:
+        """The file is the namespace's current one (unless another process recorded a newer one);
+        ``unsaved``: the changes of ``entry`` it holds."""
+        with self.rows.lock, self.lock:
+            recorded = self.rows.record_file(ns, fname, version)
+            entry.unsaved = max(0, entry.unsaved - unsaved)
+        h = ns_hash(ns)
+        if recorded:
+            for old in self.folder.glob(f"{h}-*.faiss"):
+                if old.name != fname and old.name.endswith(".faiss") and _version_of(old.name) < version:
                     old.unlink(missing_ok=True)
         elif fname:
-            (folder / fname).unlink(missing_ok=True)  # another process recorded a newer file
+            (self.folder / fname).unlink(missing_ok=True)  # another process recorded a newer file
 
     def flush(self) -> None:
-        """Save every index with changes its file does not hold (``close`` does it)."""
-        with self._lock:
+        """Save every index with changes its file does not hold (the store's ``close`` does it)."""
+        with self.rows.lock, self.lock:
             if self._closed:
                 return
-            epoch = self._epoch()
-            for ns_json, entry in list(self._indexes.items()):
+            epoch = self.rows.epoch()
+            for ns, entry in list(self._indexes.items()):
                 if entry.unsaved and entry.epoch == epoch:
-                    self._save(ns_json, entry)
+                    self._save(ns, entry)
 
     # -- training ------------------------------------------------------------------------
-    def _maybe_train(self, ns_json: str, entry: _NsIndex) -> None:
-        if entry.index is None or ns_json in self._training or not ann.needs_training(entry.index):
+    def _maybe_train(self, ns: str, entry: NamespaceIndex) -> None:
+        if entry.index is None or ns in self._training or not ann.needs_training(entry.index):
             return
+        # What to train on: the vectors the index holds (they mirror SQLite's sound rows), copied
+        # under the lock -- no read of every row from SQLite.
+        ids, vecs = ann.contents(entry.index)
+        snapshot = (entry.version, int(entry.index.d), ids, vecs)
         if not self.train_in_background:
-            self._train(ns_json, entry.epoch)
+            self._train(ns, entry.epoch, snapshot)
             return
-        thread = threading.Thread(
-            target=self._train, args=(ns_json, entry.epoch), name="smart-agent-memory-train", daemon=True
-        )
-        self._training[ns_json] = thread
+        thread = threading.Thread(target=self._train, args=(ns, entry.epoch, snapshot),
+                                  name="smart-agent-memory-train", daemon=True)
+        self._training[ns] = thread
         thread.start()
 
     def wait_for_training(self, timeout: float | None = None) -> None:
@@ -278,57 +361,38 @@ class _IndexCache:
         for thread in list(self._training.values()):
             thread.join(timeout)
 
-    def _train(self, ns_json: str, epoch: int) -> None:
-        """Train an IVF index on a snapshot of SQLite (its own read connection, no lock held), then
-        swap it in under the lock, caught up with the writes made meanwhile, and save it."""
-        import numpy as np
-
+    def _train(self, ns: str, epoch: int, snapshot: tuple[int, int, Any, Any]) -> None:
+        """Train an IVF index on a snapshot of the index (no lock held), then swap it in under the
+        locks, caught up with the writes made meanwhile, and save it."""
         try:
-            snapshot = _snapshot(self._db_path, ns_json)
-            if snapshot is None:
-                return
             version, dim, ids, vecs = snapshot
             if len(ids) < ann.IVF_MIN:
                 return
-            index = ann.build(dim, ids, np.stack(vecs), train=True)
-            with self._lock:
-                cur = self._indexes.get(ns_json)
-                if self._closed or cur is None or cur.epoch != epoch or self._epoch() != epoch:
+            index = ann.build(dim, ids, vecs, train=True)
+            with self.rows.lock, self.lock:
+                cur = self._indexes.get(ns)
+                if self._closed or cur is None or cur.epoch != epoch or self.rows.epoch() != epoch:
                     return
-                fresh = _NsIndex(version, index, epoch, set(ids))
-                self._sync(ns_json, fresh)
+                fresh = NamespaceIndex(version, index, epoch)
+                fresh.unsaved = self._sync(ns, fresh) + 1
                 fresh.version, fresh.rows = cur.version, cur.rows
-                self._indexes[ns_json] = fresh
-                self._save(ns_json, fresh)
-            log.info("smart-agent memory: %s searches an IVF index of %d lists", ns_json, index.nlist)
+                self._indexes[ns] = fresh
+                # Saved from a copy, outside the locks: writes go on while the file is written.
+                copy = ann.faiss_module().clone_index(fresh.index) if self.folder.is_dir() else None
+                saved_version, unsaved = fresh.version, fresh.unsaved
+            if copy is not None and (fname := self._write_file(ns, copy, saved_version)) is not None:
+                self._record(ns, fname, saved_version, fresh, unsaved)
+            log.info("smart-agent memory: %s searches an IVF index of %d lists", ns, index.nlist)
         except Exception as exc:  # the exact index keeps answering
-            log.warning("smart-agent memory: training the index of %s failed: %s", ns_json, exc)
+            log.warning("smart-agent memory: training the index of %s failed: %s", ns, exc)
         finally:
-            self._training.pop(ns_json, None)
+            self._training.pop(ns, None)
 
 
-def _snapshot(db_path: Path, ns_json: str) -> tuple[int, int, list[int], list[Any]] | None:
-    """``(version, dim, ids, vectors)`` of a namespace's sound rows, read in one transaction."""
-    conn = sqlite3.connect(str(db_path), timeout=30.0)
+
+def _version_of(fname: str) -> int:
+    """The write version in an index file's name (``<hash>-<version>.faiss``); -1 when none."""
     try:
-        conn.execute("BEGIN")
-        version = conn.execute("SELECT version FROM namespaces WHERE ns=?", (ns_json,)).fetchone()
-        dim_row = conn.execute("SELECT value FROM meta WHERE key='dim'").fetchone()
-        rows = conn.execute(
-            "SELECT id, vector FROM items WHERE ns=? AND vector IS NOT NULL AND json_valid(value) "
-            "AND id NOT IN (SELECT id FROM damaged) ORDER BY id",
-            (ns_json,),
-        ).fetchall()
-        conn.execute("COMMIT")
-    finally:
-        conn.close()
-    if version is None or dim_row is None:
-        return None
-    dim = int(dim_row[0])
-    ids, vecs = [], []
-    for item_id, blob in rows:
-        vec, _ = integrity.check_vector(blob, dim)
-        if vec is not None:  # a damaged one: the catch-up under the lock records it
-            ids.append(int(item_id))
-            vecs.append(vec)
-    return int(version[0]), dim, ids, vecs
+        return int(fname.rsplit("-", 1)[1].split(".", 1)[0])
+    except (IndexError, ValueError):
+        return -1

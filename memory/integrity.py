@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config.files import DEFAULT_MAX_DEPTH, json_depth_problem
-from .matching import _ns_path
+from .matching import ns_path
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -62,7 +62,7 @@ FORMAT_VERSION = 1
 SQLITE_MAGIC = b"SQLite format 3\x00"
 ITEM_COLUMNS = ("id", "ns", "key", "value", "text", "vector", "created_at", "updated_at")
 _TABLES = {"meta", "namespaces", "items"}  # what every memory database has
-_OPTIONAL_TABLES = {"damaged"}
+_OPTIONAL_TABLES = {"damaged", "field_vectors"}
 
 DAMAGE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS damaged (
@@ -350,6 +350,21 @@ def check_vector(blob: Any, dim: int) -> tuple[np.ndarray | None, str]:
     return vec, ""
 
 
+def sound_mask(blobs: Sequence[Any], dim: int) -> tuple[list[bool], np.ndarray]:
+    """:func:`check_vector` of many blobs at once: which are sound, and those vectors stacked
+    (``[sound, dim]`` float32). One pass of NumPy over all of them instead of one per blob."""
+    import numpy as np
+
+    sized = [isinstance(b, bytes) and len(b) == 4 * dim for b in blobs]
+    arr = np.frombuffer(b"".join(b for b, ok in zip(blobs, sized, strict=True) if ok), dtype="<f4").reshape(-1, dim)
+    with np.errstate(all="ignore"):  # (inf, NaN and overflow make the norm non-finite: refused)
+        norms = np.sqrt(np.einsum("ij,ij->i", arr, arr))
+    good = np.isfinite(norms) & ((norms == 0.0) | (np.abs(norms - 1.0) <= 1e-2))
+    flags = iter(good.tolist())
+    mask = [next(flags) if ok else False for ok in sized]
+    return mask, np.ascontiguousarray(arr[good], dtype="float32")
+
+
 def infer_dim(blobs: Iterable[Any]) -> int | None:
     """The most common vector size (in floats) when the database does not record it."""
     sizes: dict[int, int] = {}
@@ -367,15 +382,20 @@ def sound_vectors(
     ids: list[int] = []
     vecs: list[Any] = []
     bad: list[tuple[int, str, str]] = []
-    for item_id, key, blob, json_ok in rows:
-        vec, reason = check_vector(blob, dim) if dim else (None, "vector size unknown")
-        if vec is not None and not json_ok:
-            vec, reason = None, "value is not valid JSON"
-        if vec is None:
-            bad.append((int(item_id), str(key), reason))
-        else:
-            ids.append(int(item_id))
-            vecs.append(vec)
+    if dim:
+        mask, sound = sound_mask([r[2] for r in rows], dim)
+        pos = 0
+        for (item_id, key, blob, json_ok), ok in zip(rows, mask, strict=True):
+            if ok and json_ok:
+                ids.append(int(item_id))
+                vecs.append(sound[pos])
+            elif ok:
+                bad.append((int(item_id), str(key), "value is not valid JSON"))
+            else:
+                bad.append((int(item_id), str(key), check_vector(blob, dim)[1]))
+            pos += ok
+    else:
+        bad = [(int(r[0]), str(r[1]), "vector size unknown") for r in rows]
     if bad:
         record_damaged(conn, ns_json, bad)
         log.info(
@@ -405,7 +425,7 @@ def record_damaged(conn: sqlite3.Connection, ns_json: Any, bad: Sequence[tuple[i
     return new
 
 
-def damaged_rows(conn: sqlite3.Connection, ns_path: str, dim: int | None, *, scan: bool) -> list[dict[str, Any]]:
+def damaged_rows(conn: sqlite3.Connection, prefix_path: str, dim: int | None, *, scan: bool) -> list[dict[str, Any]]:
     """Damaged rows under a namespace prefix path: the recorded ones, and with ``scan`` also
     those not read yet (every row through :func:`check_row`, and vectors of the wrong size: a
     vector's values are checked when an index is built from it).
@@ -419,7 +439,7 @@ def damaged_rows(conn: sqlite3.Connection, ns_path: str, dim: int | None, *, sca
             "SELECT i.ns, i.key, d.reason FROM damaged d "
             "CROSS JOIN items i ON i.id = d.id CROSS JOIN namespaces n ON n.ns = i.ns "
             "WHERE substr(n.ns_path, 1, ?) = ? ORDER BY i.ns, i.id",
-            [len(ns_path), ns_path],
+            [len(prefix_path), prefix_path],
         ).fetchall()
         for ns_json, key, reason in rows:
             out.append({"namespace": list(namespace_labels(ns_json) or ()), "key": printable(key), "reason": reason})
@@ -429,7 +449,7 @@ def damaged_rows(conn: sqlite3.Connection, ns_path: str, dim: int | None, *, sca
         "(typeof(i.vector) = 'blob' AND length(i.vector) = ?) THEN NULL ELSE i.vector END "  # (the wrong size only)
         "FROM items i JOIN namespaces n ON n.ns = i.ns LEFT JOIN damaged d ON d.id = i.id "
         "WHERE substr(n.ns_path, 1, ?) = ? ORDER BY i.ns, i.id",
-        [4 * dim if dim else None, len(ns_path), ns_path],
+        [4 * dim if dim else None, len(prefix_path), prefix_path],
     )
     for row in cursor:
         reason = row[6] or check_row(row)[1]
@@ -469,8 +489,8 @@ def check_namespaces(conn: sqlite3.Connection) -> list[str]:
             fixes.append(("DELETE FROM namespaces WHERE rowid = ? AND ns IS ?", (rowid, ns)))
             parts.append(f"dropped the row {printable(ns)[:80]!r} (not a JSON list of labels)")
             continue
-        if path != _ns_path(labels):
-            fixes.append(("UPDATE namespaces SET ns_path = ? WHERE ns = ?", (_ns_path(labels), ns)))
+        if path != ns_path(labels):
+            fixes.append(("UPDATE namespaces SET ns_path = ? WHERE ns = ?", (ns_path(labels), ns)))
             parts.append(f"rewrote the path of {printable(ns)}")
         if (t_version, t_file, t_file_version) != ("integer", "text", "integer"):
             fixes.append(("UPDATE namespaces SET version = 0, file = '', file_version = -1 WHERE ns = ?", (ns,)))
@@ -480,7 +500,7 @@ def check_namespaces(conn: sqlite3.Connection) -> list[str]:
             continue
         labels = namespace_labels(ns)
         if labels is not None:
-            fixes.append(("INSERT OR IGNORE INTO namespaces(ns, ns_path) VALUES (?, ?)", (ns, _ns_path(labels))))
+            fixes.append(("INSERT OR IGNORE INTO namespaces(ns, ns_path) VALUES (?, ?)", (ns, ns_path(labels))))
             parts.append(f"restored the missing row of {printable(ns)}")
         else:
             bad = conn.execute("SELECT id, key FROM items WHERE ns IS ?", (ns,)).fetchall()

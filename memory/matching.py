@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -10,20 +11,26 @@ from typing import Any
 from langgraph.store.base import MatchCondition
 
 
-def _ns_json(ns: Sequence[str]) -> str:
+def ns_json(ns: Sequence[str]) -> str:
+    """A namespace as the table stores it: a JSON list of labels."""
+    return _ns_json(tuple(ns))
+
+
+@functools.lru_cache(maxsize=4096)
+def _ns_json(ns: tuple[str, ...]) -> str:
     return json.dumps(list(ns), ensure_ascii=False)
 
 
-def _ns_path(ns: Sequence[str]) -> str:
+def ns_path(ns: Sequence[str]) -> str:
+    """Labels joined by '.', plus a trailing '.' (a prefix match is a string prefix)."""
     return "".join(f"{label}." for label in ns)
 
 
-def _ns_hash(ns_json: str) -> str:
+def ns_hash(ns_json: str) -> str:
     return hashlib.sha1(ns_json.encode("utf-8")).hexdigest()[:16]
 
 
-
-def _validate_labels(ns: Sequence[str]) -> None:
+def validate_labels(ns: Sequence[str]) -> None:
     for label in ns:
         if not isinstance(label, str) or not label or "." in label or "\x00" in label:
             from langgraph.store.base import InvalidNamespaceError
@@ -32,7 +39,6 @@ def _validate_labels(ns: Sequence[str]) -> None:
                 f"Invalid namespace label {label!r} in {tuple(ns)}: labels are non-empty strings "
                 "without '.' or NUL."
             )
-
 
 
 def match_filter(value: Mapping[str, Any], flt: Mapping[str, Any] | None) -> bool:
@@ -80,7 +86,7 @@ def _apply_op(value: Any, op: str, arg: Any) -> bool:
     raise ValueError(f"Unsupported filter operator: {op}")
 
 
-def _ns_matches(cond: MatchCondition, ns: tuple[str, ...]) -> bool:
+def ns_matches(cond: MatchCondition, ns: tuple[str, ...]) -> bool:
     path = tuple(cond.path)
     if len(ns) < len(path):
         return False

@@ -35,7 +35,7 @@ def open_store(
     given = _given_key(folder, embeddings)
     with _stores_lock:
         store = _stores.get(key)
-        if store is None or store._closed:
+        if store is None or store.closed:
             store = FaissMemoryStore(folder, embeddings=embeddings)
             _stores[key] = store
         _given[given] = store
@@ -55,7 +55,7 @@ def opened_store(
         return None
     with _stores_lock:
         store = _given.get(given)
-    return None if store is None or store._closed else store
+    return None if store is None or store.closed else store
 
 
 def close_stores() -> None:

@@ -42,7 +42,6 @@ def humanize_age(seconds: float) -> str:
     return "just now"  # pragma: no cover
 
 
-
 @dataclass(frozen=True)
 class RankingConfig:
     """How recall orders memories: a weighted blend of three signals in [0, 1].
@@ -88,7 +87,7 @@ def memory_times(item: Any) -> tuple[float, float]:
     return out[0], out[1]
 
 
-def _importance(value: Mapping[str, Any]) -> float:
+def importance_of(value: Mapping[str, Any]) -> float:
     try:
         return min(1.0, max(0.0, float(value.get("importance", DEFAULT_IMPORTANCE))))
     except (TypeError, ValueError):

@@ -1,164 +1,516 @@
-"""The memory store's rows: the ``BaseStore`` operations over SQLite and FAISS.
+"""The memory store's row table: the SQLite database, the source of truth.
 
-A mixin of :class:`~smart_agent.memory.store.FaissMemoryStore` (``batch`` and the
-low-level reads and writes it uses, called with the store's lock held) and the
-write transaction that persists the indexes it changed.
+:class:`RowTable` owns the connection and the lock that serializes its use: every method takes
+the lock itself (it is reentrant, so :meth:`RowTable.transaction` can span several calls). It
+knows rows, namespaces and the ``meta`` values, and checks every row it reads
+(``integrity.py``); it knows nothing of FAISS or of embedding models.
+
+Tables (``SCHEMA``): ``items`` (one row per memory: namespace, key, JSON value, the first indexed
+text and its vector), ``field_vectors`` (the vectors of an item's other indexed texts: a document
+indexed on several fields has one vector per field, as in LangGraph's stores), ``namespaces``
+(write version, current index file), ``meta`` (embedding model, dimension, vectors epoch) and
+``damaged`` (rows skipped as corrupt, ``integrity.py``).
+
+FAISS ids: an item's own vector is searched under ``items.id``; a ``field_vectors`` row under
+``FIELD_ID_BASE + field_vectors.id`` (:func:`item_of` maps an id back to its item only through
+the table, since the base is far above any item id).
 """
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+import threading
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from langgraph.store.base import (
-    GetOp,
-    Item,
-    ListNamespacesOp,
-    Op,
-    PutOp,
-    Result,
-    SearchItem,
-    SearchOp,
-)
+from langgraph.store.base import Item, ListNamespacesOp, SearchItem
 
-from . import ann, background, integrity
-from .matching import _ns_json, _ns_matches, _ns_path, _validate_labels, match_filter
-from .ranking import Recalled, _importance
-from .vectors import _NoTxn, _NsIndex, _Txn, _vec_bytes, _VectorIndexes
+from . import integrity
+from .matching import match_filter, ns_json, ns_matches, ns_path
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
+
+__all__ = ["FIELD_ID_BASE", "SCHEMA", "RowTable", "as_datetime", "vector_bytes"]
+
+#: FAISS ids from here on are ``field_vectors`` rows (items' ids stay far below: 2**48).
+FIELD_ID_BASE = 1 << 48
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS namespaces (
+    ns TEXT PRIMARY KEY,              -- JSON array of labels
+    ns_path TEXT NOT NULL,            -- labels joined by '.', plus a trailing '.' (prefix match)
+    version INTEGER NOT NULL DEFAULT 0,
+    file TEXT NOT NULL DEFAULT '',    -- current FAISS file (in index/)
+    file_version INTEGER NOT NULL DEFAULT -1
+);
+CREATE TABLE IF NOT EXISTS items (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,   -- the FAISS id
+    ns TEXT NOT NULL,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,                    -- JSON object
+    text TEXT,                              -- what was embedded (NULL: not indexed)
+    vector BLOB,                            -- little-endian float32, L2-normalized
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    UNIQUE (ns, key)
+);
+CREATE INDEX IF NOT EXISTS items_ns_updated ON items (ns, updated_at);
+CREATE TABLE IF NOT EXISTS field_vectors (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,   -- the FAISS id is FIELD_ID_BASE + id
+    item INTEGER NOT NULL,                  -- items.id
+    path TEXT NOT NULL,                     -- the indexed field ('.N' per text of a list)
+    text TEXT NOT NULL,
+    vector BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS field_vectors_item ON field_vectors (item);
+CREATE TRIGGER IF NOT EXISTS field_vectors_gone AFTER DELETE ON items
+    BEGIN DELETE FROM field_vectors WHERE item = old.id; END;
+"""
+
+
+def as_datetime(ts: float) -> datetime:
+    return datetime.fromtimestamp(ts, tz=UTC)
+
+
+def vector_bytes(vec: np.ndarray) -> bytes:
+    """A vector as the table stores it: little-endian float32."""
+    import numpy as np
+
+    return np.asarray(vec, dtype="<f4").tobytes()
+
+
+def _meta_int(row: Any) -> int | None:
+    """A number the ``meta`` table holds as text; None when missing or damaged."""
+    try:
+        return int(row[0]) if row else None
+    except (TypeError, ValueError):
+        return None
 
 
 def _no_time(ts: Any) -> bool:
     return integrity.as_time(ts) is None
 
 
-def _dt(ts: float) -> datetime:
-    return datetime.fromtimestamp(ts, tz=UTC)
+def _kept_time(old: tuple[int, Any] | None, now: float) -> float:
+    """A rewritten item keeps its creation time (a damaged one: now)."""
+    return old[1] if old is not None and integrity.as_time(old[1]) is not None else now
 
 
+def _marks(n: int) -> str:
+    return ",".join("?" * n)
 
-class _Rows(_VectorIndexes):
-    """Reads, writes and ``batch`` of a ``FaissMemoryStore``."""
 
-    # -- low-level writes (lock held, inside a transaction) -----------------------
-    def _touch_ns(self, ns: tuple[str, ...], ns_json: str) -> _NsIndex:
-        self._conn.execute(
-            "INSERT OR IGNORE INTO namespaces(ns, ns_path) VALUES (?, ?)", (ns_json, _ns_path(ns))
-        )
-        entry = self._index_for(ns_json)
-        assert entry is not None
-        return entry
+class RowTable:
+    """The SQLite database of one store folder, and the lock around its one connection.
 
-    def _put_row(
+    Refuses (``integrity.MemoryUnavailable``) a file that is not a memory database, leaving it
+    as it was; repairs the ``namespaces`` table from the items on open (``repairs`` says what).
+    """
+
+    def __init__(self, db_path: Path) -> None:
+        self.path = db_path
+        self.lock = threading.RLock()
+        self._known_dim = -1  # the dimension write_item checked last in this transaction
+        self.conn = integrity.open_database(db_path, SCHEMA)
+        try:
+            self.repairs = [f"{db_path}: {note}" for note in integrity.check_namespaces(self.conn)]
+        except BaseException:
+            self.conn.close()
+            raise
+
+    def close(self) -> None:
+        with self.lock:
+            self.conn.close()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One write transaction (``BEGIN IMMEDIATE``: SQLite serializes writers across processes);
+        the lock is held throughout, so a caller's reads inside it see one state."""
+        with self.lock:
+            self.conn.execute("BEGIN IMMEDIATE")
+            self._known_dim = -1  # (another process may have changed the model since)
+            try:
+                yield
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+
+    # -- meta ---------------------------------------------------------------------------
+    def meta(self, key: str) -> str | None:
+        with self.lock:
+            row = self.conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.lock:
+            self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
+
+    def all_meta(self) -> dict[str, Any]:
+        with self.lock:
+            return dict(self.conn.execute("SELECT key, value FROM meta").fetchall())
+
+    def dim(self) -> int | None:
+        """The stored vectors' size (None: unknown, or a damaged record the next write replaces)."""
+        with self.lock:
+            row = self.conn.execute("SELECT value FROM meta WHERE key='dim'").fetchone()
+        dim = _meta_int(row)
+        return dim if dim is not None and 0 < dim <= 65_536 else None
+
+    def check_dim(self, vec: np.ndarray) -> None:
+        dim = self.dim()
+        if dim is None:
+            self.set_meta("dim", str(int(vec.shape[0])))
+        elif dim != vec.shape[0]:
+            raise ValueError(
+                f"Embedding dimension {vec.shape[0]} does not match the store's {dim} ({self.path.parent}); "
+                "use the same embedding model or another memory folder."
+            )
+
+    def forget_dim(self) -> None:
+        with self.lock:
+            self.conn.execute("DELETE FROM meta WHERE key='dim'")
+
+    def epoch(self) -> int:
+        """The vectors' generation: re-embedding everything (another model) starts a new one."""
+        with self.lock:
+            row = self.conn.execute("SELECT value FROM meta WHERE key='vectors_epoch'").fetchone()
+        return _meta_int(row) or 0
+
+    def has_vectors(self) -> bool:
+        with self.lock:
+            return self.conn.execute("SELECT 1 FROM items WHERE vector IS NOT NULL LIMIT 1").fetchone() is not None
+
+    # -- namespaces -----------------------------------------------------------------------
+    def ns_row(self, ns: str) -> tuple[int, str, int] | None:
+        """``(version, file, file_version)`` of a namespace (its JSON), None when unknown."""
+        with self.lock:
+            return self.conn.execute(
+                "SELECT version, file, file_version FROM namespaces WHERE ns=?", (ns,)
+            ).fetchone()
+
+    def touch_ns(self, labels: Sequence[str]) -> str:
+        ns = ns_json(labels)
+        with self.lock:
+            self.conn.execute("INSERT OR IGNORE INTO namespaces(ns, ns_path) VALUES (?, ?)", (ns, ns_path(labels)))
+        return ns
+
+    def bump(self, ns: str) -> int:
+        """A write to the namespace: its new write version."""
+        with self.lock:
+            self.conn.execute("UPDATE namespaces SET version = version + 1 WHERE ns=?", (ns,))
+            return int(self.conn.execute("SELECT version FROM namespaces WHERE ns=?", (ns,)).fetchone()[0])
+
+    def record_file(self, ns: str, fname: str, version: int) -> bool:
+        """The namespace's index file is ``fname`` at ``version``; False when a newer one is recorded."""
+        with self.lock:
+            cur = self.conn.execute(
+                "UPDATE namespaces SET file=?, file_version=? WHERE ns=? AND file_version <= ?",
+                (fname, version, ns, version),
+            )
+        return bool(cur.rowcount)
+
+    def namespaces_under(self, prefix: Sequence[str]) -> list[str]:
+        p = ns_path(prefix)
+        with self.lock:
+            return [
+                r[0]
+                for r in self.conn.execute(
+                    "SELECT ns FROM namespaces WHERE substr(ns_path, 1, ?) = ? ORDER BY ns", (len(p), p)
+                ).fetchall()
+            ]
+
+    def row_count(self, ns: str) -> int:
+        with self.lock:
+            return int(self.conn.execute("SELECT COUNT(*) FROM items WHERE ns=?", (ns,)).fetchone()[0])
+
+    def list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        with self.lock:
+            rows = self.conn.execute("SELECT DISTINCT ns FROM items").fetchall()
+        found = (integrity.namespace_labels(r[0]) for r in rows)
+        nss = [ns for ns in found if ns is not None]  # (a damaged one: its rows are damaged)
+        if op.match_conditions:
+            nss = [ns for ns in nss if all(ns_matches(c, ns) for c in op.match_conditions)]
+        nss = sorted({ns[: op.max_depth] for ns in nss}) if op.max_depth is not None else sorted(nss)
+        return nss[op.offset : op.offset + op.limit]
+
+    # -- vectors (for the FAISS indexes) ------------------------------------------------------
+    def indexed_ids(self, ns: str) -> set[int]:
+        """The FAISS ids a current index of the namespace holds: its sound items' vectors and
+        their other fields' vectors."""
+        with self.lock:
+            ids = {
+                r[0]
+                for r in self.conn.execute(
+                    "SELECT id FROM items WHERE ns=? AND vector IS NOT NULL AND id NOT IN (SELECT id FROM damaged)",
+                    (ns,),
+                )
+            }
+            ids.update(
+                FIELD_ID_BASE + r[0]
+                for r in self.conn.execute(
+                    "SELECT f.id FROM items i JOIN field_vectors f ON f.item = i.id WHERE i.ns=? "
+                    "AND i.vector IS NOT NULL AND i.id NOT IN (SELECT id FROM damaged)",
+                    (ns,),
+                )
+            )
+        return ids
+
+    def vectors(self, ns: str, ids: Sequence[int] | None = None) -> tuple[list[int], list[np.ndarray]]:
+        """The sound vectors of the namespace (or of those FAISS ``ids``), in id order; a damaged
+        one is recorded (its item) and left out."""
+        with self.lock:
+            dim = self.dim()
+            if ids is None:
+                rows = self.conn.execute(
+                    "SELECT id, key, vector, json_valid(value) FROM items WHERE ns=? AND vector IS NOT NULL "
+                    "ORDER BY id",
+                    (ns,),
+                ).fetchall()
+                fields = self.conn.execute(
+                    "SELECT f.id, i.key, f.vector, json_valid(i.value), i.id FROM items i JOIN field_vectors f "
+                    "ON f.item = i.id WHERE i.ns=? AND i.vector IS NOT NULL ORDER BY f.id",
+                    (ns,),
+                ).fetchall()
+            else:
+                own = [i for i in ids if i < FIELD_ID_BASE]
+                extra = [i - FIELD_ID_BASE for i in ids if i >= FIELD_ID_BASE]
+                rows, fields = [], []
+                for start in range(0, len(own), 500):
+                    chunk = own[start : start + 500]
+                    rows += self.conn.execute(
+                        f"SELECT id, key, vector, json_valid(value) FROM items WHERE id IN ({_marks(len(chunk))}) "
+                        "ORDER BY id",
+                        chunk,
+                    ).fetchall()
+                for start in range(0, len(extra), 500):
+                    chunk = extra[start : start + 500]
+                    fields += self.conn.execute(
+                        "SELECT f.id, i.key, f.vector, json_valid(i.value), i.id FROM field_vectors f JOIN items i "
+                        f"ON i.id = f.item WHERE f.id IN ({_marks(len(chunk))}) ORDER BY f.id",
+                        chunk,
+                    ).fetchall()
+            out_ids, vecs = integrity.sound_vectors(self.conn, ns, rows, dim)  # damaged rows: recorded
+            if fields:
+                bad_items = set()
+                for fid, key, blob, json_ok, item in fields:
+                    vec, reason = integrity.check_vector(blob, dim) if dim else (None, "vector size unknown")
+                    if vec is None or not json_ok:
+                        bad_items.add((int(item), str(key), f"{reason or 'value is not valid JSON'} (another field)"))
+                        continue
+                    out_ids.append(FIELD_ID_BASE + int(fid))
+                    vecs.append(vec)
+                if bad_items:
+                    integrity.record_damaged(self.conn, ns, sorted(bad_items))
+                    bad = {b[0] for b in bad_items}
+                    keep = [
+                        (i, v) for i, v in zip(out_ids, vecs, strict=True)
+                        if (i if i < FIELD_ID_BASE else self._field_item(i)) not in bad
+                    ]
+                    out_ids, vecs = [i for i, _ in keep], [v for _, v in keep]
+        return out_ids, vecs
+
+    def field_count(self, ns: str) -> int:
+        """How many vectors of items' other fields the namespace has."""
+        with self.lock:
+            if self.conn.execute("SELECT 1 FROM field_vectors LIMIT 1").fetchone() is None:
+                return 0
+            return int(
+                self.conn.execute(
+                    "SELECT COUNT(*) FROM items i JOIN field_vectors f ON f.item = i.id WHERE i.ns=?", (ns,)
+                ).fetchone()[0]
+            )
+
+    def _field_item(self, faiss_id: int) -> int:
+        row = self.conn.execute("SELECT item FROM field_vectors WHERE id=?", (faiss_id - FIELD_ID_BASE,)).fetchone()
+        return int(row[0]) if row else -1
+
+    def items_of(self, faiss_ids: Sequence[int]) -> dict[int, int]:
+        """FAISS id -> item id (an item's own id is its own; a field vector's through the table)."""
+        out = {i: i for i in faiss_ids if i < FIELD_ID_BASE}
+        extra = [i - FIELD_ID_BASE for i in faiss_ids if i >= FIELD_ID_BASE]
+        if extra:
+            with self.lock:
+                for start in range(0, len(extra), 500):
+                    chunk = extra[start : start + 500]
+                    for fid, item in self.conn.execute(
+                        f"SELECT id, item FROM field_vectors WHERE id IN ({_marks(len(chunk))})", chunk
+                    ):
+                        out[FIELD_ID_BASE + int(fid)] = int(item)
+        return out
+
+    def field_ids(self, item_ids: Sequence[int]) -> list[int]:
+        """The FAISS ids of these items' other fields' vectors."""
+        out: list[int] = []
+        with self.lock:
+            for start in range(0, len(item_ids), 500):
+                chunk = list(item_ids[start : start + 500])
+                out += [
+                    FIELD_ID_BASE + int(r[0])
+                    for r in self.conn.execute(
+                        f"SELECT id FROM field_vectors WHERE item IN ({_marks(len(chunk))})", chunk
+                    )
+                ]
+        return out
+
+    # -- writes (inside a transaction) -------------------------------------------------------
+    def write_item(
         self,
-        ns: tuple[str, ...],
+        labels: Sequence[str],
         key: str,
         value: Mapping[str, Any],
-        text: str | None,
-        vec: np.ndarray | None,
+        texts: Sequence[tuple[str, str]],
+        vecs: Sequence[np.ndarray],
         now: float,
-    ) -> int:
-        import numpy as np
+    ) -> tuple[int, list[int], list[int]]:
+        """Insert or replace an item with its indexed ``(path, text)`` pairs and their vectors.
 
-        ns_json = _ns_json(ns)
+        The namespace's row must exist (:meth:`touch_ns`). Returns ``(item id, FAISS ids added,
+        FAISS ids removed)``. A rewrite is a new row (a new id):
+        a row's vector never changes under its id, so another process's index catches up by ids.
+        """
+        ns = ns_json(labels)
         # The store writes no row it would read as damaged (integrity.check_row).
         try:
             payload = json.dumps(dict(value), ensure_ascii=False, allow_nan=False)
         except (ValueError, RecursionError) as exc:  # NaN/Infinity, nesting past Python's recursion limit
-            raise ValueError(f"Cannot store {key!r} in {ns}: the value is not JSON ({exc})") from None
+            raise ValueError(f"Cannot store {key!r} in {tuple(labels)}: the value is not JSON ({exc})") from None
         if problem := integrity.value_problem(payload):
-            raise ValueError(f"Cannot store {key!r} in {ns}: {problem}")
-        entry = self._touch_ns(ns, ns_json)
-        old = self._conn.execute("SELECT id, created_at FROM items WHERE ns=? AND key=?", (ns_json, key)).fetchone()
-        blob = None
-        if vec is not None:
-            self._check_dim(vec)
-            blob = _vec_bytes(vec)
-        created = now
-        if old:
-            # A rewrite is a new row (a new id): a row's vector never changes under its id, so
-            # another process's index catches up by ids alone (index_cache.py).
-            created = old[1] if integrity.as_time(old[1]) is not None else now  # (damaged: now)
-            self._conn.execute("DELETE FROM items WHERE id=?", (old[0],))
-            entry.remove(np.array([old[0]], dtype="int64"))
-        else:
-            entry.rows += 1
-        item_id = self._conn.execute(
-            "INSERT INTO items(ns, key, value, text, vector, created_at, updated_at) VALUES (?,?,?,?,?,?,?)",
-            (ns_json, key, payload, text, blob, created, now),
-        ).lastrowid
-        assert item_id is not None
-        if vec is not None:
-            if entry.index is None:
-                entry.index = ann.new_index(int(vec.shape[0]))
-            entry.add(np.array([item_id], dtype="int64"), vec.reshape(1, -1))
-        self._bump(ns_json, entry)
-        return int(item_id)
+            raise ValueError(f"Cannot store {key!r} in {tuple(labels)}: {problem}")
+        with self.lock:
+            for vec in vecs[:1]:
+                if vec.shape[0] != self._known_dim:
+                    self.check_dim(vec)
+                    self._known_dim = int(vec.shape[0])
+            old = self.conn.execute("SELECT id, created_at FROM items WHERE ns=? AND key=?", (ns, key)).fetchone()
+            created, removed = now, []
+            if old:
+                created = old[1] if integrity.as_time(old[1]) is not None else now  # (damaged: now)
+                removed = [int(old[0]), *self.field_ids([int(old[0])])]
+                self.conn.execute("DELETE FROM items WHERE id=?", (old[0],))
+            first_text, first_blob = (texts[0][1], vector_bytes(vecs[0])) if texts else (None, None)
+            item_id = self.conn.execute(
+                "INSERT INTO items(ns, key, value, text, vector, created_at, updated_at) VALUES (?,?,?,?,?,?,?)",
+                (ns, key, payload, first_text, first_blob, created, now),
+            ).lastrowid
+            assert item_id is not None
+            added = [int(item_id)] if texts else []
+            for (path, text), vec in zip(texts[1:], vecs[1:], strict=True):
+                fid = self.conn.execute(
+                    "INSERT INTO field_vectors(item, path, text, vector) VALUES (?,?,?,?)",
+                    (item_id, path, text, vector_bytes(vec)),
+                ).lastrowid
+                assert fid is not None
+                added.append(FIELD_ID_BASE + int(fid))
+        return int(item_id), added, removed
 
-    def _delete_rows(self, ns: tuple[str, ...], keys: Sequence[str]) -> list[str]:
-        import numpy as np
+    def write_many(
+        self,
+        labels: Sequence[str],
+        items: Sequence[tuple[str, Mapping[str, Any], tuple[str, str] | None, np.ndarray | None]],
+        now: float,
+    ) -> tuple[list[int], list[int], list[int]]:
+        """Insert or replace many items of one namespace, each indexed on at most one text
+        (``(key, value, (path, text) or None, vector or None)``, distinct keys): one statement for
+        them all. Returns ``(item ids, FAISS ids added, FAISS ids removed)`` (:meth:`write_item`)."""
+        ns = ns_json(labels)
+        rows = []
+        for key, value, text, vec in items:
+            try:
+                payload = json.dumps(dict(value), ensure_ascii=False, allow_nan=False)
+            except (ValueError, RecursionError) as exc:
+                raise ValueError(f"Cannot store {key!r} in {tuple(labels)}: the value is not JSON ({exc})") from None
+            if problem := integrity.value_problem(payload):
+                raise ValueError(f"Cannot store {key!r} in {tuple(labels)}: {problem}")
+            rows.append((key, payload, text[1] if text else None, vector_bytes(vec) if vec is not None else None))
+        with self.lock:
+            first = next((v for _, _, _, v in items if v is not None), None)
+            if first is not None and first.shape[0] != self._known_dim:
+                self.check_dim(first)
+                self._known_dim = int(first.shape[0])
+            old: dict[str, tuple[int, Any]] = {}
+            keys = [r[0] for r in rows]
+            for start in range(0, len(keys), 500):
+                chunk = keys[start : start + 500]
+                for item_id, key, created in self.conn.execute(
+                    f"SELECT id, key, created_at FROM items WHERE ns=? AND key IN ({_marks(len(chunk))})",
+                    [ns, *chunk],
+                ):
+                    old[key] = (int(item_id), created)
+            removed = [i for i, _ in old.values()]
+            removed += self.field_ids(removed)
+            for start in range(0, len(removed), 500):
+                gone = [i for i in removed[start : start + 500] if i < FIELD_ID_BASE]
+                self.conn.execute(f"DELETE FROM items WHERE id IN ({_marks(len(gone))})", gone)
+            self.conn.executemany(
+                "INSERT INTO items(ns, key, value, text, vector, created_at, updated_at) VALUES (?,?,?,?,?,?,?)",
+                [
+                    (ns, key, payload, text, blob, _kept_time(old.get(key), now), now)
+                    for key, payload, text, blob in rows
+                ],
+            )
+            # AUTOINCREMENT inside this (exclusive) transaction: the rows got the ids up to the sequence's.
+            last = int(self.conn.execute("SELECT seq FROM sqlite_sequence WHERE name='items'").fetchone()[0])
+        ids = list(range(last - len(rows) + 1, last + 1))
+        added = [i for i, r in zip(ids, rows, strict=True) if r[3] is not None]
+        return ids, added, removed
 
-        ns_json = _ns_json(ns)
-        entry = self._index_for(ns_json)
-        if entry is None:
-            return []
+    def set_created(self, item_id: int, created: float) -> None:
+        with self.lock:
+            self.conn.execute("UPDATE items SET created_at=? WHERE id=?", (created, item_id))
+
+    def delete_keys(self, labels: Sequence[str], keys: Sequence[str]) -> tuple[list[str], list[int]]:
+        """Delete items by key: the keys deleted and the FAISS ids they had."""
+        ns = ns_json(labels)
         deleted, ids = [], []
-        for key in keys:
-            row = self._conn.execute("SELECT id FROM items WHERE ns=? AND key=?", (ns_json, key)).fetchone()
-            if row:
-                self._conn.execute("DELETE FROM items WHERE id=?", (row[0],))
-                ids.append(row[0])
-                deleted.append(key)
-        if ids:
-            entry.remove(np.array(ids, dtype="int64"))
-            entry.rows -= len(ids)
-            self._bump(ns_json, entry)
-        return deleted
+        with self.lock:
+            for key in keys:
+                row = self.conn.execute("SELECT id FROM items WHERE ns=? AND key=?", (ns, key)).fetchone()
+                if row:
+                    ids += [int(row[0]), *self.field_ids([int(row[0])])]
+                    self.conn.execute("DELETE FROM items WHERE id=?", (row[0],))
+                    deleted.append(key)
+        return deleted, ids
 
-    # -- import ---------------------------------------------------------------------
-    def restore(self, namespace: Sequence[str], records: Sequence[Mapping[str, Any]]) -> list[str]:
-        """Write memories as they were (an import): each record's ``key``, ``value`` (with its
-        ``text``) and ``created``/``updated`` epoch seconds; embeddings are computed here, in one
-        batch. An existing key is replaced; no consolidation, no cap. Returns the keys written."""
-        background.wait()  # writes queued by a run come first
-        ns = tuple(namespace)
-        _validate_labels(ns)
-        if not records:
-            return []
-        vecs = self._embed([str(r["value"]["text"]) for r in records])
-        with self._lock:
-            self._ensure_open()
-            with _Txn(self):
-                for rec, vec in zip(records, vecs, strict=True):
-                    value = {k: v for k, v in rec["value"].items() if k not in ("created_at", "updated_at")}
-                    item_id = self._put_row(ns, rec["key"], value, str(value["text"]), vec, float(rec["updated"]))
-                    self._conn.execute("UPDATE items SET created_at=? WHERE id=?", (float(rec["created"]), item_id))
-        return [str(r["key"]) for r in records]
+    def prune_rows(self, ns: str, keep: str) -> list[Any]:
+        """``(key, importance, updated_at)`` of the namespace's other items (pruning ranks them)."""
+        with self.lock:
+            return self.conn.execute(
+                "SELECT key, iif(json_valid(value), json_extract(value, '$.importance'), NULL), updated_at "
+                "FROM items WHERE ns=? AND key != ?",
+                (ns, keep),
+            ).fetchall()
 
-    # -- reads (lock held) --------------------------------------------------------
-    def _row_to_item(self, row: Sequence[Any], score: float | None = None) -> SearchItem | None:
+    # -- reads ---------------------------------------------------------------------------------
+    def to_item(self, row: Sequence[Any], score: float | None = None) -> SearchItem | None:
         """A row read as ``integrity.ROW_COLUMNS`` as an item; None (recorded as damaged) when
         ``integrity.check_row`` refuses it. Every read of whole rows goes through here."""
         sound, reason = integrity.check_row(row)
         if sound is None:
-            integrity.record_damaged(self._conn, row[0], [(row[5], row[1], reason)])
+            with self.lock:
+                integrity.record_damaged(self.conn, row[0], [(row[5], row[1], reason)])
             return None
-        ns, key, val, created, updated = sound
+        labels, key, val, created, updated = sound
         return SearchItem(
-            namespace=ns, key=key, value=val, created_at=_dt(created), updated_at=_dt(updated), score=score
+            namespace=labels, key=key, value=val, created_at=as_datetime(created), updated_at=as_datetime(updated),
+            score=score,
         )
 
-    def _get(self, op: GetOp) -> Item | None:
-        row = self._conn.execute(
-            f"SELECT {integrity.ROW_COLUMNS} FROM items WHERE ns=? AND key=?",
-            (_ns_json(op.namespace), op.key),
-        ).fetchone()
-        item = self._row_to_item(row) if row else None
+    def row_by_id(self, item_id: int) -> Any:
+        with self.lock:
+            return self.conn.execute(f"SELECT {integrity.ROW_COLUMNS} FROM items WHERE id=?", (item_id,)).fetchone()
+
+    def get(self, labels: Sequence[str], key: str) -> Item | None:
+        with self.lock:
+            row = self.conn.execute(
+                f"SELECT {integrity.ROW_COLUMNS} FROM items WHERE ns=? AND key=?", (ns_json(labels), key)
+            ).fetchone()
+        item = self.to_item(row) if row else None
         if item is None:
             return None
         return Item(
@@ -166,261 +518,166 @@ class _Rows(_VectorIndexes):
             created_at=item.created_at, updated_at=item.updated_at,
         )
 
-    def _namespaces_under(self, prefix: Sequence[str]) -> list[str]:
-        p = _ns_path(prefix)
-        return [
-            r[0]
-            for r in self._conn.execute(
-                "SELECT ns FROM namespaces WHERE substr(ns_path, 1, ?) = ? ORDER BY ns", (len(p), p)
-            ).fetchall()
-        ]
-
-    def _candidates(
-        self, ns_list: Sequence[str], qvec: np.ndarray, n: int
-    ) -> list[tuple[int, float]]:
-        """Nearest (id, cosine) pairs over several namespaces."""
-        ann.faiss_module()  # one OpenMP thread in this thread
-        out: list[tuple[int, float]] = []
-        q = qvec.reshape(1, -1).astype("float32")
-        for ns_json in ns_list:
-            entry = self._index_for(ns_json)
-            if entry is None or entry.index is None or entry.index.ntotal == 0:
-                continue
-            if entry.index.d != q.shape[1]:
-                raise ValueError(f"Query dimension {q.shape[1]} does not match the index's {entry.index.d}")
-            dists, ids = entry.index.search(q, min(n, entry.index.ntotal))
-            out.extend((int(i), float(d)) for d, i in zip(dists[0], ids[0], strict=True) if i >= 0)
-        out.sort(key=lambda t: -t[1])
-        return out[:n] if len(ns_list) > 1 else out
-
-    def _ranked(
-        self,
-        ns_list: Sequence[str],
-        qvec: np.ndarray,
-        need: int,
-        flt: Mapping[str, Any] | None,
-        min_similarity: float = -1.0,
-        *,
-        by_similarity: bool = False,
-    ) -> list[Recalled]:
-        """The best ``need`` memories by blended score (or by similarity), most relevant first.
-
-        FAISS gives ``max(ranking.candidates, 4 * need)`` candidates; without a filter only their
-        timestamps and importance are read to rank them, and the full rows only of those returned."""
-        total = sum(
-            (e.index.ntotal if (e := self._index_for(ns)) is not None and e.index is not None else 0) for ns in ns_list
-        )
-        if total == 0:
-            return []
-        n = max(self.ranking.candidates, 4 * need)
-        now = self.clock()
-        while True:
-            cands = [c for c in self._candidates(ns_list, qvec, n) if c[1] >= min_similarity]
-            if flt:
-                results = self._score(self._full_rows([i for i, _ in cands]), dict(cands), now, flt)
-                if len(results) < need and n < total:
-                    n *= 4
-                    continue
-                return self._order(results, by_similarity)[:need]
-            return self._best(cands, need, now, by_similarity)
-
-    @staticmethod
-    def _order(results: list[Recalled], by_similarity: bool) -> list[Recalled]:
-        if by_similarity:
-            return sorted(results, key=lambda r: (-r.similarity, r.item.key))
-        return sorted(results, key=lambda r: (-r.score, -r.similarity, r.item.key))
-
-    def _full_rows(self, ids: Sequence[int]) -> list[Any]:
+    def full_rows(self, ids: Sequence[int]) -> list[Any]:
         rows: list[Any] = []
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            rows.extend(
-                self._conn.execute(
-                    f"SELECT {integrity.ROW_COLUMNS} FROM items WHERE id IN ({','.join('?' * len(chunk))})",
-                    chunk,
-                ).fetchall()
-            )
+        with self.lock:
+            for start in range(0, len(ids), 500):
+                chunk = list(ids[start : start + 500])
+                rows.extend(
+                    self.conn.execute(
+                        f"SELECT {integrity.ROW_COLUMNS} FROM items WHERE id IN ({_marks(len(chunk))})", chunk
+                    ).fetchall()
+                )
         return rows
 
-    def _score(
-        self, rows: Sequence[Any], sims: Mapping[int, float], now: float, flt: Mapping[str, Any] | None
-    ) -> list[Recalled]:
-        results: list[Recalled] = []
-        for row in rows:
-            item = self._row_to_item(row)
-            if item is None or not match_filter(item.value, flt):
-                continue
-            imp = _importance(item.value)
-            age = now - row[4]
-            item.score = score = self.ranking.score(sims[row[5]], age, imp)
-            results.append(Recalled(item, sims[row[5]], self.ranking.recency(age), imp, score))
-        return results
-
-    def _best(
-        self, cands: Sequence[tuple[int, float]], need: int, now: float, by_similarity: bool
-    ) -> list[Recalled]:
-        """Rank candidates on their light columns, then read the full rows of the best ``need``
-        (more when a row turns out damaged)."""
-        sims = dict(cands)
-        light = []
-        ids = list(sims)
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            light.extend(
-                self._conn.execute(
-                    # (the key as bytes: UTF-8 sorts as its text does, and any key sorts; check_row judges it)
-                    "SELECT id, CAST(ifnull(key, '') AS BLOB), updated_at, "
-                    "iif(json_valid(value), json_extract(value, '$.importance'), NULL) "
-                    f"FROM items WHERE id IN ({','.join('?' * len(chunk))})",
-                    chunk,
-                ).fetchall()
-            )
+    def light_rows(self, ids: Sequence[int]) -> list[Any]:
+        """``(id, key as bytes, updated_at, importance)`` of items: what ranking needs, without
+        decoding values. Rows whose time cannot be ranked are read whole (``to_item`` records them)
+        and left out."""
+        light: list[Any] = []
+        with self.lock:
+            for start in range(0, len(ids), 500):
+                chunk = list(ids[start : start + 500])
+                light.extend(
+                    self.conn.execute(
+                        # (the key as bytes: UTF-8 sorts as its text does, and any key sorts; check_row judges it)
+                        "SELECT id, CAST(ifnull(key, '') AS BLOB), updated_at, "
+                        "iif(json_valid(value), json_extract(value, '$.importance'), NULL) "
+                        f"FROM items WHERE id IN ({_marks(len(chunk))})",
+                        chunk,
+                    ).fetchall()
+                )
         lo, hi = integrity.MIN_TIME, integrity.MAX_TIME
         if bad := {r[0] for r in light if not (type(r[2]) is float and lo <= r[2] <= hi) and _no_time(r[2])}:
-            for row in self._full_rows(sorted(bad)):  # a time that cannot be ranked: recorded (check_row)
-                self._row_to_item(row)
+            for row in self.full_rows(sorted(bad)):  # a time that cannot be ranked: recorded (check_row)
+                self.to_item(row)
             light = [r for r in light if r[0] not in bad]
-        if by_similarity:
-            light.sort(key=lambda r: (-sims[r[0]], r[1]))
-        else:
-            rank = self.ranking
-            scored = {r[0]: rank.score(sims[r[0]], now - r[2], _importance({"importance": r[3]})) for r in light}
-            light.sort(key=lambda r: (-scored[r[0]], -sims[r[0]], r[1]))
-        out: list[Recalled] = []
-        pos = 0
-        while len(out) < need and pos < len(light):
-            chunk = [r[0] for r in light[pos : pos + need - len(out)]]
-            pos += len(chunk)
-            rows = {r[5]: r for r in self._full_rows(chunk)}
-            out.extend(self._score([rows[i] for i in chunk if i in rows], sims, now, None))
-        return self._order(out, by_similarity)
+        return light
 
-    def _search(self, op: SearchOp, qvec: np.ndarray | None) -> list[SearchItem]:
-        ns_list = self._namespaces_under(op.namespace_prefix)
-        if qvec is not None:
-            # Like LangGraph's stores: most similar first, the score is the cosine (recall blends).
-            ranked = self._ranked(ns_list, qvec, op.offset + op.limit, op.filter, by_similarity=True)
-            for r in ranked:
-                r.item.score = r.similarity
-            return [r.item for r in ranked[op.offset : op.offset + op.limit]]
-        p = _ns_path(op.namespace_prefix)
+    def listing(
+        self, prefix: Sequence[str], flt: Mapping[str, Any] | None, limit: int, offset: int, *, unindexed: bool = False
+    ) -> list[SearchItem]:
+        """Items under a prefix, newest first, matching ``flt``, a page of sound rows (the offset
+        counts those). ``unindexed``: only items without a vector, oldest first (a search by query
+        pads its results with them, as LangGraph's stores do)."""
+        p = ns_path(prefix)
+        order = "ORDER BY i.id" if unindexed else "ORDER BY i.updated_at DESC, i.id DESC"
         sql = (
             "SELECT i.ns, i.key, i.value, i.created_at, i.updated_at, i.id FROM items i "
             "JOIN namespaces n ON n.ns = i.ns WHERE substr(n.ns_path, 1, ?) = ? {} "
-            "ORDER BY i.updated_at DESC, i.id DESC"
+            + ("AND i.vector IS NULL " if unindexed else "")
+            + order
         )
         params: list[Any] = [len(p), p]
-        if not op.filter:
-            # A page of sound rows (the offset counts those): rows known damaged (other than by
-            # their vector, which listing does not read) are left out by SQL; one found damaged
-            # in the page is recorded and the page read again without it.
-            sql = sql.format(
-                "AND i.id NOT IN (SELECT id FROM damaged WHERE reason NOT LIKE 'vector%')"
-            ) + " LIMIT ? OFFSET ?"
-            params += [op.limit, op.offset]
-            while True:
-                items = [self._row_to_item(r) for r in self._conn.execute(sql, params).fetchall()]
-                if all(items):
-                    return [i for i in items if i is not None]
-        sql = sql.format("")
-        out: list[SearchItem] = []
-        skipped = 0
-        for r in self._conn.execute(sql, params):
-            item = self._row_to_item(r)
-            if item is None or not match_filter(item.value, op.filter):
-                continue
-            if skipped < op.offset:
-                skipped += 1
-                continue
-            out.append(item)
-            if len(out) >= op.limit:
-                break
-        return out
+        with self.lock:
+            if not flt:
+                # A page of sound rows: rows known damaged (other than by their vector, which listing
+                # does not read) are left out by SQL; one found damaged in the page is recorded and
+                # the page read again without it.
+                sql = sql.format("AND i.id NOT IN (SELECT id FROM damaged WHERE reason NOT LIKE 'vector%')")
+                sql += " LIMIT ? OFFSET ?"
+                params += [limit, offset]
+                while True:
+                    items = [self.to_item(r) for r in self.conn.execute(sql, params).fetchall()]
+                    if all(items):
+                        return [i for i in items if i is not None]
+            out: list[SearchItem] = []
+            skipped = 0
+            for r in self.conn.execute(sql.format(""), params).fetchall():
+                item = self.to_item(r)
+                if item is None or not match_filter(item.value, flt):
+                    continue
+                if skipped < offset:
+                    skipped += 1
+                    continue
+                out.append(item)
+                if len(out) >= limit:
+                    break
+            return out
 
-    def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
-        found = (integrity.namespace_labels(r[0]) for r in self._conn.execute("SELECT DISTINCT ns FROM items"))
-        nss = [ns for ns in found if ns is not None]  # (a damaged one: its rows are damaged)
-        if op.match_conditions:
-            nss = [ns for ns in nss if all(_ns_matches(c, ns) for c in op.match_conditions)]
-        nss = sorted({ns[: op.max_depth] for ns in nss}) if op.max_depth is not None else sorted(nss)
-        return nss[op.offset : op.offset + op.limit]
+    def count(self, prefix: Sequence[str]) -> int:
+        p = ns_path(prefix)
+        with self.lock:
+            return int(
+                self.conn.execute(
+                    "SELECT COUNT(*) FROM items i JOIN namespaces n ON n.ns = i.ns WHERE substr(n.ns_path, 1, ?) = ?",
+                    (len(p), p),
+                ).fetchone()[0]
+            )
 
-    # -- text to embed for a put ----------------------------------------------------
-    def _text_for(self, op: PutOp) -> str | None:
-        if op.value is None or op.index is False:
-            return None
-        from langgraph.store.base.embed import get_text_at_path
+    def namespace_stats(self, prefix: Sequence[str]) -> list[Any]:
+        """Per namespace under a prefix: ``(ns, items, indexed, oldest, newest, merges)``."""
+        p = ns_path(prefix)
+        # (a damaged time or merges count, see integrity.py, is left out of the figures)
+        sound_time = "iif(typeof({c}) IN ('integer', 'real') AND {c} BETWEEN :lo AND :hi, {c}, NULL)"
+        with self.lock:
+            return self.conn.execute(
+                "SELECT i.ns, COUNT(*), SUM(i.vector IS NOT NULL), "
+                f"MIN({sound_time.format(c='i.created_at')}), MAX({sound_time.format(c='i.updated_at')}), "
+                "TOTAL(CASE WHEN typeof(i.value) = 'text' AND json_valid(i.value) AND json_type(i.value, '$.merges') "
+                "= 'integer' THEN max(json_extract(i.value, '$.merges'), 0) ELSE 0 END) FROM items i JOIN "
+                "namespaces n ON n.ns = i.ns "
+                "WHERE substr(n.ns_path, 1, :n) = :p GROUP BY i.ns ORDER BY i.ns",
+                {"n": len(p), "p": p, "lo": integrity.MIN_TIME, "hi": integrity.MAX_TIME},
+            ).fetchall()
 
-        fields_ = list(op.index) if op.index else list(self.index_fields)
-        parts: list[str] = []
-        for f in fields_:
-            parts.extend(t for t in get_text_at_path(op.value, f) if t)
-        if not parts and op.index is None:
-            parts = get_text_at_path(op.value, "$")
-        text = "\n".join(parts).strip()
-        return text or None
+    def damaged(self, prefix: Sequence[str], *, scan: bool) -> list[dict[str, Any]]:
+        with self.lock:
+            return integrity.damaged_rows(self.conn, ns_path(prefix), self.dim() if scan else None, scan=scan)
 
-    # -- BaseStore ------------------------------------------------------------------
-    def batch(self, ops: Iterable[Op]) -> list[Result]:
-        background.wait()  # writes queued by a run come first
-        ops = list(ops)
-        for op in ops:
-            if isinstance(op, (GetOp, PutOp)):
-                _validate_labels(op.namespace)
-                if isinstance(op, PutOp) and op.value is not None and not isinstance(op.value, Mapping):
-                    raise TypeError("PutOp.value must be a mapping (or None to delete)")
-            elif isinstance(op, SearchOp):
-                _validate_labels(op.namespace_prefix)
-            elif isinstance(op, ListNamespacesOp):
-                pass
-            else:
-                raise TypeError(f"Unknown store operation: {type(op).__name__}")
-        # Embed everything first, outside the lock.
-        put_texts: dict[int, str] = {}
-        query_texts: dict[int, str] = {}
-        for i, op in enumerate(ops):
-            if isinstance(op, PutOp):
-                text = self._text_for(op)
-                if text:
-                    put_texts[i] = text
-            elif isinstance(op, SearchOp) and op.query:
-                query_texts[i] = op.query
-        vecs: dict[int, Any] = {}
-        if query_texts and not put_texts:
-            # Don't load an embedding model to search a store that is empty.
-            with self._lock:
-                if not self._conn.execute("SELECT 1 FROM items WHERE vector IS NOT NULL LIMIT 1").fetchone():
-                    query_texts = {}
-        order = list(put_texts) + list(query_texts)
-        if order:
-            texts = [put_texts.get(i) or query_texts[i] for i in order]
-            arr = self._embed(texts)
-            vecs = {i: arr[j] for j, i in enumerate(order)}
-        results: list[Result] = []
-        with self._lock:
-            self._ensure_open()
-            has_writes = any(isinstance(op, PutOp) for op in ops)
-            with _Txn(self) if has_writes else _NoTxn():
-                now = self.clock()
-                for i, op in enumerate(ops):
-                    if isinstance(op, GetOp):
-                        results.append(self._get(op))
-                    elif isinstance(op, SearchOp):
-                        if op.query and i not in vecs:
-                            results.append([])  # empty store
-                        else:
-                            results.append(self._search(op, vecs.get(i)))
-                    elif isinstance(op, ListNamespacesOp):
-                        results.append(self._list_namespaces(op))
-                    else:
-                        assert isinstance(op, PutOp)
-                        ns = tuple(op.namespace)
-                        if op.value is None:
-                            self._delete_rows(ns, [op.key])
-                        else:
-                            self._put_row(ns, op.key, op.value, put_texts.get(i), vecs.get(i), now)
-                        results.append(None)
-        return results
+    # -- re-embedding ------------------------------------------------------------------------------
+    def texts(self) -> tuple[list[Any], list[Any]]:
+        """Every embedded text: ``(items (id, text), field_vectors (id, text))``."""
+        with self.lock:
+            own = self.conn.execute("SELECT id, text FROM items WHERE typeof(text) = 'text'").fetchall()
+            fields = self.conn.execute("SELECT id, text FROM field_vectors WHERE typeof(text) = 'text'").fetchall()
+        return own, fields
 
-    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        return await asyncio.to_thread(self.batch, list(ops))
+    def replace_vectors(
+        self, own: Sequence[tuple[bytes, int]], fields: Sequence[tuple[bytes, int]], model: str
+    ) -> None:
+        """Every vector re-embedded by ``model`` (``(vector, id)`` pairs): a new vectors epoch, so
+        no index file or cached index of the old vectors is used again."""
+        with self.transaction():
+            self.conn.executemany("UPDATE items SET vector=? WHERE id=?", own)
+            self.conn.executemany("UPDATE field_vectors SET vector=? WHERE id=?", fields)
+            self.conn.execute("UPDATE namespaces SET version = version + 1, file = '', file_version = -1")
+            self.set_meta("vectors_epoch", str(self.epoch() + 1))
+            self.forget_dim()  # the new model's: set by the next write
+            self.set_meta("embedding_model", model)
+
+    def repairable(self, prefix: Sequence[str]) -> list[Any]:
+        """``(id, text)`` of damaged rows whose only damage is their vector (re-embedding repairs them)."""
+        p = ns_path(prefix)
+        with self.lock:
+            return self.conn.execute(
+                # (from the recorded rows, CROSS JOIN keeping them outermost: not a scan of every memory)
+                "SELECT i.id, i.text FROM damaged d CROSS JOIN items i ON i.id = d.id "
+                "CROSS JOIN namespaces n ON n.ns = i.ns "
+                "WHERE substr(n.ns_path, 1, ?) = ? AND d.reason LIKE 'vector%' AND typeof(i.text) = 'text' "
+                "AND json_valid(i.value) ORDER BY i.id",
+                (len(p), p),
+            ).fetchall()
+
+    def fields_of(self, item_id: int) -> list[Any]:
+        with self.lock:
+            return self.conn.execute(
+                "SELECT id, text FROM field_vectors WHERE item=? ORDER BY id", (item_id,)
+            ).fetchall()
+
+    def repair_vector(self, item_id: int, text: str, vec: np.ndarray, fields: Sequence[tuple[int, np.ndarray]]) -> Any:
+        """Write a damaged row's re-embedded vectors; ``(ns, key)`` of the row, None when it was
+        rewritten meanwhile (then it is left alone)."""
+        with self.lock:
+            row = self.conn.execute(
+                "SELECT i.ns, i.key FROM items i JOIN damaged d ON d.id = i.id WHERE i.id = ? AND i.text = ?",
+                (item_id, text),
+            ).fetchone()
+            if row is None:
+                return None
+            self.check_dim(vec)
+            for fid, fvec in fields:
+                self.conn.execute("UPDATE field_vectors SET vector=? WHERE id=?", (vector_bytes(fvec), fid))
+            # (the trigger forgets the damage record)
+            self.conn.execute("UPDATE items SET vector=? WHERE id=?", (vector_bytes(vec), item_id))
+        return row

@@ -31,6 +31,12 @@ MAX_TASK_CHARS = 600
 MAX_ANSWER_CHARS = 800
 MAX_TOOL_FACTS = 5
 
+# A run's observation is indexed on its task: the recall at the run's start embedded that text
+# already, and the write reuses the vector (``vectors.Embedder``). The task is kept in the value
+# as the recall saw it, up to MAX_INDEXED_TASK_CHARS (the model reads 256 tokens at most).
+OBSERVATION_INDEX = ["task"]
+MAX_INDEXED_TASK_CHARS = 4000
+
 MEMORY_CONTEXT_HEADER = (
     "Long-term memory — notes from earlier sessions with this user, most relevant first. "
     "They may be outdated: when they conflict with the current conversation, trust the conversation."
@@ -197,6 +203,11 @@ def build_observation(
     return "\n".join(lines), importance
 
 
+def observation_metadata(task: str) -> dict[str, Any]:
+    """The metadata of a run's observation: where it came from and the task it is indexed on."""
+    return {"source": "run", "task": task if len(task) <= MAX_INDEXED_TASK_CHARS else one_line(task, 600)}
+
+
 def run_task_and_facts(state: Mapping[str, Any]) -> tuple[str, str, list[str]]:
     """The current run's task (``task`` or last human message), answer and tool facts."""
     from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -231,3 +242,10 @@ def run_task_and_facts(state: Mapping[str, Any]) -> tuple[str, str, list[str]]:
 
 def now() -> float:
     return time.time()
+
+
+def drain(timeout: float | None = None) -> list[dict[str, Any]]:
+    """Wait until the memory work runs left behind (queued writes) is done; their results."""
+    from . import background
+
+    return background.drain(timeout)

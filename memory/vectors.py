@@ -1,200 +1,185 @@
-"""The memory store's vectors: embedding, re-embedding, repair and the write transaction.
+"""The memory store's embedder: texts to vectors, batched, with the vectors of recent texts kept.
 
-SQLite is the source of truth; each namespace's FAISS index is a cache (``index_cache.py``)
-rebuilt from the stored vectors whenever it is missing or unreadable, and caught up when stale
-(damaged rows are skipped: ``integrity.py``). A mixin of
-:class:`~smart_agent.memory.store.FaissMemoryStore`; the methods that touch SQLite are called
-with the store's lock held.
+:class:`Embedder` owns the embedding model (loaded on first use), one thread that runs it, and
+the lock of its queue. Every text a store embeds goes through :meth:`Embedder.submit`: requests
+that arrive while the model is busy wait in the queue and are then encoded together, in **one**
+call (32 runs that start together embed their 32 queries in one batch instead of 32 calls one
+after another, each waiting behind the others); a text embedded recently is answered from a
+bounded cache without running the model again -- a run's memory, indexed on its task, reuses
+the vector its recall computed for the same task.
+
+It also keeps the folder's vectors and its model in step: when the folder's vectors came from
+another model (``meta.embedding_model``), every stored text is re-embedded once, in a new
+vectors epoch (:meth:`Embedder.check_model`).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.embeddings import Embeddings
 
-from . import ann
 from .embeddings import embed_texts, load_embeddings
-from .index_cache import INDEX_DIR, _IndexCache, _NsIndex
-from .matching import _ns_path
-from .ranking import RankingConfig
+from .rows import RowTable, vector_bytes
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
 log = logging.getLogger("smart_agent.memory.store")
 
-__all__ = ["INDEX_DIR", "_NoTxn", "_NsIndex", "_Txn", "_VectorIndexes", "_vec_bytes"]
+__all__ = ["CACHE_SIZE", "EMBED_THREAD", "MAX_BATCH", "Embedder"]
+
+CACHE_SIZE = 4096  # recent texts whose vectors are kept (384 floats: 1.5 KB each)
+MAX_BATCH = 256  # texts encoded in one call at most
+EMBED_THREAD = "smart-agent-memory-embed"
 
 
-def _vec_bytes(vec: np.ndarray) -> bytes:
-    import numpy as np
+class _Request:
+    __slots__ = ("future", "texts")
 
-    return np.asarray(vec, dtype="<f4").tobytes()
+    def __init__(self, texts: list[str]) -> None:
+        self.texts = texts
+        self.future: Future[Any] = Future()
 
 
+class Embedder:
+    """Embeds texts for one store: batched on its own thread, recent vectors reused.
 
-class _VectorIndexes(_IndexCache):
-    """Embedding and the per-namespace FAISS indexes of a ``FaissMemoryStore``.
-
-    The base of the store's mixins: it declares the attributes ``FaissMemoryStore.__init__`` sets.
+    ``spec``: ``"local"``, ``"provider:model"`` or a LangChain ``Embeddings``; ``name``: what
+    the folder records as the model of its vectors.
     """
 
-    _embeddings_spec: str | Embeddings
-    _embeddings: Embeddings | None
-    embedding_name: str
-    index_fields: tuple[str, ...]
-    ranking: RankingConfig
-    dedupe_threshold: float
-    max_items_per_namespace: int
-    clock: Callable[[], float]
-    _model_checked: bool
-
-    def _ensure_open(self) -> None:
-        if self._closed:
-            raise RuntimeError(f"{self!r} is closed")
-
-    def _write_txn(self) -> _Txn:
-        return _Txn(self)
+    def __init__(self, spec: str | Embeddings, name: str, rows: RowTable) -> None:
+        self.spec = spec
+        self.name = name
+        self.rows = rows
+        self._model: Embeddings | None = None
+        self._model_checked = False
+        self._lock = threading.Lock()  # the queue, the cache and the worker's state
+        self._queue: list[_Request] = []
+        self._wake = threading.Condition(self._lock)
+        self._worker: threading.Thread | None = None
+        self._cache: OrderedDict[str, Any] = OrderedDict()
+        self.encode_calls = 0  # model calls made (tests and benchmarks: batching is visible)
 
     @property
     def embeddings(self) -> Embeddings:
-        if self._embeddings is None:
-            self._embeddings = load_embeddings(self._embeddings_spec)
-        return self._embeddings
+        """The model (loaded on first use)."""
+        if self._model is None:
+            self._model = load_embeddings(self.spec)
+        return self._model
 
-    # -- embedding ------------------------------------------------------------
-    def _embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed outside the lock (it can take seconds on first use)."""
-        self._check_model()
-        return embed_texts(self.embeddings, list(texts))
+    # -- embedding -----------------------------------------------------------------------------
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Normalized float32 vectors of ``texts`` (waits for the model thread)."""
+        return self.submit(texts).result()
 
-    def _check_model(self) -> None:
-        """Re-embed everything if the folder's vectors came from another model."""
+    def submit(self, texts: Sequence[str]) -> Future[np.ndarray]:
+        """The vectors of ``texts``, later: queued for the model thread, which encodes every request
+        waiting at that moment in one call; cached texts cost nothing."""
+        texts = list(texts)
+        req = _Request(texts)
+        with self._lock:
+            cached = [self._cache.get(t) for t in texts]
+            if all(v is not None for v in cached):
+                for t in texts:
+                    self._cache.move_to_end(t)
+                req.future.set_result(_stack(cached, texts))
+                return req.future
+            self._queue.append(req)
+            if self._worker is None:
+                self._worker = threading.Thread(target=self._run, name=EMBED_THREAD, daemon=True)
+                self._worker.start()
+            self._wake.notify()
+        return req.future
+
+    def known(self, text: str) -> Any:
+        """The cached vector of ``text`` (None when it is not cached)."""
+        with self._lock:
+            return self._cache.get(text)
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                while not self._queue:
+                    self._wake.wait()
+                batch, self._queue = self._queue, []
+            self._encode(batch)
+
+    def _encode(self, batch: list[_Request]) -> None:
+        try:
+            self.check_model()
+            with self._lock:
+                todo = list(dict.fromkeys(t for r in batch for t in r.texts if t not in self._cache))
+            vectors: dict[str, Any] = {}
+            for start in range(0, len(todo), MAX_BATCH):
+                chunk = todo[start : start + MAX_BATCH]
+                arr = embed_texts(self.embeddings, chunk)
+                self.encode_calls += 1
+                vectors.update(zip(chunk, arr, strict=True))
+            with self._lock:
+                for text, vec in vectors.items():
+                    self._cache[text] = vec
+                    self._cache.move_to_end(text)
+                while len(self._cache) > CACHE_SIZE:
+                    self._cache.popitem(last=False)
+                found = {t: self._cache.get(t) for r in batch for t in r.texts}
+            for r in batch:
+                r.future.set_result(_stack([vectors.get(t, found[t]) for t in r.texts], r.texts))
+        except BaseException as exc:  # each waiting caller gets the error
+            for r in batch:
+                if not r.future.done():
+                    r.future.set_exception(exc)
+
+    # -- the folder's model ----------------------------------------------------------------------
+    def check_model(self, on_new_epoch: Callable[[], None] | None = None) -> None:
+        """Re-embed everything once if the folder's vectors came from another model."""
         if self._model_checked:
             return
-        with self._lock:
+        with self.rows.lock:
             if self._model_checked:
                 return
-            row = self._conn.execute("SELECT value FROM meta WHERE key='embedding_model'").fetchone()
-            stored = row[0] if row else None
+            stored = self.rows.meta("embedding_model")
             if stored is None:
-                self._conn.execute(
-                    "INSERT OR REPLACE INTO meta(key, value) VALUES ('embedding_model', ?)", (self.embedding_name,)
-                )
-            elif stored != self.embedding_name:
+                self.rows.set_meta("embedding_model", self.name)
+            elif stored != self.name:
                 self._reembed_all(stored)
+                if on_new_epoch is not None:
+                    on_new_epoch()
             self._model_checked = True
 
+    def assume_checked(self) -> None:
+        """The folder's vectors are this model's (benchmarks that fill it with precomputed vectors)."""
+        self._model_checked = True
+
     def _reembed_all(self, old: str) -> None:
-        rows = self._conn.execute("SELECT id, text FROM items WHERE typeof(text) = 'text'").fetchall()
+        own, fields = self.rows.texts()
         log.warning(
             "smart-agent memory: vectors in %s were made by %r; re-embedding %d items with %r",
-            self.path, old, len(rows), self.embedding_name,
+            self.rows.path.parent, old, len(own) + len(fields), self.name,
         )
-        vecs: list[bytes] = []
-        for start in range(0, len(rows), 256):
-            chunk = rows[start : start + 256]
-            arr = embed_texts(self.embeddings, [r[1] for r in chunk])
-            vecs.extend(_vec_bytes(v) for v in arr)
-        self._conn.execute("BEGIN IMMEDIATE")
-        try:
-            self._conn.executemany(
-                "UPDATE items SET vector=? WHERE id=?", [(v, r[0]) for v, r in zip(vecs, rows, strict=True)]
-            )
-            # A new vectors epoch: no index file or cached index of the old vectors is used again.
-            self._conn.execute("UPDATE namespaces SET version = version + 1, file = '', file_version = -1")
-            self._conn.execute(
-                "INSERT OR REPLACE INTO meta(key, value) VALUES ('vectors_epoch', ?)", (str(self._epoch() + 1),)
-            )
-            self._conn.execute("DELETE FROM meta WHERE key='dim'")  # the new model's: set by the next write
-            self._conn.execute(
-                "INSERT OR REPLACE INTO meta(key, value) VALUES ('embedding_model', ?)", (self.embedding_name,)
-            )
-            self._conn.execute("COMMIT")
-        except BaseException:
-            self._conn.execute("ROLLBACK")
-            raise
-        self._indexes.clear()
 
-    # -- self-repair ----------------------------------------------------------------
-    def repair(self, namespace_prefix: Sequence[str] = ()) -> list[str]:
-        """Re-embed the damaged rows whose text and value are intact (only the vector was bad:
-        a row damaged otherwise, ``integrity.check_row``, is recorded with that reason instead).
+        def vectors(rows: Sequence[Any]) -> list[tuple[bytes, int]]:
+            out: list[tuple[bytes, int]] = []
+            for start in range(0, len(rows), 256):
+                chunk = rows[start : start + 256]
+                arr = embed_texts(self.embeddings, [r[1] for r in chunk])
+                out.extend((vector_bytes(v), r[0]) for v, r in zip(arr, chunk, strict=True))
+            return out
 
-        Returns their keys. Timestamps are kept; a row rewritten meanwhile is left alone.
-        """
-        import numpy as np
-
-        p = _ns_path(namespace_prefix)
+        self.rows.replace_vectors(vectors(own), vectors(fields), self.name)
         with self._lock:
-            self._ensure_open()
-            rows = self._conn.execute(
-                # (from the recorded rows, CROSS JOIN keeping them outermost: not a scan of every memory)
-                "SELECT i.id, i.text FROM damaged d CROSS JOIN items i ON i.id = d.id "
-                "CROSS JOIN namespaces n ON n.ns = i.ns "
-                "WHERE substr(n.ns_path, 1, ?) = ? AND d.reason LIKE 'vector%' AND typeof(i.text) = 'text' "
-                "AND json_valid(i.value) ORDER BY i.id",
-                (len(p), p),
-            ).fetchall()
-        if not rows:
-            return []
-        vecs = self._embed([r[1] for r in rows])
-        repaired: list[str] = []
-        with self._lock:
-            self._ensure_open()
-            with self._write_txn():
-                for (item_id, text), vec in zip(rows, vecs, strict=True):
-                    row = self._conn.execute(
-                        "SELECT i.ns, i.key FROM items i JOIN damaged d ON d.id = i.id WHERE i.id = ? AND i.text = ?",
-                        (item_id, text),
-                    ).fetchone()
-                    if row is None:
-                        continue
-                    self._check_dim(vec)
-                    entry = self._index_for(row[0])  # before the update: the rebuild still skips this row
-                    assert entry is not None
-                    self._conn.execute(
-                        "UPDATE items SET vector=? WHERE id=?", (_vec_bytes(vec), item_id)
-                    )  # trigger: no longer damaged
-                    if entry.index is None:
-                        entry.index = ann.new_index(int(vec.shape[0]))
-                    entry.add(np.array([item_id], dtype="int64"), vec.reshape(1, -1))
-                    self._bump(row[0], entry)
-                    repaired.append(row[1])
-        if repaired:
-            log.warning("smart-agent memory: re-embedded %d damaged row(s): %s", len(repaired), ", ".join(repaired[:5]))
-        return repaired
+            self._cache.clear()
 
 
-class _Txn:
-    """A write transaction; after the commit, saves the indexes that reached ``SAVE_EVERY`` changes
-    (not every write: ``index_cache.py``) and trains those grown enough."""
+def _stack(vectors: Sequence[Any], texts: Sequence[str]) -> Any:
+    import numpy as np
 
-    def __init__(self, store: _VectorIndexes) -> None:  # a FaissMemoryStore
-        self.store = store
-
-    def __enter__(self) -> _Txn:
-        self.store._conn.execute("BEGIN IMMEDIATE")
-        self.store._dirty = set()
-        return self
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        s = self.store
-        dirty, s._dirty = s._dirty, set()
-        if exc_type is not None:
-            s._conn.execute("ROLLBACK")
-            s._indexes.clear()  # in-memory indexes may hold uncommitted changes
-            return
-        s._conn.execute("COMMIT")
-        s._after_commit(dirty)
-
-
-class _NoTxn:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: Any) -> None:
-        return None
+    if not texts:
+        return np.zeros((0, 0), dtype="float32")
+    return np.stack(list(vectors)).astype("float32", copy=False)

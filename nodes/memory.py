@@ -50,12 +50,14 @@ from ..memory import backend, background
 from ..memory.backend import NoVectorIndex, is_memory_store
 from ..memory.integrity import MemoryUnavailable
 from ..memory.service import (
+    OBSERVATION_INDEX,
     build_observation,
     format_memory_context,
     memory_enabled,
     min_similarity,
     namespace_for,
     nothing_stored,
+    observation_metadata,
     opened_store_for,
     run_task_and_facts,
     store_for,
@@ -84,7 +86,7 @@ def _failure(exc: Exception) -> dict[str, Any]:
     return {"error": f"{type(exc).__name__}: {exc}"}
 
 
-def _damage(store: Any, ns: tuple[str, ...], *, repair: bool = False) -> dict[str, Any]:
+def damage_report(store: Any, ns: tuple[str, ...], *, repair: bool = False) -> dict[str, Any]:
     """Event fields reporting the namespace's damaged rows (skipped by recall and writes), if any;
     with ``repair``, rows whose only damage is their vector are re-embedded first."""
     fields: dict[str, Any] = {}
@@ -113,13 +115,44 @@ async def _store(runtime_store: Any, ctx: Any) -> Any:
     return store if store is not None else await asyncio.to_thread(store_for, runtime_store, ctx)
 
 
-def _recall_job(runtime_store: Any, ctx: Any, ns: tuple[str, ...], task: str, k: int, floor: float) -> Any:
-    """The whole recall on the memory thread (the FAISS store): open the store, embed the task,
-    search, look for damaged rows. None for another store (``memory_recall`` searches it)."""
+def recall_job(runtime_store: Any, ctx: Any, ns: tuple[str, ...], task: str, k: int, floor: float) -> Any:
+    """A run's whole recall in this thread (the FAISS store): open the store, embed the task,
+    search, look for damaged rows; None for another store. (The prefetch runs the same in two
+    steps around the embedder's queue; ``benchmarks/memory_bench.py`` times this.)"""
     store = store_for(runtime_store, ctx)
     if not is_memory_store(store):
         return None
-    return store.recall(ns, task, k, min_similarity=floor), _damage(store, ns)
+    return store.recall(ns, task, k, min_similarity=floor), damage_report(store, ns)
+
+
+def _start_recall(runtime_store: Any, ctx: Any, ns: tuple[str, ...], task: str, writes: int) -> Any:
+    """First step of a prefetched recall (a read thread): open the store and queue the task for the
+    embedder; ``(store, future of the query vector)``, or None for another store."""
+    store = store_for(runtime_store, ctx)
+    if not is_memory_store(store):
+        return None
+    with background.as_of(writes):  # the writes queued before this run started, not those after
+        later = getattr(store, "query_vector_later", None)
+        return store, (later(ns, task) if callable(later) else None)
+
+
+def _after_embedding(started: Any, ns: tuple[str, ...], task: str, k: int, floor: float, writes: int) -> Any:
+    """Once the first step is done: the rest, after the query vector (a future of it)."""
+    if started is None or started[1] is None:
+        return _finish_recall(started, ns, task, k, floor, writes)
+    return background.then(started[1], lambda _: _finish_recall(started, ns, task, k, floor, writes))
+
+
+def _finish_recall(
+    started: Any, ns: tuple[str, ...], task: str, k: int, floor: float, writes: int
+) -> Any:
+    """Second step (a read thread, once the query is embedded): search, look for damaged rows."""
+    if started is None:
+        return None
+    store, vector = started
+    with background.as_of(writes):
+        qvec = vector.result() if vector is not None else None  # (None: nothing to search, recall says so)
+        return store.recall(ns, task, k, min_similarity=floor, query_vector=qvec), damage_report(store, ns)
 
 
 def prefetch_recall(state: Mapping[str, Any], update: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
@@ -137,7 +170,11 @@ def prefetch_recall(state: Mapping[str, Any], update: Mapping[str, Any], ctx: An
         if nothing_stored(runtime_store) or not (runtime_store is None or is_memory_store(runtime_store)):
             return {}  # nothing to find, or a store memory_recall searches on the run's loop
         ns = namespace_for(ctx)
-        future = background.submit(_recall_job, runtime_store, ctx, ns, task, k, min_similarity())
+        writes, floor = background.writes_queued(), min_similarity()
+        started = background.submit_read(_start_recall, runtime_store, ctx, ns, task, writes)
+        # The query waits in the embedder's queue (every query waiting there is embedded in one
+        # call) with no thread waiting for it; the search then runs on a read thread.
+        future = background.then(started, lambda s: _after_embedding(s, ns, task, k, floor, writes))
         with _prefetched_lock:
             _prefetched[(id(runtime_store), ns, task, k)] = future
             while len(_prefetched) > MAX_PREFETCHED:
@@ -183,7 +220,7 @@ async def memory_recall(state: AgentState, runtime: Runtime[AgentContext]) -> di
         if found is None:
             store = await _store(runtime_store, ctx)
             recalled = await backend.recall(store, ns, task, k, min_similarity=min_similarity())
-            damage = await asyncio.to_thread(_damage, store, ns)
+            damage = await asyncio.to_thread(damage_report, store, ns)
         else:
             recalled, damage = found
     except NoVectorIndex as exc:
@@ -207,13 +244,17 @@ async def memory_recall(state: AgentState, runtime: Runtime[AgentContext]) -> di
     return {"memory_context": format_memory_context(recalled, now), "recalled_memories": memories}
 
 
-def _write_later(store: Any, ns: tuple[str, ...], text: str, importance: float, start: float) -> None:
+def _write_later(store: Any, ns: tuple[str, ...], text: str, importance: float, start: float, task: str) -> None:
     """The deferred write (memory thread): what the ``memory_write`` event would have said is
-    logged and kept for ``background.drain()``."""
+    logged and kept for ``background.drain()``. Indexed on the task, it reuses the vector the
+    run's recall computed for it (``vectors.Embedder``): no model call."""
     try:
-        result = store.remember(ns, text, importance=importance, kind="observation", metadata={"source": "run"})
+        result = store.remember(
+            ns, text, importance=importance, kind="observation", metadata=observation_metadata(task),
+            index=OBSERVATION_INDEX,
+        )
         fields = {**result.to_dict(), "took_ms": round((time.perf_counter() - start) * 1000, 1)}
-        fields.update(_damage(store, ns, repair=True))
+        fields.update(damage_report(store, ns, repair=True))
         log.debug("smart-agent memory: wrote %s", fields)
     except Exception as exc:
         log.warning("smart-agent memory: write failed: %s", exc)
@@ -236,13 +277,14 @@ async def memory_write(state: AgentState, runtime: Runtime[AgentContext]) -> dic
     try:
         store = await _store(runtime_store, ctx)  # (a refused store: the event says so)
         if is_memory_store(store):  # the FAISS store: after the answer, on the memory thread
-            background.submit(_write_later, store, ns, text, importance, start)
+            background.submit(_write_later, store, ns, text, importance, start, task)
             emit("memory_write", deferred=True, action="queued", namespace=list(ns), importance=importance)
             return {}
         result = await backend.remember(
-            store, ns, text, importance=importance, kind="observation", metadata={"source": "run"}
+            store, ns, text, importance=importance, kind="observation", metadata=observation_metadata(task),
+            index=OBSERVATION_INDEX,
         )
-        damage = await asyncio.to_thread(_damage, store, ns, repair=True)
+        damage = await asyncio.to_thread(damage_report, store, ns, repair=True)
     except NoVectorIndex as exc:  # memory_recall reported it
         emit("memory_write", skipped=str(exc), namespace=list(ns))
         return {}

@@ -48,6 +48,7 @@ class Owner(Protocol):
 class ScriptedHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 128  # (many concurrent runs connect at once: the default backlog is 5)
 
     owner: Owner
 

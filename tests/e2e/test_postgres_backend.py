@@ -79,7 +79,8 @@ def test_two_cli_processes_share_thread_memory_and_archive_on_postgres(scripted_
     archived = [v for p, v in rows if p == "smart_agent.archive"]
     assert any("my favourite colour is teal" in m["text"] for m in memories)
     assert len(archived) == 1 and archived[0]["text"] == (workspace / "big.txt").read_text()
-    assert vectors and {p for p, _ in vectors} == {"memories.default"} and {f for _, f in vectors} == {"text"}
+    # (a run's memory is indexed on its task: service.OBSERVATION_INDEX)
+    assert vectors and {p for p, _ in vectors} == {"memories.default"} and {f for _, f in vectors} == {"task"}
 
     # The memory commands work on the same store (--db), still without writing under SMART_AGENT_HOME.
     listed = run_cli(["memory", "list", "--json", "--db", url], env=env, timeout=240)
@@ -166,6 +167,7 @@ def test_setup_is_idempotent_and_safe_when_processes_start_at_once(pg_url):
             "WHERE attrelid = 'store_vectors'::regclass AND attname = 'embedding'"
         ).fetchone()
     assert "USING hnsw" in index and "vector_cosine_ops" in index
+    assert "m='32'" in index and "ef_construction='200'" in index  # (pgvector's defaults miss the top 5)
     assert dims == "vector(384)"
 
 

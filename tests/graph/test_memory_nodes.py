@@ -67,8 +67,9 @@ async def test_runtime_store_is_used_and_users_are_separate(scripted_server, wor
     await run(graph, "alpha fact", ctx(workspace, user_id="alice"), thread="1")
     assert fake_memory.count(user_namespace("alice")) == 1
     assert not (isolated_home / "memory").exists()  # the runtime store was used
-    # Same text from another user: alice's memory must not be recalled for bob.
-    fake_memory.embeddings.table["bob asks"] = fake_memory.embeddings.embed_query("Task: alpha fact\nAnswer: ok")
+    # Same text from another user: alice's memory must not be recalled for bob. (A run's memory is
+    # indexed on its task.)
+    fake_memory.embeddings.table["bob asks"] = fake_memory.embeddings.embed_query("alpha fact")
     await run(graph, "bob asks", ctx(workspace, user_id="bob"), thread="2")
     assert "Long-term memory" not in system_prompt(srv)
     await run(graph, "bob asks", ctx(workspace, user_id="alice"), thread="3")

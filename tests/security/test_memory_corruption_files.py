@@ -18,8 +18,8 @@ from memory_fakes import TableEmbeddings
 from smart_agent.config.context import Context
 from smart_agent.graphs.agent import build_agent_graph
 from smart_agent.memory.integrity import APPLICATION_ID, MemoryUnavailable
+from smart_agent.memory.rows import SCHEMA
 from smart_agent.memory.store import (
-    _SCHEMA,
     DB_NAME,
     INDEX_DIR,
     FaissMemoryStore,
@@ -45,7 +45,7 @@ def lookalike_sqlite(path) -> None:
 
 def other_app_id(path) -> None:
     con = sqlite3.connect(path)
-    con.executescript(_SCHEMA + "PRAGMA application_id = 1234;")
+    con.executescript(SCHEMA + "PRAGMA application_id = 1234;")
     con.close()
 
 
@@ -93,7 +93,7 @@ def test_a_database_of_the_previous_code_without_marker_still_opens(tmp_path):
     """Databases made before the marker have exactly our tables: they are kept and marked."""
     con = sqlite3.connect(tmp_path / DB_NAME)
     con.execute("PRAGMA journal_mode = WAL")
-    con.executescript(_SCHEMA)
+    con.executescript(SCHEMA)
     con.close()
     s = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())
     s.remember(("memories", "u"), "kept")

@@ -16,6 +16,7 @@ from memory_fakes import DIM, TableEmbeddings
 from smart_agent.config.context import Context
 from smart_agent.graphs.agent import build_agent_graph
 from smart_agent.memory import background
+from smart_agent.memory.index_cache import VectorIndex
 from smart_agent.memory.store import DB_NAME, INDEX_DIR, FaissMemoryStore
 from smart_agent.testing.scripted_server import text
 
@@ -76,8 +77,8 @@ def test_a_corrupt_vector_blob_costs_one_row_not_the_users_memory(tmp_path, blob
 
     # A later process does not rebuild again: the index file it wrote matches the database.
     rebuilds = []
-    original = FaissMemoryStore._rebuild_index
-    monkeypatch.setattr(FaissMemoryStore, "_rebuild_index", lambda self, ns: rebuilds.append(ns) or original(self, ns))
+    original = VectorIndex._rebuild
+    monkeypatch.setattr(VectorIndex, "_rebuild", lambda self, ns: rebuilds.append(ns) or original(self, ns))
     s2 = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())
     assert s2.recall(NS, "the fish is called Nemo", k=1)[0].key == keys["the fish is called Nemo"]
     assert rebuilds == []
@@ -129,7 +130,11 @@ async def test_agent_run_reports_the_skipped_row_and_still_writes(scripted_serve
     tamper(tmp_path / "mem", "UPDATE items SET vector=? WHERE key=?", (b"junk", bad))
     drop_index_cache(tmp_path / "mem")
     store = FaissMemoryStore(tmp_path / "mem", embeddings=TableEmbeddings())
-    store.embeddings.table["What is my dog called?"] = store.embeddings.embed_query("the dog is called Rex")
+    # The question is near the dog's memory (cosine ~0.8): recalled first, but the run's own memory
+    # (indexed on the question) stays below the merge threshold.
+    emb = store.embeddings
+    near = np.add(emb.embed_query("the dog is called Rex"), np.multiply(0.75, emb.embed_query("an unrelated question")))
+    emb.table["What is my dog called?"] = (near / np.linalg.norm(near)).tolist()
     srv = scripted_server(responder=lambda req: text("Your dog is Rex."))
     graph = build_agent_graph(model=openai_model(srv), checkpointer=InMemorySaver(), store=store)
     background.drain()  # results of earlier tests' writes
@@ -203,11 +208,11 @@ def _vm_steps(store: FaissMemoryStore, call) -> int:
         steps[0] += 1
         return 0
 
-    store._conn.set_progress_handler(count, 10)
+    store.rows.conn.set_progress_handler(count, 10)
     try:
         call()
     finally:
-        store._conn.set_progress_handler(None, 10)
+        store.rows.conn.set_progress_handler(None, 10)
     return steps[0]
 
 

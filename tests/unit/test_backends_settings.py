@@ -31,5 +31,6 @@ def test_postgres_urls_and_the_index_defaults():
     assert is_postgres("postgresql://h/db") and is_postgres("postgres://h/db")
     assert not is_postgres("/tmp/x.sqlite") and not is_postgres(None)
     index = postgres_index({"dims": 384, "fields": ["text"]})
-    assert index["ann_index_config"] == {"kind": "hnsw"} and index["distance_type"] == "cosine"
+    assert index["ann_index_config"] == {"kind": "hnsw", "m": 32, "ef_construction": 200}
+    assert index["distance_type"] == "cosine"
     assert postgres_index({"dims": 8, "distance_type": "l2"})["distance_type"] == "l2"

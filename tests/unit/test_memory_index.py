@@ -8,10 +8,11 @@ import threading
 
 import numpy as np
 import pytest
-from langgraph.store.base import PutOp
+from langgraph.store.base import PutOp, SearchOp
 from memory_fakes import TableEmbeddings
 
 from smart_agent.memory import ann, index_cache
+from smart_agent.memory.rows import RowTable
 from smart_agent.memory.store import INDEX_DIR, FaissMemoryStore
 
 NS = ("memories", "u")
@@ -29,7 +30,7 @@ def fill(store: FaissMemoryStore, n: int, start: int = 0, ns=NS) -> None:
 def counted(monkeypatch):
     """Counts the index saves and the full rebuilds (of a namespace with vectors) of every store."""
     calls = {"save": 0, "rebuild": 0}
-    save, rebuild = index_cache._IndexCache._save, index_cache._IndexCache._rebuild_index
+    save, rebuild = index_cache.VectorIndex._save, index_cache.VectorIndex._rebuild
 
     def counting_save(self, ns_json, entry):
         calls["save"] += 1
@@ -40,8 +41,8 @@ def counted(monkeypatch):
         calls["rebuild"] += index is not None
         return index
 
-    monkeypatch.setattr(index_cache._IndexCache, "_save", counting_save)
-    monkeypatch.setattr(index_cache._IndexCache, "_rebuild_index", counting_rebuild)
+    monkeypatch.setattr(index_cache.VectorIndex, "_save", counting_save)
+    monkeypatch.setattr(index_cache.VectorIndex, "_rebuild", counting_rebuild)
     return calls
 
 
@@ -75,11 +76,11 @@ def test_rows_written_without_saving_the_index_are_found_by_the_next_process(tmp
     fill(b, 3, start=10)
     b.forget(NS, "k0")
     # b "exits" without saving its index (killed): SQLite has the writes, the file does not
-    b._conn.close()
+    b.rows.conn.close()
     c = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())
     assert c.recall(NS, "fact 12", k=1)[0].key == "k12"
     assert "k0" not in {r.key for r in c.recall(NS, "fact 0", k=20, min_similarity=-1)}
-    assert c._index_for('["memories", "u"]').index.ntotal == 12
+    assert c.vectors.index_for('["memories", "u"]').index.ntotal == 12
     assert counted["rebuild"] == 0  # caught up from the file by ids, not rebuilt
     c.close()
 
@@ -118,13 +119,13 @@ def test_recall_reads_the_full_rows_only_of_the_memories_it_returns(tmp_path, mo
     s = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())
     fill(s, 60)
     fetched: list[int] = []
-    full_rows = FaissMemoryStore._full_rows
+    full_rows = RowTable.full_rows
 
     def counting(self, ids):
         fetched.extend(ids)
         return full_rows(self, ids)
 
-    monkeypatch.setattr(FaissMemoryStore, "_full_rows", counting)
+    monkeypatch.setattr(RowTable, "full_rows", counting)
     hits = s.recall(NS, "fact 3", k=5, min_similarity=-1)
     assert len(hits) == 5 and hits[0].key == "k3"
     assert len(fetched) == 5  # of the 50 candidates FAISS gave
@@ -172,14 +173,14 @@ def test_above_the_threshold_the_index_is_ivf_trained_and_retrained_as_it_grows(
     table = clustered(1050, 40)
     s = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings(table), train_in_background=False)
     fill(s, 150)
-    entry = s._index_for('["memories", "u"]')
+    entry = s.vectors.index_for('["memories", "u"]')
     assert entry.index.nlist == 1  # small: exact
     fill(s, 100, start=150)
-    entry = s._index_for('["memories", "u"]')
+    entry = s.vectors.index_for('["memories", "u"]')
     assert entry.index.nlist == ann.nlist_for(250) > 1 and entry.index.ntotal == 250
     first = entry.index.nlist
     fill(s, 800, start=250)  # four times what it was trained for
-    entry = s._index_for('["memories", "u"]')
+    entry = s.vectors.index_for('["memories", "u"]')
     assert entry.index.nlist == ann.nlist_for(1050) > first and entry.index.ntotal == 1050
     # recall@5 of the store's similarity search against an exact scan of the same vectors
     found = 0
@@ -190,7 +191,7 @@ def test_above_the_threshold_the_index_is_ivf_trained_and_retrained_as_it_grows(
     assert found / (5 * len(queries)) >= 0.98
     s.close()
     s2 = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings(table))
-    assert s2._index_for('["memories", "u"]').index.nlist == entry.index.nlist  # the trained index was saved
+    assert s2.vectors.index_for('["memories", "u"]').index.nlist == entry.index.nlist  # the trained index was saved
     s2.close()
 
 
@@ -200,7 +201,7 @@ def test_training_in_the_background_swaps_in_an_ivf_index_caught_up_with_later_w
     fill(s, 250)
     fill(s, 5, start=250)  # may land before or after the snapshot: caught up either way
     s.wait_for_training()
-    entry = s._index_for('["memories", "u"]')
+    entry = s.vectors.index_for('["memories", "u"]')
     assert entry.index.nlist > 1 and entry.index.ntotal == 255
     assert s.recall(NS, "fact 252", k=1)[0].key == "k252"
     s.close()
@@ -214,11 +215,44 @@ def test_a_file_far_behind_is_saved_by_the_reader_that_caught_it_up(tmp_path, co
     a.close()  # the file holds 3
     b = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())
     fill(b, 6, start=3)  # under the default SAVE_EVERY: not saved
-    b._conn.close()  # exits without saving the index
+    b.rows.conn.close()  # exits without saving the index
     (before,) = files(tmp_path)
     monkeypatch.setattr(index_cache, "SAVE_EVERY", 5)
     saves = counted["save"]
     c = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())
     assert c.recall(NS, "fact 8", k=1)[0].key == "k8"
     assert counted["save"] == saves + 1 and files(tmp_path) != [before]  # caught up 6 rows: saved
-    c._conn.close()
+    c.rows.conn.close()
+
+
+def test_a_current_index_file_is_memory_mapped_until_the_first_write(tmp_path):
+    a = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())
+    fill(a, 10)
+    a.close()
+    b = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())
+    assert b.recall(NS, "fact 3", k=1)[0].key == "k3"
+    entry = b.vectors.index_for('["memories", "u"]')
+    assert entry.mapped is not None and entry.mapped.is_file()  # opened without reading the file
+    assert b.remember(NS, "fact 10").action == "created"
+    assert entry.mapped is None  # read into memory by the first change
+    assert b.recall(NS, "fact 10", k=1)[0].text == "fact 10" and b.recall(NS, "fact 4", k=1)[0].key == "k4"
+    b.close()
+    c = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())
+    assert c.recall(NS, "fact 10", k=1)[0].text == "fact 10" and c.count(NS) == 11
+    c.close()
+
+
+def test_a_batch_of_puts_is_written_together_and_searchable_within_the_batch(tmp_path):
+    s = FaissMemoryStore(tmp_path, embeddings=TableEmbeddings())
+    ns = ("docs",)
+    res = s.batch([
+        *(PutOp(ns, f"d{i}", {"text": f"doc {i}"}) for i in range(50)),
+        PutOp(ns, "d7", {"text": "doc seven"}),  # the same key again: the later value
+        SearchOp(ns, query="doc seven", limit=1),  # sees the puts before it
+        PutOp(ns, "d8", None),
+        SearchOp(ns, query="doc 8", limit=50),
+    ])
+    assert res[51][0].key == "d7" and res[51][0].value == {"text": "doc seven"}
+    assert "d8" not in {i.key for i in res[53]} and len(res[53]) == 49
+    assert s.vectors.index_for('["docs"]').index.ntotal == 49  # no stale vector of the first d7
+    s.close()

@@ -86,7 +86,8 @@ def test_batch_results_in_order_and_index_false(fake_store):
     )
     assert res[0] is None and res[1] is None
     assert res[2].key == "a"
-    assert [i.key for i in res[3]] == ["a"]  # "b" is stored but not indexed
+    # "b" is stored but not indexed: as in LangGraph's stores it only fills the page, unscored
+    assert [(i.key, i.score is None) for i in res[3]] == [("a", False), ("b", True)]
     assert res[4] == [("n",)]
     assert s.get(("n",), "b").value == {"text": "two"}
 
