@@ -17,6 +17,10 @@ same script with the same single tool:
   a budget; its trigger is never reached), ``ToolCallLimitMiddleware`` and
   ``ModelCallLimitMiddleware``. A comparison at equal features; the targets are against plain
   ``create_agent``;
+* ``create_agent+hooks`` and ``memory off+hooks`` (``--modes``) - each with the same user
+  middleware: pass-through ``@before_model``, ``@after_model``, ``@wrap_model_call`` and
+  ``@wrap_tool_call`` hooks (the loop runs ``after_model`` in a node of its own, as
+  ``create_agent`` does). ``memory off+hooks`` is also given as a ratio to ``create_agent+hooks``;
 * ``langgraph floor`` (``--modes``) - LangGraph alone on the loop's state schema: a resolver, an
   agent node calling the model and a tools node calling the tool, routing themselves as the
   loop's nodes do, with none of the loop's per-step duties (budget, limits, loop detection,
@@ -58,6 +62,9 @@ LIMITS = "create_agent+limits"
 # (resolver, agent, tools nodes routing themselves with Command, as the loop's do), with none of
 # the loop's per-step duties. What a step costs before any framework work (``--modes``).
 FLOOR = "langgraph floor"
+# The same user middleware on both sides (``--modes``): pass-through before_model, after_model,
+# wrap_model_call and wrap_tool_call hooks, what running a user's middleware costs each framework.
+HOOKS_BASE, HOOKS = "create_agent+hooks", "memory off+hooks"
 OUTPUT = "x" * 200
 
 
@@ -125,6 +132,29 @@ def floor_graph(model: Any, tool: Any) -> Any:
     return builder.compile()
 
 
+def pass_through_hooks() -> list[Any]:
+    """:data:`HOOKS`' middleware: one hook of each kind that a step runs, changing nothing."""
+    from langchain.agents.middleware import after_model, before_model, wrap_model_call, wrap_tool_call
+
+    @before_model
+    def before(state: Any, runtime: Any) -> None:
+        return None
+
+    @after_model
+    def after(state: Any, runtime: Any) -> None:
+        return None
+
+    @wrap_model_call
+    async def around_model(request: Any, handler: Any) -> Any:
+        return await handler(request)
+
+    @wrap_tool_call
+    async def around_tool(request: Any, handler: Any) -> Any:
+        return await handler(request)
+
+    return [before, after, around_model, around_tool]
+
+
 def runner(mode: str, turns: int, tool: Any) -> Callable[[], Any]:
     """A coroutine function running ``mode`` once on a fresh model and graph (built outside the timing)."""
     from smart_agent.testing.fake_models import ScriptedChatModel
@@ -133,7 +163,7 @@ def runner(mode: str, turns: int, tool: Any) -> Callable[[], Any]:
     if mode == FLOOR:
         floor = floor_graph(model, tool)
         return lambda: floor.ainvoke({"task": "Look the items up."})
-    if mode in ("create_agent", LIMITS):
+    if mode in ("create_agent", LIMITS, HOOKS_BASE):
         from langchain.agents import create_agent
         from langchain.agents.middleware import (
             ModelCallLimitMiddleware,
@@ -145,7 +175,7 @@ def runner(mode: str, turns: int, tool: Any) -> Callable[[], Any]:
             SummarizationMiddleware(model, trigger=("tokens", 10**9)),
             ToolCallLimitMiddleware(run_limit=turns + 1),
             ModelCallLimitMiddleware(run_limit=turns + 2),
-        ] if mode == LIMITS else []
+        ] if mode == LIMITS else pass_through_hooks() if mode == HOOKS_BASE else []
         agent = create_agent(model, tools=[tool], middleware=middleware)
         return lambda: agent.ainvoke({"messages": [{"role": "user", "content": "Look the items up."}]})
     from smart_agent.config.context import Context
@@ -154,7 +184,7 @@ def runner(mode: str, turns: int, tool: Any) -> Callable[[], Any]:
 
     registry = ToolRegistry()
     registry.register(tool, ToolMeta(source="user"))
-    graph = build_agent_graph(model=model, registry=registry)
+    graph = build_agent_graph(model=model, registry=registry, middleware=pass_through_hooks() if mode == HOOKS else ())
     ctx = Context(memory=mode == "memory on", max_tool_calls=turns + 1)
     return lambda: graph.ainvoke({"task": "Look the items up."}, context=ctx)
 
@@ -207,6 +237,8 @@ async def measure(turns: int, repeat: int, tool_kind: str, modes: Sequence[str] 
             "mode": mode,
             "ms_per_step": round(ms, 3),
             "ratio": round(ms / per_step(wall["create_agent"]), 3),
+            **({"ratio_to_hooks_base": round(ms / per_step(wall[HOOKS_BASE]), 3)}
+               if mode == HOOKS and HOOKS_BASE in wall else {}),
             "round_ratios": f"{min(rounds):.2f}–{max(rounds):.2f}",
             "cpu_ms_per_step": round(cpu_ms, 3),
             "cpu_ratio": round(cpu_ms / per_step(cpu["create_agent"]), 3),
@@ -235,12 +267,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--modes",
         default=",".join(MODES),
-        help=f"comma list of runs (create_agent always included; also {LIMITS}, {FLOOR})",
+        help=f"comma list of runs (create_agent always included; also {LIMITS}, {FLOOR}, {HOOKS_BASE}, {HOOKS})",
     )
     p.add_argument("--out", default=str(RESULTS))
     args = p.parse_args(argv)
     turns = [int(t) for t in args.turns.split(",") if t.strip()]
-    known = (*MODES, LIMITS, FLOOR)
+    known = (*MODES, LIMITS, FLOOR, HOOKS_BASE, HOOKS)
     modes = ["create_agent", *(m for m in args.modes.split(",") if m in known and m != "create_agent")]
     table = rows(turns, args.repeat, args.tool, modes)
     command = f"python benchmarks/step_overhead.py --turns {args.turns} --repeat {args.repeat} --tool {args.tool}"
@@ -257,6 +289,9 @@ def main(argv: list[str] | None = None) -> int:
             f"| {r['turns']} | {r['mode']} | {r['ms_per_step']:.2f} | {r['ratio']:.3f} | {r['round_ratios']} | "
             f"{r['cpu_ms_per_step']:.2f} | {r['cpu_ratio']:.3f} |"
         )
+    for r in table:
+        if "ratio_to_hooks_base" in r:
+            print(f"\n{r['turns']} turns: {HOOKS} ÷ {HOOKS_BASE} = {r['ratio_to_hooks_base']:.3f}")
     print(f"\nreproduce: {command}\nsaved: {out}")
     return 0
 

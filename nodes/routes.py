@@ -13,7 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Literal, TypeVar
 
 from langchain_core.messages import AIMessage
-from langchain_core.runnables import RunnableLambda
+from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.runtime import get_runtime
 
 from ..config.context import AgentContext
@@ -165,15 +166,31 @@ def route_after_structured_output(
 Route = TypeVar("Route", bound=str)
 
 
-def edge(decide: Callable[[Mapping[str, Any]], Route]) -> RunnableLambda:
-    """A route as a conditional edge that runs where the graph runs: on the event loop in an
-    async run (a plain function would be sent to a worker thread), and in sync calls such as
-    ``update_state`` too."""
+class Edge(Runnable[Mapping[str, Any], str]):
+    """A route as a conditional edge: ``decide(state)`` called where the graph runs - on the event
+    loop in an async run (LangGraph would send a plain function to a worker thread), in sync calls
+    such as ``update_state`` too - with nothing else per call (no callbacks, no signature
+    inspection: a route is decided after every node)."""
 
-    async def on_loop(state: Mapping[str, Any]) -> Route:
-        return decide(state)
+    def __init__(self, decide: Callable[[Mapping[str, Any]], str]) -> None:
+        self.func = decide
+        self.name = decide.__name__
 
-    return RunnableLambda(decide, afunc=on_loop, name=decide.__name__)
+    def invoke(self, input: Mapping[str, Any], config: RunnableConfig | None = None, **kwargs: Any) -> str:
+        # (the run's config is the one the route reads its context from: get_runtime)
+        token = var_child_runnable_config.set(config)
+        try:
+            return self.func(input)
+        finally:
+            var_child_runnable_config.reset(token)
+
+    async def ainvoke(self, input: Mapping[str, Any], config: RunnableConfig | None = None, **kwargs: Any) -> str:
+        return self.invoke(input, config)
+
+
+def edge(decide: Callable[[Mapping[str, Any]], Route]) -> Edge:
+    """``decide`` as a conditional edge (:class:`Edge`)."""
+    return Edge(decide)
 
 
 def run_context() -> AgentContext | None:
@@ -188,7 +205,7 @@ def run_context() -> AgentContext | None:
 
 def reviewed(
     route: Callable[[Mapping[str, Any], bool], Route], needs_human: Callable[[Mapping[str, Any], AgentContext], bool]
-) -> RunnableLambda:
+) -> Edge:
     """``route`` as a graph edge told whether the last turn needs a human: ``needs_human(state,
     ctx)`` (nodes/human.py) under the run's context (a state written from outside a run is
     judged under the default context: no approval, no ask_user)."""
@@ -203,7 +220,7 @@ def reviewed(
 
 def measured(
     route: Callable[[Mapping[str, Any], BudgetSettings | None, RequestMeter | None], Route], meter: RequestMeter
-) -> RunnableLambda:
+) -> Edge:
     """``route`` as a graph edge that measures the next request with ``meter`` from the
     state and the run's context. A state written from outside a run (``update_state``:
     no runtime, no context) is judged by the caller's ``request_tokens``, if any."""
@@ -217,7 +234,7 @@ def measured(
     return edge(decide)
 
 
-def remembered(route: RunnableLambda) -> RunnableLambda:
+def remembered(route: Edge) -> Edge:
     """``route`` (an :func:`edge`), whose END goes through ``memory_write`` when the run's memory
     is on (:func:`route_at_end`; a state written from outside a run: the environment's default)."""
     decide = route.func
@@ -231,7 +248,7 @@ def remembered(route: RunnableLambda) -> RunnableLambda:
     return edge(end)
 
 
-def after_model_first(route: RunnableLambda) -> RunnableLambda:
+def after_model_first(route: Edge) -> Edge:
     """``route`` (the agent's edge) for a graph with an ``after_model`` node: the turn goes there
     first, unless a ``before_model`` hook jumped (``jump_to``: no model call to review)."""
     decide = route.func
