@@ -40,12 +40,15 @@ def active_session() -> CassetteSession | None:
 
 
 def sdk_httpx() -> Any:
-    """The httpx module whose clients the OpenAI SDK accepts."""
-    try:
-        from langchain_openai._compat import httpx
-    except ImportError:  # pragma: no cover - an older langchain-openai: the SDK takes httpx
-        import httpx
-    return httpx
+    """The httpx module whose clients the OpenAI SDK accepts: ``httpx2`` (API-identical) from
+    ``openai`` 3 on, ``httpx`` before."""
+    import importlib
+    import re
+
+    import openai
+
+    found = re.match(r"\D*(\d+)", getattr(openai, "__version__", "") or "")
+    return importlib.import_module("httpx2" if found and int(found.group(1)) >= 3 else "httpx")
 
 
 class CassetteSession:

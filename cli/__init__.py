@@ -44,6 +44,7 @@ import argparse
 import asyncio
 import sys
 from collections.abc import Callable
+from typing import Any, Protocol
 
 from ..config import settings
 from . import run
@@ -126,7 +127,13 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _add_run(sub: argparse._SubParsersAction) -> None:
+class Subcommands(Protocol):
+    """What ``ArgumentParser.add_subparsers()`` returns, as the commands use it."""
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser: ...
+
+
+def _add_run(sub: Subcommands) -> None:
     p = sub.add_parser(
         "run",
         help="run one task (Runner mode)",
@@ -139,7 +146,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=run.run_command)
 
 
-def _add_chat(sub: argparse._SubParsersAction) -> None:
+def _add_chat(sub: Subcommands) -> None:
     p = sub.add_parser(
         "chat",
         help="a conversation (Assistant mode): one stdin line per user turn",
@@ -151,28 +158,28 @@ def _add_chat(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=run.chat_command)
 
 
-def _add_demo(sub: argparse._SubParsersAction) -> None:
+def _add_demo(sub: Subcommands) -> None:
     p = sub.add_parser("demo", help="run the agent offline against a bundled scripted model")
     p.add_argument("--workspace", help="folder for the demo's files (default: a new temporary folder)")
     p.add_argument("--thread", type=thread_arg, help="thread id for the demo session")
     p.set_defaults(handler=run.demo_command)
 
 
-def _add_tools(sub: argparse._SubParsersAction) -> None:
+def _add_tools(sub: Subcommands) -> None:
     p = sub.add_parser("tools", help="list the registered tools (built-ins, plugins, --mcp-config servers)")
     p.add_argument("--json", action="store_true")
     add_mcp_args(p)
     p.set_defaults(handler=run.tools_command)
 
 
-def _add_graph(sub: argparse._SubParsersAction) -> None:
+def _add_graph(sub: Subcommands) -> None:
     p = sub.add_parser("graph", help="print a graph as Mermaid")
     p.add_argument("name", nargs="?", default="agent")
     p.add_argument("--agents", metavar="FILE", help="draw the agent graph of this agents file's team")
     p.set_defaults(handler=run.graph_command)
 
 
-CORE_COMMANDS: dict[str, Callable[[argparse._SubParsersAction], None]] = {
+CORE_COMMANDS: dict[str, Callable[[Subcommands], None]] = {
     "run": _add_run, "chat": _add_chat, "demo": _add_demo, "tools": _add_tools, "graph": _add_graph,
 }
 

@@ -79,11 +79,11 @@ def _graph(
     graphs: dict[str, Any], graph_name: str, agents: str | None, backends: Any, middleware: list[Any] | None = None
 ) -> Any:
     """The compiled graph of that name (and agents file), built once and shared by the runs."""
-    from .run import _build
+    from .run import build_graph
 
     key = f"{graph_name} {agents or ''}"
     if key not in graphs:  # --agents: only the agent graph runs a team
-        graphs[key] = _build(graph_name, backends.checkpointer, store=backends.store,
+        graphs[key] = build_graph(graph_name, backends.checkpointer, store=backends.store,
                              agents_file=agents if graph_name == "agent" else None, middleware=middleware)
     return graphs[key]
 

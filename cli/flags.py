@@ -36,9 +36,7 @@ def add_setting_args(
         decl = declaration(name)
         if name in skip or not decl.cli:
             continue
-        flags = [f for f in decl.flags(name) if f not in p._option_string_actions]
-        if not flags:
-            continue
+        flags = decl.flags(name)
         kind = _kind(name, field_types()[name], decl.parse, decl.metavar, decl.repeat)
         p.add_argument(*flags, dest=DEST_PREFIX + name, default=None, help=_help(decl.help, decl.default), **kind)
         added.append(name)

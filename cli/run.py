@@ -77,7 +77,7 @@ def _printer(stream: TextIO, quiet: bool, summary: RunSummary) -> Callable[[dict
     return Lines(stream, summary, quiet=quiet).on_event
 
 
-def _build(graph_name: str, checkpointer: Any, model: Any = None, store: Any = None, registry: Any = None,
+def build_graph(graph_name: str, checkpointer: Any, model: Any = None, store: Any = None, registry: Any = None,
            agents_file: str | None = None, middleware: list[Any] | None = None) -> Any:
     from ..graphs import get_builder
 
@@ -167,7 +167,7 @@ async def run_and_report(
             open_run_backends(ctx) as backends,
             open_mcp_registry(metadata, on_event) as registry,  # MCP sessions: open for this run only
         ):
-            graph = _build(
+            graph = build_graph(
                 graph_name, backends.checkpointer, store=backends.store, registry=registry,
                 agents_file=recorded_agents_file(metadata), middleware=recorded_middleware(metadata),
             )
@@ -275,7 +275,7 @@ async def chat_command(args: argparse.Namespace) -> int:
         open_run_backends(ctx) as backends,
         open_mcp_registry(metadata, on_start) as registry,
     ):
-        graph = _build(
+        graph = build_graph(
             args.graph, backends.checkpointer, store=backends.store, registry=registry,
             agents_file=recorded_agents_file(metadata), middleware=recorded_middleware(metadata),
         )
@@ -358,7 +358,7 @@ async def demo_command(args: argparse.Namespace) -> int:
         thread_id = args.thread or f"demo-{uuid.uuid4().hex[:8]}"
         summary = RunSummary()
         async with thread_lock(thread_id), open_run_backends() as backends:
-            graph = _build("agent", backends.checkpointer, store=backends.store)
+            graph = build_graph("agent", backends.checkpointer, store=backends.store)
             final = await run_once(
                 graph,
                 {"task": DEMO_TASK},
@@ -438,6 +438,6 @@ def meta_json(meta: Any) -> dict[str, Any]:
 def graph_command(args: argparse.Namespace) -> int:
     from .agents import checked_agents_file
 
-    graph = _build(args.name, None, agents_file=checked_agents_file(args.agents, args.name))
+    graph = build_graph(args.name, None, agents_file=checked_agents_file(args.agents, args.name))
     print(graph.get_graph().draw_mermaid())
     return 0

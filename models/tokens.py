@@ -159,7 +159,7 @@ _TOOLS_KEY = len(json.dumps({"messages": [], "tools": []})) - _EMPTY_BODY
 
 def _cached(cache: IdentityCache[K, V], objs: Sequence[K]) -> Iterator[V]:
     """``cache(obj)`` for each of ``objs`` (the lookup inlined: a turn looks up every message)."""
-    data = cache._data
+    data = cache.entries
     for obj in objs:
         hit = data.get(id(obj))
         yield hit.value if hit is not None and hit() is obj else cache(obj)
@@ -227,7 +227,7 @@ _NO_IDS: frozenset = frozenset()
 
 
 def _add_message(total: Folded, message: BaseMessage) -> Folded:
-    hit = _message_json._data.get(id(message))
+    hit = _message_json.entries.get(id(message))
     size, n = hit.value if hit is not None and hit() is message else _message_json(message)
     chars, count, open_ids, orphan = total
     if isinstance(message, ToolMessage):

@@ -50,19 +50,19 @@ class IdentityCache(Generic[K, V]):
     with its value. The oldest entries go beyond ``size``. For objects nobody changes in
     place - the messages of a thread's state, the tools of a registry.
 
-    ``_data`` maps ``id(obj)`` to the object's entry (:class:`Entry` or :class:`Kept`): a hit
+    ``entries`` maps ``id(obj)`` to the object's entry (:class:`Entry` or :class:`Kept`): a hit
     is an entry whose call returns ``obj``; its ``value`` is the value."""
 
     def __init__(self, compute: Callable[[K], V], size: int = 8192) -> None:
         self.compute = compute
         self.size = size
         self.misses = 0
-        self._data: dict[int, Entry | Kept] = {}
+        self.entries: dict[int, Entry | Kept] = {}
         self._lock = threading.Lock()
         self._died = self._forget  # (one callback for every entry)
 
     def __call__(self, obj: K) -> V:
-        hit = self._data.get(id(obj))
+        hit = self.entries.get(id(obj))
         if hit is not None and hit() is obj:
             return hit.value
         value = self.compute(obj)
@@ -74,12 +74,12 @@ class IdentityCache(Generic[K, V]):
         entry.key, entry.value = id(obj), value
         with self._lock:
             self.misses += 1
-            while len(self._data) >= self.size:
-                self._data.pop(next(iter(self._data)), None)
-            self._data[entry.key] = entry
+            while len(self.entries) >= self.size:
+                self.entries.pop(next(iter(self.entries)), None)
+            self.entries[entry.key] = entry
         return value
 
     def _forget(self, entry: Entry) -> None:
         """The object died: drop its entry (from the garbage collector: no lock)."""
-        if self._data.get(entry.key) is entry:
-            self._data.pop(entry.key, None)
+        if self.entries.get(entry.key) is entry:
+            self.entries.pop(entry.key, None)

@@ -49,7 +49,7 @@ __all__ = [
 #: Folder names refused wherever they appear in a path (compared with ``casefold``).
 PROTECTED_NAMES = frozenset({".git", ".smart-agent"})
 
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def plugins_folder() -> Path | None:
@@ -75,13 +75,13 @@ def _refused(path: str) -> ToolError:
     )
 
 
-def _link(path: str, name: str | None = None) -> ToolError:
+def link_error(path: str, name: str | None = None) -> ToolError:
     where = path if name is None or name == path else f"{path!r}: {name}"
     shown = repr(where) if where == path else where
     return ToolError(f"{shown} is a symbolic link; refused (file tools never follow links).")
 
 
-def _not_found(path: str) -> ToolError:
+def not_found(path: str) -> ToolError:
     return ToolError(f"Not found: {path!r} does not exist in the workspace (use list_files to see what does).")
 
 
@@ -89,7 +89,7 @@ def _os_error(action: str, path: str, exc: OSError) -> ToolError:
     return ToolError(f"Could not {action} {path!r}: {exc.strerror or exc}.")
 
 
-class _Guard:
+class Guard:
     """What one call must not reach: protected paths (casefolded) and their inodes. ``protected=False``:
     only the protected names below the root (a skills folder, ``tools/skills.py``, may be inside the data
     folder: its own root is trusted, as a workspace root is)."""
@@ -135,7 +135,7 @@ def _split(workspace: str | Path, path: str) -> tuple[Path, list[str]]:
                 rel = norm.relative_to(base)
                 break
         else:  # inside only through a link: the link is refused by the walk below
-            raise _link(path)
+            raise link_error(path)
     else:
         rel = Path(os.path.normpath(path or "."))
     parts = [p for p in rel.parts if p not in ("", ".")]
@@ -153,17 +153,17 @@ def _lstat_is_link(dir_fd: int, name: str) -> bool:
         return False
 
 
-def _open_step(dir_fd: int, name: str, flags: int, shown: str, *, mode: int = 0o666) -> int:
+def open_step(dir_fd: int, name: str, flags: int, shown: str, *, mode: int = 0o666) -> int:
     try:
         return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.EMLINK) or _lstat_is_link(dir_fd, name):
-            raise _link(shown, name) from None
+            raise link_error(shown, name) from None
         raise
 
 
 @contextmanager
-def _walk(workspace: str | Path, path: str, *, create: bool, guard: _Guard) -> Iterator[tuple[int, list[str]]]:
+def walk_to(workspace: str | Path, path: str, *, create: bool, guard: Guard) -> Iterator[tuple[int, list[str]]]:
     """Yield a handle on the folder holding the path's last component (and the components)."""
     root, parts = _split(workspace, path)
     guard.check_path(root.joinpath(*parts), parts, path)
@@ -177,13 +177,13 @@ def _walk(workspace: str | Path, path: str, *, create: bool, guard: _Guard) -> I
         guard.check_fd(fd, path)
         for name in parts[:-1]:
             try:
-                nxt = _open_step(fd, name, _DIR_FLAGS, path)
+                nxt = open_step(fd, name, DIR_FLAGS, path)
             except FileNotFoundError:
                 if not create:
-                    raise _not_found(path) from None
+                    raise not_found(path) from None
                 with contextlib.suppress(FileExistsError):  # created concurrently: opened (and checked) below
                     os.mkdir(name, 0o777, dir_fd=fd)
-                nxt = _open_step(fd, name, _DIR_FLAGS, path)
+                nxt = open_step(fd, name, DIR_FLAGS, path)
             except NotADirectoryError:
                 raise ToolError(f"{path!r}: {name!r} is a file, not a folder.") from None
             os.close(fd)
@@ -200,14 +200,14 @@ def open_regular(workspace: str | Path, path: str, *, protected: bool = True) ->
     """Open an existing regular file for reading; returns the descriptor (caller closes it).
     ``protected=False``: a root that may lie in the data folder (a skills folder); names below it
     are still judged."""
-    guard = _Guard(protected)
-    with _walk(workspace, path, create=False, guard=guard) as (dir_fd, parts):
+    guard = Guard(protected)
+    with walk_to(workspace, path, create=False, guard=guard) as (dir_fd, parts):
         if not parts:
             raise ToolError(f"{path!r} is a directory, not a file; use list_files to see its contents.")
         try:
-            fd = _open_step(dir_fd, parts[-1], os.O_RDONLY | os.O_NONBLOCK, path)
+            fd = open_step(dir_fd, parts[-1], os.O_RDONLY | os.O_NONBLOCK, path)
         except FileNotFoundError:
-            raise _not_found(path) from None
+            raise not_found(path) from None
     try:
         st = guard.check_fd(fd, path)
         if stat.S_ISDIR(st.st_mode):
@@ -223,8 +223,8 @@ def open_regular(workspace: str | Path, path: str, *, protected: bool = True) ->
 
 def write_regular(workspace: str | Path, path: str, data: bytes) -> None:
     """Create or replace a regular file's content, creating missing parent folders."""
-    guard = _Guard()
-    with _walk(workspace, path, create=True, guard=guard) as (dir_fd, parts):
+    guard = Guard()
+    with walk_to(workspace, path, create=True, guard=guard) as (dir_fd, parts):
         if not parts:
             raise ToolError(f"{path!r} is a directory; give a file path.")
         name = parts[-1]
@@ -235,7 +235,7 @@ def write_regular(workspace: str | Path, path: str, data: bytes) -> None:
         if before is not None:  # refuse before opening: opening a device can have effects
             _check_writable(before, path)
         try:
-            fd = _open_step(dir_fd, name, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK, path)
+            fd = open_step(dir_fd, name, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK, path)
         except IsADirectoryError:
             raise ToolError(f"{path!r} is a directory; give a file path.") from None
         except OSError as exc:
@@ -265,15 +265,15 @@ def replace_regular(
     original (same permissions), so a reader sees the old or the new file, never a
     half-written one; a file changed meanwhile is left alone (an error says so).
     """
-    guard = _Guard()
-    with _walk(workspace, path, create=False, guard=guard) as (dir_fd, parts):
+    guard = Guard()
+    with walk_to(workspace, path, create=False, guard=guard) as (dir_fd, parts):
         if not parts:
             raise ToolError(f"{path!r} is a directory; give a file path.")
         name = parts[-1]
         try:
-            fd = _open_step(dir_fd, name, os.O_RDONLY | os.O_NONBLOCK, path)
+            fd = open_step(dir_fd, name, os.O_RDONLY | os.O_NONBLOCK, path)
         except FileNotFoundError:
-            raise _not_found(path) from None
+            raise not_found(path) from None
         try:
             before = guard.check_fd(fd, path)
             _check_writable(before, path)
@@ -317,7 +317,7 @@ def replace_regular(
 
 def _check_writable(st: os.stat_result, path: str) -> None:
     if stat.S_ISLNK(st.st_mode):
-        raise _link(path)
+        raise link_error(path)
     if stat.S_ISDIR(st.st_mode):
         raise ToolError(f"{path!r} is a directory; give a file path.")
     if not stat.S_ISREG(st.st_mode):
@@ -328,16 +328,16 @@ def _check_writable(st: os.stat_result, path: str) -> None:
         )
 
 
-def open_dir(workspace: str | Path, path: str) -> tuple[int, _Guard]:
+def open_dir(workspace: str | Path, path: str) -> tuple[int, Guard]:
     """Open a workspace folder for listing; returns the descriptor (caller closes it) and the guard."""
-    guard = _Guard()
-    with _walk(workspace, path, create=False, guard=guard) as (dir_fd, parts):
+    guard = Guard()
+    with walk_to(workspace, path, create=False, guard=guard) as (dir_fd, parts):
         if not parts:
             return os.dup(dir_fd), guard
         try:
-            fd = _open_step(dir_fd, parts[-1], _DIR_FLAGS, path)
+            fd = open_step(dir_fd, parts[-1], DIR_FLAGS, path)
         except FileNotFoundError:
-            raise _not_found(path) from None
+            raise not_found(path) from None
         except NotADirectoryError:
             raise ToolError(f"{path!r} is a file, not a folder; use read_file to read it.") from None
     try:

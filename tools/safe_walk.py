@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .guards import ToolError
-from .safe_fs import _DIR_FLAGS, _Guard, _link, _not_found, _open_step, _walk
+from .safe_fs import DIR_FLAGS, Guard, link_error, not_found, open_step, walk_to
 
 __all__ = ["MAX_DEPTH", "MAX_WALK_ENTRIES", "Entry", "WalkLimits", "open_entry", "walk"]
 
@@ -62,7 +62,7 @@ class Entry:
     dir_fd: int
     name: str
     st: os.stat_result
-    guard: _Guard = field(repr=False)
+    guard: Guard = field(repr=False)
 
 
 def _kind(st: os.stat_result) -> str:
@@ -83,8 +83,8 @@ def walk(
     Raises :class:`ToolError` for a bad start path, like the other file tools. ``protected``: as
     :func:`safe_fs.open_regular`'s.
     """
-    guard = _Guard(protected)
-    with _walk(workspace, path, create=False, guard=guard) as (dir_fd, parts):
+    guard = Guard(protected)
+    with walk_to(workspace, path, create=False, guard=guard) as (dir_fd, parts):
         prefix = "/".join(parts)
         if not parts:
             yield from _walk_dir(dir_fd, "", (), guard, limits, descend, 0)
@@ -93,14 +93,14 @@ def walk(
         try:
             st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
         except FileNotFoundError:
-            raise _not_found(path) from None
+            raise not_found(path) from None
         kind = _kind(st)
         if kind == "link":
-            raise _link(path)
+            raise link_error(path)
         if kind != "dir":
             yield Entry(prefix, (), kind, dir_fd, name, st, guard)
             return
-        sub = _open_step(dir_fd, name, _DIR_FLAGS, path)
+        sub = open_step(dir_fd, name, DIR_FLAGS, path)
         try:
             guard.check_fd(sub, path)
             yield from _walk_dir(sub, prefix, (), guard, limits, descend, 0)
@@ -109,7 +109,7 @@ def walk(
 
 
 def _walk_dir(
-    fd: int, prefix: str, parts: tuple[str, ...], guard: _Guard, limits: WalkLimits,
+    fd: int, prefix: str, parts: tuple[str, ...], guard: Guard, limits: WalkLimits,
     descend: Callable[[tuple[str, ...]], bool] | None, depth: int,
 ) -> Iterator[Entry]:
     try:
@@ -136,7 +136,7 @@ def _walk_dir(
             limits.too_deep += 1
             continue
         try:  # O_NOFOLLOW: a folder swapped for a link since the stat above is refused here
-            sub = _open_step(fd, name, _DIR_FLAGS, rel)
+            sub = open_step(fd, name, DIR_FLAGS, rel)
         except (ToolError, OSError):
             continue
         try:
@@ -154,7 +154,7 @@ def open_entry(entry: Entry) -> int | None:
     """Open a walked regular file for reading from its folder's handle (no link followed,
     nothing but a regular file, not a protected one); None when it is no longer that file."""
     try:
-        fd = _open_step(entry.dir_fd, entry.name, os.O_RDONLY | os.O_NONBLOCK, entry.rel)
+        fd = open_step(entry.dir_fd, entry.name, os.O_RDONLY | os.O_NONBLOCK, entry.rel)
     except (ToolError, OSError):
         return None
     try:

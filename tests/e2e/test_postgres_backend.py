@@ -174,7 +174,7 @@ def test_setup_is_idempotent_and_safe_when_processes_start_at_once(pg_url):
 WORKER = """
 import asyncio, json, sys
 from smart_agent.cli.backends import open_run_backends
-from smart_agent.cli.run import _build, run_once
+from smart_agent.cli.run import build_graph, run_once
 from smart_agent.config.context import Context
 from smart_agent.sessions.thread_lock import thread_lock
 
@@ -189,7 +189,7 @@ async def conversation(graph, ctx, thread):
 async def main(worker, runs):
     ctx = Context(model="openai:scripted-model", user_id=worker)
     async with open_run_backends() as backends:
-        graph = _build("agent", backends.checkpointer, store=backends.store)
+        graph = build_graph("agent", backends.checkpointer, store=backends.store)
         await asyncio.gather(*(conversation(graph, ctx, f"{worker}-{i}") for i in range(runs)))
     memory = [e for e in events if e["event"] in ("memory_recall", "memory_write")]
     print(json.dumps({"memory_events": len(memory), "errors": [e for e in memory if "error" in e]}))

@@ -24,7 +24,7 @@ def test_an_entry_goes_with_its_object_and_is_not_found_for_another():
     assert cache(message) == "first"
     key = id(message)
     del message
-    assert key not in cache._data  # (freed by its last reference: the entry's callback dropped it)
+    assert key not in cache.entries  # (freed by its last reference: the entry's callback dropped it)
     assert all(cache(AIMessage(f"m{i}")) == f"m{i}" for i in range(50))  # a reused id is measured anew
 
 
@@ -32,7 +32,7 @@ def test_an_object_without_weak_references_is_kept_with_its_value():
     cache = IdentityCache(len)
     schema = {"a": 1, "b": 2}
     assert cache(schema) == 2
-    entry = cache._data[id(schema)]
+    entry = cache.entries[id(schema)]
     assert entry() is schema and entry.value == 2
 
 
@@ -41,7 +41,7 @@ def test_the_oldest_entries_go_beyond_size():
     messages = [AIMessage(str(i)) for i in range(5)]
     for m in messages:
         cache(m)
-    assert list(cache._data) == [id(m) for m in messages[2:]]
+    assert list(cache.entries) == [id(m) for m in messages[2:]]
 
 
 def test_an_entry_is_one_object_for_the_garbage_collector():

@@ -110,7 +110,7 @@ async def test_a_sync_tools_result_message_is_built_where_the_tool_ran(monkeypat
     assert message is outcome.message and message.content == "hi" and message.tool_call_id == "c1"
     from smart_agent.models import tokens
 
-    assert id(message) in tokens._message_json._data  # and measured there, for the next request's size
+    assert id(message) in tokens._message_json.entries  # and measured there, for the next request's size
     outcome.content += " (not retried)"  # a changed outcome gets a message that says what it says
     changed = outcome.to_message()
     assert changed is not message and changed.content == "hi (not retried)"
