@@ -19,7 +19,7 @@ process, interleaved with the measured runs):
 A section whose module or ``rows()`` is missing, or that fails, is reported as such and the
 others still run. ``--quick`` runs smaller sizes (a check that everything runs, not numbers to
 quote). The table goes to stdout and to ``benchmarks/results/run_all.md`` (the rows as JSON to
-``run_all.json``); README's **Benchmarks** shows it (``--readme README.md`` rewrites that block).
+``run_all.json``); docs/benchmarks.md shows it (``--readme docs/benchmarks.md`` rewrites that block).
 """
 
 from __future__ import annotations
@@ -185,13 +185,13 @@ MARK_START, MARK_END = "<!-- run_all -->", "<!-- /run_all -->"
 
 
 def readme_block(text: str) -> str:
-    """The run's markdown as README shows it: no title, section headings as bold lines."""
+    """The run's markdown as docs/benchmarks.md shows it: no title, section headings as bold lines."""
     lines = [line for line in text.splitlines() if not line.startswith("# ")]
     return "\n".join(f"**{line[3:]}**" if line.startswith("## ") else line for line in lines).strip() + "\n"
 
 
 def update_readme(readme: Path, text: str) -> None:
-    """Replace what README holds between ``<!-- run_all -->`` and ``<!-- /run_all -->``."""
+    """Replace what ``readme`` (docs/benchmarks.md) holds between ``<!-- run_all -->`` and ``<!-- /run_all -->``."""
     doc = readme.read_text(encoding="utf-8")
     start, end = doc.find(MARK_START), doc.find(MARK_END)
     if start < 0 or end < start:
@@ -205,7 +205,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default=",".join(SECTIONS), help="comma-separated sections (default: all)")
     ap.add_argument("--quick", action="store_true", help="small sizes: checks that everything runs")
     ap.add_argument("--out", default=str(RESULTS / "run_all.md"))
-    ap.add_argument("--readme", metavar="FILE", help="also put the table in FILE's <!-- run_all --> block (README.md)")
+    ap.add_argument(
+        "--readme", metavar="FILE", help="also put the table in FILE's <!-- run_all --> block (docs/benchmarks.md)"
+    )
     args = ap.parse_args(argv)
     sections = [s.strip() for s in args.only.split(",") if s.strip()]
     if unknown := [s for s in sections if s not in TITLES]:

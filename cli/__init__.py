@@ -167,14 +167,14 @@ def _add_demo(sub: Subcommands) -> None:
 
 def _add_tools(sub: Subcommands) -> None:
     p = sub.add_parser("tools", help="list the registered tools (built-ins, plugins, --mcp-config servers)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print one JSON list on stdout")
     add_mcp_args(p)
     p.set_defaults(handler=run.tools_command)
 
 
 def _add_graph(sub: Subcommands) -> None:
     p = sub.add_parser("graph", help="print a graph as Mermaid")
-    p.add_argument("name", nargs="?", default="agent")
+    p.add_argument("name", nargs="?", default="agent", help="the graph to draw: agent (default), planner, dual, fleet")
     p.add_argument("--agents", metavar="FILE", help="draw the agent graph of this agents file's team")
     p.set_defaults(handler=run.graph_command)
 

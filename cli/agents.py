@@ -74,11 +74,11 @@ def register_cli(sub: Any) -> None:
     p = sub.add_parser("agents", help="check and list an agents file's agents")
     cmds = p.add_subparsers(dest="agents_command", required=True)
     v = cmds.add_parser("validate", help="check an agents file (one line per problem, exit 2)")
-    v.add_argument("file")
+    v.add_argument("file", help="the agents file (YAML or JSON)")
     v.set_defaults(handler=validate_command)
     q = cmds.add_parser("list", help="the agents of --agents FILE (default $SMART_AGENT_AGENTS; none: the one agent)")
     add_agents_args(q)
-    q.add_argument("--json", action="store_true")
+    q.add_argument("--json", action="store_true", help="print one JSON list on stdout")
     q.set_defaults(handler=list_command)
 
 

@@ -46,14 +46,14 @@ def register_cli(subparsers: Any) -> argparse.ArgumentParser:
     q.set_defaults(handler=_guarded(_list))
 
     q = sub.add_parser("search", help="semantic search (same ranking as recall)")
-    q.add_argument("query")
+    q.add_argument("query", help="what to search for")
     _common(q)
     q.add_argument("--k", type=int, default=5, help="how many results (default 5)")
     q.add_argument("--embedding-model", default=None, help="'local' (default) or provider:model")
     q.set_defaults(handler=_guarded(_search))
 
     q = sub.add_parser("forget", help="delete one memory by id")
-    q.add_argument("id")
+    q.add_argument("id", help="the memory's id (memory list shows it)")
     _common(q)
     q.set_defaults(handler=_guarded(_forget))
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from ..config.checks import shown, text_problem
 
@@ -26,7 +26,45 @@ EXIT_USAGE = 2
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` whose usage errors are one line (sub-parsers inherit it)."""
+    """An ``ArgumentParser`` whose usage errors are one line (sub-parsers inherit it).
+
+    It also keeps what is added to it through argparse's public methods, for the CLI reference
+    (``cli/reference.py``): ``added_arguments`` (its arguments, groups' too, in order) and
+    ``added_commands`` (sub-command name -> its help and parser)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.added_arguments: list[argparse.Action] = []
+        self.added_commands: dict[str, tuple[str | None, argparse.ArgumentParser]] = {}
+        super().__init__(*args, **kwargs)
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        action = super().add_argument(*args, **kwargs)
+        self.added_arguments.append(action)
+        return action
+
+    def add_mutually_exclusive_group(self, **kwargs: Any) -> Any:
+        group = super().add_mutually_exclusive_group(**kwargs)
+        add = group.add_argument
+
+        def add_argument(*args: Any, **kw: Any) -> argparse.Action:
+            action = add(*args, **kw)
+            self.added_arguments.append(action)
+            return action
+
+        setattr(group, "add_argument", add_argument)  # noqa: B010 - an instance's method, recorded
+        return group
+
+    def add_subparsers(self, **kwargs: Any) -> Any:
+        sub = super().add_subparsers(**kwargs)
+        add = sub.add_parser
+
+        def add_parser(name: str, **kw: Any) -> argparse.ArgumentParser:
+            parser = add(name, **kw)
+            self.added_commands[name] = (kw.get("help"), parser)
+            return parser
+
+        setattr(sub, "add_parser", add_parser)  # noqa: B010
+        return sub
 
     def error(self, message: str) -> NoReturn:
         line = " ".join(message.split())

@@ -39,17 +39,17 @@ def register_cli(subparsers: Any) -> argparse.ArgumentParser:
     q.set_defaults(handler=list_command)
 
     q = sub.add_parser("show", help="a thread's conversation, readable")
-    q.add_argument("thread_id", metavar="ID")
+    q.add_argument("thread_id", metavar="ID", help="the thread's id")
     add_db_arg(q)
     q.set_defaults(handler=show_command)
 
     q = sub.add_parser("export", help="a thread as one JSON object (messages, graph, state)")
-    q.add_argument("thread_id", metavar="ID")
+    q.add_argument("thread_id", metavar="ID", help="the thread's id")
     add_db_arg(q)
     q.set_defaults(handler=export_command)
 
     q = sub.add_parser("delete", help="delete a thread's history (the next run on that id starts afresh)")
-    q.add_argument("thread_id", metavar="ID")
+    q.add_argument("thread_id", metavar="ID", help="the thread's id")
     add_db_arg(q)
     q.set_defaults(handler=delete_command)
     return p
