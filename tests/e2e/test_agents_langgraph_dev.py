@@ -62,7 +62,9 @@ async def test_served_agent_graph_runs_the_team_and_draws_handoff(dev_server):
 def test_a_bad_served_file_is_one_line_naming_it(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text(TEAM.replace("handoffs: [math]", "handoffs: [nobody]"))
-    res = subprocess.run([sys.executable, "-c", "import smart_agent.graphs.served"], capture_output=True, text=True,
+    # (the served graph is built on its first use: when the server reads it)
+    build = "from smart_agent.graphs.served import served_graph_of; served_graph_of('agent')"
+    res = subprocess.run([sys.executable, "-c", build], capture_output=True, text=True,
                          env=cli_env(SMART_AGENT_AGENTS=str(bad)), timeout=120)
     assert res.returncode != 0
     last = res.stderr.strip().splitlines()[-1]

@@ -109,8 +109,8 @@ async def test_editing_a_call_that_waits_for_approval_reviews_the_edited_call(de
 
 
 async def test_served_drawing_keeps_the_routed_edges(dev_server):
-    """Studio draws /assistants/<id>/graph: the self-routed nodes still show their edges as
-    conditional ones to each destination."""
+    """Studio draws /assistants/<id>/graph: the routed nodes show their edges as conditional ones
+    to each destination."""
     from langgraph_sdk import get_client
 
     url, _ = dev_server
@@ -119,7 +119,7 @@ async def test_served_drawing_keeps_the_routed_edges(dev_server):
     drawing = await client.assistants.get_graph(assistant["assistant_id"])
     edges = {(e["source"], e["target"]): bool(e.get("conditional")) for e in drawing["edges"]}
     assert {t for (s, t), c in edges.items() if s == "agent" and c} == {
-        "human", "tools", "structuredOutput", "memory_write", "__end__"
+        "human", "tools", "structuredOutput", "memory_write", "__end__", "agent"
     }
     assert {t for (s, t), c in edges.items() if s == "tools" and c} == {
         "handoff", "toolLimitFinalize", "summarize", "agent"
