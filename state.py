@@ -74,6 +74,8 @@ class OutputState(TypedDict, total=False):
     answer: str
     # What the run used: {model_calls, input_tokens, output_tokens, cost_usd} (usage.py).
     usage: dict[str, Any]
+    # What the thread's earlier runs used, summed (models/usage.thread_total adds this run's).
+    thread_usage: dict[str, Any]
 
 
 class AgentState(InputState, total=False):
@@ -154,6 +156,7 @@ class AgentState(InputState, total=False):
     stopped: str
     # --- run budgets (usage.py): {model_calls, input_tokens, output_tokens, cost_usd} of the run.
     usage: dict[str, Any]
+    thread_usage: dict[str, Any]  # the thread's earlier runs (models/usage.thread_total)
 
 
 class AgentOutputState(OutputState, total=False):
@@ -254,6 +257,7 @@ class PlannerState(InputState, total=False):
     approve: str
     # {model_calls, input_tokens, output_tokens, cost_usd} of the run (usage.py).
     usage: dict[str, Any]
+    thread_usage: dict[str, Any]  # the thread's earlier runs (models/usage.thread_total)
 
 
 # --- multi-agent: graphs/fleet.py, graphs/dual.py (teams use AgentState)
@@ -288,6 +292,7 @@ class FleetState(InputState, total=False):
     error: str | None
     # {model_calls, input_tokens, output_tokens, cost_usd} of the run, workers included (usage.py).
     usage: dict[str, Any]
+    thread_usage: dict[str, Any]  # the thread's earlier runs (models/usage.thread_total)
     # The key of the meter the workers of the current round share (usage.shared_meter).
     budget_key: str
     # Tool executions of the run: every worker's (and its sub-agents'), counted against the run's
@@ -324,5 +329,6 @@ class DualState(InputState, total=False):
     decision_error: str
     # {model_calls, input_tokens, output_tokens, cost_usd} of the run, planner included (usage.py).
     usage: dict[str, Any]
+    thread_usage: dict[str, Any]  # the thread's earlier runs (models/usage.thread_total)
     # Tool executions of the run: every planner run's, all within the run's one max_tool_calls.
     tool_calls_made: int

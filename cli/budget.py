@@ -5,6 +5,20 @@ usage.py keeps the count). A bad value is one line, exit 2."""
 from __future__ import annotations
 
 
+def with_total_tokens(usage: dict) -> dict:
+    """A usage record with its ``total_tokens`` (input + output)."""
+    return {**usage, "total_tokens": int(usage.get("input_tokens") or 0) + int(usage.get("output_tokens") or 0)}
+
+
+def usage_line(usage: dict) -> str:
+    """``N model calls · T tokens (C cached) · $X`` of a usage record."""
+    cost = usage.get("cost_usd")
+    cached = int(usage.get("cache_read_tokens") or 0)
+    tokens = f"{int(usage.get('total_tokens') or 0):,} tokens" + (f" ({cached:,} cached)" if cached else "")
+    shown = "cost unknown" if cost is None else f"${cost:.4f}"
+    return f"{int(usage.get('model_calls') or 0)} model calls · {tokens} · {shown}"
+
+
 def usage_report(final: dict, counted: dict) -> dict:
     """The ``usage`` of ``--json``: the run's own count (state ``usage``: model_calls,
     input_tokens, output_tokens, cost_usd - null when a model without a price was called -,
@@ -15,5 +29,4 @@ def usage_report(final: dict, counted: dict) -> dict:
 
     if not isinstance(final.get("usage"), dict):
         return {"cost_usd": None, **counted}  # the events carry no cost: unknown
-    usage = as_usage(final["usage"])
-    return {**usage, "total_tokens": usage["input_tokens"] + usage["output_tokens"]}
+    return with_total_tokens(as_usage(final["usage"]))

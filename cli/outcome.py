@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..runs.redact import redact_text
-from .budget import usage_report
+from .budget import usage_report, with_total_tokens
 from .lines import cached_note
 from .summary import RunSummary
 
@@ -104,6 +104,10 @@ def result_json(final: dict, thread_id: str, summary: RunSummary) -> dict:
         "steps_run": len(summary.steps),
         "usage": usage_report(final, summary.usage),
     }
+    if thread_id and isinstance(final.get("usage"), dict):  # every run of the thread, this one included
+        from ..models.usage import thread_total
+
+        out["thread_usage"] = with_total_tokens(thread_total(final))
     if final.get("status") is not None:
         out["graph_status"] = final["status"]
     for key in ("structured_response", "todos", "error"):

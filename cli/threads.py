@@ -20,6 +20,7 @@ from typing import Any
 
 from ..runs.events import clip
 from .backends import add_db_arg
+from .budget import usage_line, with_total_tokens
 
 EXIT_NOT_FOUND = 2  # an id that names no thread is bad input (the CLI's rule; resume says the same)
 
@@ -109,6 +110,7 @@ def first_user_line(values: Mapping[str, Any]) -> str:
 
 def summary(thread_id: str, tup: Any) -> dict[str, Any]:
     """``threads list``'s row of one thread."""
+    from ..models.usage import thread_total
     from .review import recorded_run
 
     values = tup.checkpoint.get("channel_values") or {}
@@ -119,6 +121,7 @@ def summary(thread_id: str, tup: Any) -> dict[str, Any]:
         "updated_at": tup.checkpoint.get("ts"),
         "first_user_line": first_user_line(values),
         "messages": len(_messages(values)),
+        "usage": with_total_tokens(thread_total(values)),  # every run of the thread
     }
 
 
@@ -231,6 +234,7 @@ async def show_command(args: argparse.Namespace) -> int:
         return _not_found(args.thread_id)
     row = summary(args.thread_id, tup)
     print(f"thread {row['thread_id']} · graph {row['graph'] or '?'} · {row['messages']} messages · {row['updated_at']}")
+    print(f"used by its runs: {usage_line(row['usage'])}")
     for line in conversation_lines(tup.checkpoint.get("channel_values") or {}):
         print(line)
     return 0

@@ -543,6 +543,22 @@ def run_start_usage() -> dict[str, Any]:
     return meter.total() if meter is not None else empty_usage()
 
 
+def run_start_usages(state: Mapping[str, Any]) -> dict[str, Any]:
+    """The usage keys a run's first node writes: ``usage`` (:func:`run_start_usage`) and, for a
+    run of its own thread (not nested in another run), ``thread_usage``: the thread's earlier runs,
+    the one before this included (its ``usage`` is still the state's)."""
+    update: dict[str, Any] = {"usage": run_start_usage()}
+    last = state.get("usage")
+    if _METER.get() is None and isinstance(last, Mapping) and last:
+        update["thread_usage"] = add_usage(state.get("thread_usage") or {}, last)
+    return update
+
+
+def thread_total(state: Mapping[str, Any]) -> dict[str, Any]:
+    """What a thread's runs used, the latest run's included."""
+    return add_usage(state.get("thread_usage") or {}, state.get("usage") or {})
+
+
 def estimate_tokens(messages: Any, response: Any) -> tuple[int, int]:
     """Tokens of a call whose provider reported none: request JSON / 4 and reply text / 4."""
     from .messages import message_text

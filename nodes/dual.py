@@ -28,7 +28,7 @@ from ..config.context import DualContext
 from ..models.chat import ModelReplyError, aload_chat_model, model_fallbacks, model_options
 from ..models.messages import conversation_so_far, message_text, task_text, usage_of
 from ..models.tokens import count_request, resolve_counter
-from ..models.usage import BUDGET_SPENT_ANSWER, current_meter, run_start_usage
+from ..models.usage import BUDGET_SPENT_ANSWER, current_meter, run_start_usages
 from ..policies.hooks import Hooks
 from ..replies.submit import reply_payload, submit_tool
 from ..runs.events import emit, preview
@@ -129,7 +129,7 @@ def make_prepare_node() -> Callable:
         update: dict[str, Any] = {
             "goal": goal, "thoughts": [], "decisions": [], "iterations": 0, "decision_error": "",
             "objective": "", "answer": "", "max_iterations": ctx.max_iterations,
-            "usage": run_start_usage(),  # per run (usage.py)
+            **run_start_usages(state),  # per run (usage.py); the last run's joins thread_usage
             "tool_calls_made": 0,  # every planner run's, against the run's one max_tool_calls
         }
         task = (state.get("task") or "").strip()

@@ -10,7 +10,7 @@ from typing import Any, TypeVar, cast
 from langgraph.runtime import Runtime
 
 from ..config.context import BaseContext
-from ..models.usage import Meter, as_usage, metered, run_start_usage
+from ..models.usage import Meter, as_usage, metered, run_start_usages
 
 Node = TypeVar("Node", bound=Callable[..., Awaitable[dict[str, Any]]])
 
@@ -21,11 +21,12 @@ def metered_node(node: Node, *, run_start: bool = False) -> Node:
     caller's when nested) instead of the thread's last ``usage``."""
 
     async def wrapped(state: Mapping[str, Any], runtime: Runtime) -> dict[str, Any]:
-        seed = {**state, "usage": run_start_usage()} if run_start else state
+        start = run_start_usages(state) if run_start else {}  # (before the run's own meter is on)
+        seed = {**state, "usage": start["usage"]} if run_start else state
         with metered(seed, BaseContext.of(runtime)) as meter:
             update = await node(state, runtime)
             if run_start:
-                return {**(update or {}), "usage": meter.total()}
+                return {**(update or {}), **start, "usage": meter.total()}
             return with_run_usage(update or {}, meter, state)
 
     wrapped.__name__ = getattr(node, "__name__", "node")

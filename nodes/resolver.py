@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMes
 from langgraph.runtime import Runtime
 
 from ..config.context import AgentContext, validate_context
-from ..models.usage import run_start_usage
+from ..models.usage import run_start_usages
 from ..policies.hooks import Hooks
 from ..policies.pii import PiiBlocked, redact_input
 from ..state import AgentState
@@ -56,7 +56,7 @@ def unanswered_tool_calls(messages: list[AnyMessage], upto: int) -> tuple[AIMess
 # (``todos`` stays unset until used: the CLI's --json shows it then.)
 UNSET_OUTPUTS: tuple[tuple[str, Callable[[], Any]], ...] = (
     ("compactions", int), ("handoffs", int), ("active_agent", str), ("memory_context", str),
-    ("recalled_memories", list),
+    ("recalled_memories", list), ("thread_usage", dict),
 )  # fmt: skip
 
 
@@ -122,10 +122,11 @@ def resolve_input(state: Mapping[str, Any], ctx: AgentContext) -> dict[str, Any]
         reviews={},
         approve=ctx.approve,
         ask_user=bool(ctx.ask_user),
-        usage=run_start_usage(),  # per run (usage.py); a nested run starts from its caller's
+        # per run (usage.py); a nested run starts from its caller's; the last run's joins thread_usage
+        **run_start_usages(state),
     )
     for key, empty in UNSET_OUTPUTS:
-        if key not in state:
+        if key not in state and key not in update:
             update[key] = empty()
     return update
 

@@ -26,7 +26,7 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
 
 from ...config.context import PlannerContext
-from ...models.usage import Meter, add_usage, as_usage, current_meter, run_start_usage, shared_meter, using
+from ...models.usage import Meter, add_usage, as_usage, current_meter, run_start_usages, shared_meter, using
 from ...policies.hooks import Hooks
 from ...policies.tool_retry import BACKOFF_BASE_S, backoff_delay
 from ...runs.events import emit
@@ -214,7 +214,7 @@ def make_prepare_node(*, execute_only: bool = False, registry: ToolRegistry | No
             "max_tool_calls": int(ctx.max_tool_calls),
             "tool_calls_made": 0,
             "step_budgets": {},
-            "usage": run_start_usage(),  # per run (usage.py); a nested run starts from its caller's
+            **run_start_usages(state),  # per run (usage.py); a nested run starts from its caller's
             "step_reviews": {sid: None for sid in state.get("step_reviews") or {}},
             "awaiting_review": [],
             "approve": ctx.approve,

@@ -97,3 +97,33 @@ def test_a_long_run_of_20kb_reads_counts_the_cached_tokens_prices_them_and_reuse
     assert len({r.get("prompt_cache_key") for r in srv.requests}) == 1
     if api == "responses":  # consecutive turns chain (between compactions)
         assert sum(1 for r in srv.requests if r.get("previous_response_id")) >= calls // 2
+
+
+def test_a_threads_runs_are_summed_in_thread_usage_and_threads_show(scripted_server, workspace, tmp_path):
+    """Per thread: `--json`'s thread_usage holds every run of the thread (the cached tokens the
+    server reported too), and `threads show` / `threads export` say the same."""
+    srv = scripted_server(  # each run: a calculator call, then the answer
+        responder=lambda req: text("2") if req["messages"][-1]["role"] == "tool"
+        else tool_call("calculator", {"expression": "1+1"})
+    )
+    env = cli_env(srv, SMART_AGENT_HOME=str(tmp_path / "home"))
+    outs = []
+    for task in ("Add 1 and 1.", "Again: add 1 and 1."):
+        # (every tool on offer: a prompt past the 1024 tokens a cache starts at)
+        res = run_cli(["run", task, "--json", "--thread", "sum-t", "--workspace", str(workspace)], env=env)
+        assert res.returncode == 0, res.stderr
+        outs.append(json.loads(res.stdout))
+    reported = srv.reported_usage
+    cached = sum(u["prompt_tokens_details"]["cached_tokens"] for u in reported)
+    assert cached > 0 and len(reported) == 4
+    first, second = outs
+    assert first["thread_usage"] == first["usage"] and second["usage"]["model_calls"] == 2
+    total = second["thread_usage"]
+    assert total["model_calls"] == 4 and total["input_tokens"] == sum(u["prompt_tokens"] for u in reported)
+    assert total["cache_read_tokens"] == cached
+    assert total["cache_read_tokens"] == first["usage"]["cache_read_tokens"] + second["usage"]["cache_read_tokens"]
+    shown = run_cli(["threads", "show", "sum-t"], env=env)
+    assert shown.returncode == 0 and f"used by its runs: 4 model calls · {total['total_tokens']:,} tokens " \
+        f"({cached:,} cached)" in shown.stdout, shown.stdout
+    exported = json.loads(run_cli(["threads", "export", "sum-t"], env=env).stdout)
+    assert exported["usage"]["cache_read_tokens"] == cached and exported["usage"]["model_calls"] == 4
