@@ -44,11 +44,38 @@ def merge_messages(left: Any, right: Any) -> Any:
     if len(right) > 1 and len({m.id for m in right}) != len(right):
         return add_messages(left, right)
     try:
-        if ids.isdisjoint(map(_message_id, left)):
-            return [*left, *right]
+        known = _ids_of(left)
     except AttributeError:  # a message in dict form (a state written from outside a run)
-        pass
-    return add_messages(left, right)
+        return add_messages(left, right)
+    if not ids.isdisjoint(known):
+        return add_messages(left, right)
+    merged = [*left, *right]
+    _remember_ids(merged, known.union(m.id for m in right))
+    return merged
+
+
+# The message ids of the lists merge_messages returned last (by the list's identity and length):
+# the next step's ``left`` is usually one of them, so a step checks only its new messages' ids
+# instead of every message of the thread (LangGraph merges each write twice: once into the state,
+# once into the copy a conditional edge reads).
+_KNOWN: dict[int, tuple[list[Any], int, frozenset[Any]]] = {}
+_KNOWN_SIZE = 16
+
+
+def _ids_of(messages: list[Any]) -> frozenset[Any]:
+    hit = _KNOWN.get(id(messages))
+    if hit is not None and hit[0] is messages and hit[1] == len(messages):
+        return hit[2]
+    return frozenset(map(_message_id, messages))
+
+
+def _remember_ids(messages: list[Any], ids: frozenset[Any]) -> None:
+    while len(_KNOWN) >= _KNOWN_SIZE:
+        try:
+            del _KNOWN[next(iter(_KNOWN))]
+        except (KeyError, StopIteration, RuntimeError):  # (another thread took it first)
+            break
+    _KNOWN[id(messages)] = (messages, len(messages), ids)
 
 
 def merge_archived(left: dict[str, dict] | None, right: dict[str, dict] | None) -> dict[str, dict]:

@@ -168,6 +168,9 @@ async def _ainvoke_async(
     timeout_s: float | None,
     then: Callable[[Any], Any] | None,
 ) -> Any:
-    async with asyncio.timeout(timeout_s or None):  # (cancels the call in this task)
+    if not timeout_s:  # (no timer to arm: every call of a tool without a timeout)
+        result = await tool.ainvoke(args, config=config)
+        return result if then is None else then(result)
+    async with asyncio.timeout(timeout_s):  # (cancels the call in this task)
         result = await tool.ainvoke(args, config=config)
     return result if then is None else then(result)

@@ -126,3 +126,15 @@ def test_the_loop_state_reduces_messages_with_merge_messages():
     assert graph.channels["messages"].operator is merge_messages
     out = graph.invoke({"messages": [HumanMessage("q", id="h1"), AI("a", id="a2")]})
     assert [(m.content, bool(m.id)) for m in out["messages"]] == [("q", True), ("b", True), ("c", True)]
+
+
+def test_the_ids_remembered_for_a_merged_list_still_catch_a_reused_id():
+    """The second merge onto a list merge_messages made reads that list's remembered ids: a message
+    that reuses the id of one appended earlier replaces it, as add_messages does."""
+    first = merge_messages([HumanMessage("hi", id="h1")], [AIMessage("one", id="a1")])
+    second = merge_messages(first, [AIMessage("two", id="a2")])
+    third = merge_messages(second, [AIMessage("one, edited", id="a1")])
+    assert [(m.id, m.content) for m in third] == [("h1", "hi"), ("a1", "one, edited"), ("a2", "two")]
+    second.append(AIMessage("three", id="a3"))  # (changed in place: its remembered ids are not used)
+    fourth = merge_messages(second, [AIMessage("three, edited", id="a3")])
+    assert [m.id for m in fourth] == ["h1", "a1", "a2", "a3"] and fourth[-1].content == "three, edited"
