@@ -15,6 +15,7 @@ from langchain.agents.middleware import (
     AgentState,
     HumanInTheLoopMiddleware,
     ModelRequest,
+    ModelRetryMiddleware,
     PIIMiddleware,
     ToolCallLimitMiddleware,
     after_agent,
@@ -31,9 +32,12 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from smart_agent.graphs.agent import build_agent_graph
+from smart_agent.graphs.dual import build_dual_graph
 from smart_agent.graphs.fleet import build_fleet_graph
 from smart_agent.graphs.planner import build_planner_graph
+from smart_agent.nodes.dual import DECIDE
 from smart_agent.nodes.fleet import SUBMIT_SUBTASKS
+from smart_agent.testing.script import error
 from smart_agent.testing.scripted_server import text, tool_call, tool_calls
 
 pytestmark = pytest.mark.graph
@@ -302,3 +306,74 @@ async def test_the_fleet_runs_the_hooks_in_its_coordinator_and_workers(scripted_
     graph = build_fleet_graph(model=openai_model(srv), middleware=[on_model])
     await graph.ainvoke({"task": "two things"}, context=loop_context(workspace, max_workers=1))
     assert len(calls) == len(srv.requests) == 4  # decompose, two workers, aggregate
+
+
+async def test_langchains_model_retry_middleware_retries_a_failed_model_call(scripted_server, workspace):
+    srv = scripted_server([error(500, "overloaded"), text("fine")])
+    retry = ModelRetryMiddleware(max_retries=1, initial_delay=0)
+    graph = build_agent_graph(model=openai_model(srv), middleware=[retry])
+    final = await graph.ainvoke({"task": "hello"}, context=loop_context(workspace))
+    assert final["answer"] == "fine" and len(srv.requests) == 2
+
+
+async def test_the_dual_graph_runs_the_model_hooks_on_its_decisions(scripted_server, workspace):
+    seen: list[str] = []
+
+    @wrap_model_call
+    async def on_model(request, handler):
+        seen.append(str(request.messages[-1].content)[:40])
+        return await handler(request)
+
+    srv = scripted_server([
+        tool_call(DECIDE, {"action": "brainstorm", "thought": "Nothing to run."}),
+        tool_call(DECIDE, {"action": "final", "answer": "done"}),
+    ])
+    graph = build_dual_graph(model=openai_model(srv), middleware=[on_model])
+    final = await graph.ainvoke({"task": "think"}, context=loop_context(workspace))
+    assert final["answer"] == "done" and len(seen) == len(srv.requests) == 2  # each decision's request
+
+
+TEAM_WITH_MIDDLEWARE = """\
+default: triage
+agents:
+  triage:
+    description: Routes each question to the right specialist.
+    prompt: You are the triage agent.
+    tools: []
+    handoffs: [math]
+  math:
+    description: Does arithmetic.
+    prompt: You are the math agent.
+    tools: [calculator]
+    middleware: [team_hooks:COUNT]
+"""
+
+HOOKS_MODULE = """\
+from langchain.agents.middleware import before_model
+
+SEEN = []
+
+
+@before_model
+def COUNT(state, runtime):
+    SEEN.append(state["messages"][-1].type)
+"""
+
+
+async def test_an_agents_file_gives_one_member_its_own_middleware(scripted_server, workspace, tmp_path, monkeypatch):
+    """The agents file's `middleware:` runs on its member's turns only (math), not on triage's."""
+    (tmp_path / "team_hooks.py").write_text(HOOKS_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    team = tmp_path / "team.yaml"
+    team.write_text(TEAM_WITH_MIDDLEWARE)
+    srv = scripted_server([
+        tool_call("transfer_to_math", {}),
+        tool_call("calculator", {"expression": "6*7"}),
+        text("42"),
+    ])
+    graph = build_agent_graph(model=openai_model(srv), agents_file=team)
+    final = await graph.ainvoke({"task": "6*7?"}, context=loop_context(workspace))
+    import team_hooks
+
+    assert final["answer"] == "42" and len(srv.requests) == 3
+    assert team_hooks.SEEN == ["tool", "tool"]  # math's two turns (after the handoff, after the calculator)
