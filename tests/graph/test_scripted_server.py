@@ -1,5 +1,5 @@
 """Tests for the scripted OpenAI-compatible server and the demo responder over HTTP
-(ScriptedChatModel and the request readers: tests/unit/test_scripted_chat_model.py).
+(ScriptedChatModel and the request readers: tests/unit/testing/test_fake_models.py).
 
 The server is driven with the real ``langchain_openai.ChatOpenAI`` client.
 """

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
 import run_all
 
 

@@ -1,5 +1,5 @@
 """FaissMemoryStore: BaseStore operations, persistence, namespaces, concurrency and safety of
-the on-disk format (consolidation, ranking and pruning: test_memory_ranking.py)."""
+the on-disk format (consolidation, ranking and pruning: test_ranking.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import REPO
 from langgraph.store.base import (
     GetOp,
     InvalidNamespaceError,
@@ -33,7 +34,6 @@ from smart_agent.memory.store import (
     user_namespace,
 )
 
-TESTS = Path(__file__).resolve().parents[1]
 DAY = 86_400.0
 
 
@@ -251,8 +251,8 @@ def test_planted_pickles_execute_nothing(tmp_path):
 
 
 def test_no_pickle_in_the_memory_code():
-    files = [TESTS.parent / "memory" / f for f in ("store.py", "embeddings.py", "service.py")] + [
-        TESTS.parent / "cli" / "memory.py"
+    files = [REPO / "memory" / f for f in ("store.py", "embeddings.py", "service.py")] + [
+        REPO / "cli" / "memory.py"
     ]
     src = "".join(f.read_text() for f in files)
     assert "import pickle" not in src and "pickle.load" not in src and "load_local" not in src
