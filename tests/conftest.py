@@ -3,10 +3,12 @@ and the real ``langchain-openai`` client pointed at it."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -209,6 +211,15 @@ def fresh_database(pg_url: str, prefix: str = "sa") -> str:
     url = pg_url.replace("/postgres?", f"/{name}?", 1)
     assert url != pg_url
     return url
+
+
+def benchmark_module(name: str) -> ModuleType:
+    """A module of benchmarks/ (not part of the package, so not type-checked: its names are ``Any``
+    here), imported as the benchmark scripts import each other: by name, benchmarks/ on the path."""
+    folder = str(REPO / "benchmarks")
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    return importlib.import_module(name)
 
 
 def files_under(folder: Path) -> list[str]:

@@ -54,7 +54,7 @@ def emitted() -> list[tuple[str, str, dict]]:
                 if kw.arg is None:  # **payload: its keys are not known here
                     if isinstance(kw.value, ast.Dict):
                         for k, v in zip(kw.value.keys, kw.value.values, strict=True):
-                            if isinstance(k, ast.Constant):
+                            if isinstance(k, ast.Constant) and isinstance(k.value, str):
                                 fields[k.value] = v.value if isinstance(v, ast.Constant) else f"<{k.value}>"
                     continue
                 fields[kw.arg] = kw.value.value if isinstance(kw.value, ast.Constant) else f"<{kw.arg}>"

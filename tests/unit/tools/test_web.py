@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 from langchain.tools import ToolRuntime
-from tool_support import call, make_runtime
+from tool_support import call, call_text, make_runtime
 
 from smart_agent.tools import web
 from smart_agent.tools.guards import ToolError
@@ -170,7 +170,7 @@ def test_body_is_capped_while_streaming(monkeypatch: pytest.MonkeyPatch, rt: Too
     assert result.truncated and len(result.body) == 100_000 and pulled == 2
 
     pulled = 0
-    content = call(browse_url, rt, url="http://big.example/", max_chars=1000).content
+    content = call_text(browse_url, rt, url="http://big.example/", max_chars=1000)
     assert pulled == web.MAX_BODY_BYTES // 65536
     assert content.startswith("URL: http://big.example/\n\n" + "a" * 1000 + "\n\n[Truncated: showing the first 1000 of")
     assert content.endswith("[The response was larger than 2 MB; only the beginning was read.]")
@@ -193,7 +193,7 @@ def test_content_types(
         web, "_transport", httpx.MockTransport(lambda r: httpx.Response(200, headers=headers, content=body))
     )
     monkeypatch.setattr(web, "_resolve", public_resolver)
-    assert call(browse_url, rt, url="http://site.example/").content.endswith("\n\n" + expected)
+    assert call_text(browse_url, rt, url="http://site.example/").endswith("\n\n" + expected)
 
 
 def test_binary_and_http_errors(monkeypatch: pytest.MonkeyPatch, rt: ToolRuntime) -> None:
@@ -297,7 +297,11 @@ def test_web_search_offline_fails_fast(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_web_search_hanging_backend_hits_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(web, "_search_backend", lambda q, n, t: time.sleep(5) or [])
+    def hanging(query: str, n: int, timeout: int) -> list[dict[str, Any]]:
+        time.sleep(5)
+        return []
+
+    monkeypatch.setattr(web, "_search_backend", hanging)
     monkeypatch.setattr(web, "SEARCH_DEADLINE_S", 0.2)
     started = time.monotonic()
     with pytest.raises(ToolError, match="web search unavailable: no answer within 0.2 s"):
