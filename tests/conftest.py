@@ -3,6 +3,7 @@ and the real ``langchain-openai`` client pointed at it."""
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import subprocess
@@ -211,6 +212,24 @@ def fresh_database(pg_url: str, prefix: str = "sa") -> str:
     url = pg_url.replace("/postgres?", f"/{name}?", 1)
     assert url != pg_url
     return url
+
+
+# Top-level folders of the repository that are not part of the package.
+NOT_PACKAGE = frozenset({"tests", "benchmarks", "notebooks", "docs", "build", "dist"})
+
+
+@functools.cache
+def package_files() -> tuple[Path, ...]:
+    """The package's Python files, sorted (the repository root is the package ``smart_agent``): the
+    root's and those of its package folders (an ``__init__.py`` in each), none from the folders
+    outside it (tests/, benchmarks/, hidden folders such as .venv: they are never walked)."""
+    found: list[Path] = []
+    for folder, dirs, files in os.walk(REPO):
+        here = Path(folder)
+        outside = NOT_PACKAGE if here == REPO else frozenset()
+        dirs[:] = [d for d in dirs if d[0] != "." and d not in outside and (here / d / "__init__.py").is_file()]
+        found.extend(here / f for f in files if f.endswith(".py"))
+    return tuple(sorted(found))
 
 
 def benchmark_module(name: str) -> ModuleType:
