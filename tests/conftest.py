@@ -118,6 +118,15 @@ def openai_model(server, **kwargs):
     )
 
 
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listened on a moment ago (for a server the test starts)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def cli_env(server=None, **extra) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "SMART_AGENT_MODEL"))}
     # Memory (torch + the embedding model in every process) is tested on its own;
