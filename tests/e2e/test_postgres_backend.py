@@ -333,8 +333,11 @@ def test_a_users_recall_gets_all_its_candidates_among_many_users_memories(pg_url
     from smart_agent.sessions.store import open_backends
 
     url = fresh_database(pg_url)
-    query = np.random.default_rng(0).normal(size=384).tolist()
-    index = {"dims": 384, "embed": lambda texts: [query for _ in texts], "fields": ["text"]}
+    # 64 dimensions, not the local model's 384: the index is built as for any size (m, ef_construction),
+    # several times faster; what matters is how many rows a scan returns and whose they are.
+    dims = 64
+    query = np.random.default_rng(0).normal(size=dims).tolist()
+    index = {"dims": dims, "embed": lambda texts: [query for _ in texts], "fields": ["text"]}
 
     async def fill_and_search() -> int:
         async with open_backends(url, index=index) as backends:
@@ -356,7 +359,7 @@ def test_a_users_recall_gets_all_its_candidates_among_many_users_memories(pg_url
                     )
                     await conn.execute(
                         "INSERT INTO store_vectors (prefix, key, field_name, embedding) SELECT %s, 'k' || g, 'text', "
-                        "(SELECT array_agg(random() - 0.5) FROM generate_series(1, 384) WHERE g > 0)::vector(384) "
+                        f"(SELECT array_agg(random() - 0.5) FROM generate_series(1, {dims}) WHERE g > 0)::vector({dims}) "
                         "FROM generate_series(1, %s) g", (f"memories.{user}", n)
                     )
                 await conn.execute(indexdef)
