@@ -5,7 +5,7 @@ Every context field has a flag: its declaration gives the name (``max_workers`` 
 declares, ``--context-tokens``), the parser (from the field's type, or the ``parse`` it
 declares), the metavar, whether it repeats, and the help (its description's first sentence and
 its default). A value is checked like the field (type, bounds, rule): a bad one is one line,
-exit 2. A new setting thus gets its flag without any CLI change; ``tests/unit/test_cli_flags.py``
+exit 2. A new setting thus gets its flag without any CLI change; ``tests/unit/cli/test_flags.py``
 fails when a field has none. :func:`setting_values` maps the flags given onto the context values.
 """
 

@@ -3,7 +3,7 @@ event type the code emits to its renderer; :func:`event_line` picks it.
 
 A renderer returns None for an event that is shown another way (``final_answer``: the answer
 is printed at the end) or only under ``--json`` (``budget`` after each call). A type with no
-renderer still reads as ``key=value`` pairs, never raw JSON; ``tests/unit/test_event_lines.py``
+renderer still reads as ``key=value`` pairs, never raw JSON; ``tests/unit/cli/test_lines.py``
 collects every type the code emits and fails when one has no renderer here.
 """
 
@@ -341,7 +341,7 @@ def _final_answer(ev: dict) -> None:
     return None  # the answer is printed once, at the end (streamed on a terminal)
 
 
-#: Every event type's renderer (the types: events.EVENT_TYPES and what tests/unit/test_event_lines.py finds).
+#: Every event type's renderer (the types: events.EVENT_TYPES and what tests/unit/cli/test_lines.py finds).
 LINES: dict[str, Callable[[dict], str | None]] = {
     "tool_call": _tool_call,
     "tool_result": _tool_result,

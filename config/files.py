@@ -172,7 +172,7 @@ def load_yaml(
     are shared nodes there, so even a "billion laughs" document is a few hundred of them), their
     expanded count and depth are measured, and only a document within ``max_nodes`` and
     ``max_depth`` is turned into Python values. A problem is an :class:`InputFileError`."""
-    import yaml  # type: ignore[import-untyped]
+    import yaml
 
     try:
         loader = yaml.SafeLoader(text)

@@ -1,7 +1,7 @@
 """The configuration reference (``docs/configuration.md``), made from the settings' declarations.
 
 ``python -m smart_agent.config.reference > docs/configuration.md`` writes it;
-``tests/unit/test_configuration_docs.py`` fails when the file is not what this prints.
+``tests/unit/config/test_reference.py`` fails when the file is not what this prints.
 """
 
 from __future__ import annotations

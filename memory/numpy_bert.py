@@ -5,7 +5,7 @@ machine), paid by every ``smart-agent run`` that touches memory. This module
 reads the same files -- ``model.safetensors`` (no pickle), ``tokenizer.json``,
 ``config.json``, ``sentence_bert_config.json``, ``1_Pooling/config.json`` -- with
 ``safetensors.numpy`` and ``tokenizers`` and computes the same vectors in about
-a quarter of a second of start-up. ``tests/unit/test_memory_store.py`` checks it
+a quarter of a second of start-up. ``tests/e2e/test_memory_embedding_backends.py`` checks it
 against sentence-transformers.
 
 Supports BERT encoders with absolute positions, erf GELU, mean pooling and

@@ -3,10 +3,13 @@ and the real ``langchain-openai`` client pointed at it."""
 
 from __future__ import annotations
 
+import functools
+import importlib
 import os
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -115,6 +118,15 @@ def openai_model(server, **kwargs):
     )
 
 
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listened on a moment ago (for a server the test starts)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def cli_env(server=None, **extra) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "SMART_AGENT_MODEL"))}
     # Memory (torch + the embedding model in every process) is tested on its own;
@@ -209,6 +221,33 @@ def fresh_database(pg_url: str, prefix: str = "sa") -> str:
     url = pg_url.replace("/postgres?", f"/{name}?", 1)
     assert url != pg_url
     return url
+
+
+# Top-level folders of the repository that are not part of the package.
+NOT_PACKAGE = frozenset({"tests", "benchmarks", "notebooks", "docs", "build", "dist"})
+
+
+@functools.cache
+def package_files() -> tuple[Path, ...]:
+    """The package's Python files, sorted (the repository root is the package ``smart_agent``): the
+    root's and those of its package folders (an ``__init__.py`` in each), none from the folders
+    outside it (tests/, benchmarks/, hidden folders such as .venv: they are never walked)."""
+    found: list[Path] = []
+    for folder, dirs, files in os.walk(REPO):
+        here = Path(folder)
+        outside = NOT_PACKAGE if here == REPO else frozenset()
+        dirs[:] = [d for d in dirs if d[0] != "." and d not in outside and (here / d / "__init__.py").is_file()]
+        found.extend(here / f for f in files if f.endswith(".py"))
+    return tuple(sorted(found))
+
+
+def benchmark_module(name: str) -> ModuleType:
+    """A module of benchmarks/ (not part of the package, so not type-checked: its names are ``Any``
+    here), imported as the benchmark scripts import each other: by name, benchmarks/ on the path."""
+    folder = str(REPO / "benchmarks")
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    return importlib.import_module(name)
 
 
 def files_under(folder: Path) -> list[str]:

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import free_port
 
 APP = Path(__file__).resolve().parent / "mcp_server_app.py"
 
@@ -46,12 +47,6 @@ def alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return "\nState:\tZ" not in status
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class HttpMcpServer:

@@ -1,5 +1,5 @@
 """Small LangChain tools (and a registry of one) and a chunk aggregator shared by the scripted-server and
-ScriptedChatModel tests (tests/graph/test_scripted_server.py, tests/unit/test_scripted_chat_model.py)."""
+ScriptedChatModel tests (tests/graph/test_scripted_server.py, tests/unit/testing/test_fake_models.py)."""
 
 from __future__ import annotations
 

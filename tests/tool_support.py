@@ -4,18 +4,19 @@ workspace is the test's ``tmp_path``."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from langchain.tools import ToolRuntime
 from langchain_core.messages import ToolMessage
-from langchain_core.tools import BaseTool
+from langchain_core.tools import BaseTool, StructuredTool
 
 from smart_agent.config.context import Context
 
 
-def make_runtime(workspace: Path | None = None, *, store: Any = None, **context: Any) -> ToolRuntime:
+def make_runtime(workspace: Path | None = None, *, store: Any = None, **context: Any) -> ToolRuntime[Any, Any]:
     """A tool runtime (call id ``c1``) whose context has ``workspace``, when given, and the other
     ``context`` fields; ``store`` is the run's store."""
     if workspace is not None:
@@ -25,7 +26,7 @@ def make_runtime(workspace: Path | None = None, *, store: Any = None, **context:
     )
 
 
-def call(tool: BaseTool, runtime: ToolRuntime | None = None, **args: Any) -> ToolMessage:
+def call(tool: BaseTool, runtime: ToolRuntime[Any, Any] | None = None, **args: Any) -> ToolMessage:
     """Invoke ``tool`` with a model tool call, injecting ``runtime`` like the tools node does."""
     if runtime is not None:
         args["runtime"] = runtime
@@ -35,6 +36,20 @@ def call(tool: BaseTool, runtime: ToolRuntime | None = None, **args: Any) -> Too
     return message
 
 
+def call_text(tool: BaseTool, runtime: ToolRuntime[Any, Any] | None = None, **args: Any) -> str:
+    """The text of ``call``'s result (a tool's result is text)."""
+    content = call(tool, runtime, **args).content
+    assert isinstance(content, str), content
+    return content
+
+
+def function_of(tool: BaseTool) -> Callable[..., Any]:
+    """The function a ``@tool`` wraps, to call it directly (LangChain's ``@tool`` is declared to
+    return a ``BaseTool``; what it makes of a function is a ``StructuredTool``)."""
+    assert isinstance(tool, StructuredTool) and tool.func is not None, tool
+    return tool.func
+
+
 @pytest.fixture
-def rt(tmp_path: Path) -> ToolRuntime:
+def rt(tmp_path: Path) -> ToolRuntime[Any, Any]:
     return make_runtime(tmp_path)

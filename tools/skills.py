@@ -331,7 +331,7 @@ def known_skills(folders: tuple[str, ...]) -> dict[str, Skill]:
 
 RunStartHook = Callable[[Mapping[str, Any], dict, Any], Awaitable[dict[str, Any]]]
 # The run start's reads run on a thread of their own: a run with async tools and an async model
-# leaves the event loop's default executor alone (tests/unit/test_request_size.py).
+# leaves the event loop's default executor alone (tests/unit/history/test_budget.py).
 _READER = ThreadPoolExecutor(max_workers=2, thread_name_prefix="smart-agent-files")
 
 

@@ -6,19 +6,16 @@ and a long run's cached tokens, cost and prefix reuse (docs/cost.md)."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
-from conftest import cli_env, run_cli
+from conftest import benchmark_module, cli_env, run_cli
 
 from smart_agent.history.transcript import SUMMARY_SYSTEM_PROMPT
 from smart_agent.models.prompt_cache import thread_cache_key
 from smart_agent.nodes.reasoning import REASONING
 from smart_agent.testing.scripted_server import last_tool_message, text, tool_call
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from context_bench import make_workspace
+make_workspace = benchmark_module("context_bench").make_workspace
 
 
 def is_summary_request(req) -> bool:

@@ -274,6 +274,10 @@ def test_the_pool_size_option_caps_a_process_connections(pg_url, monkeypatch):
     store's pool being one."""
     import asyncio
 
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+    from langgraph.store.postgres.aio import AsyncPostgresStore
+    from psycopg_pool import AsyncConnectionPool
+
     from smart_agent.cli.backends import open_run_backends
 
     url = fresh_database(pg_url)
@@ -283,7 +287,10 @@ def test_the_pool_size_option_caps_a_process_connections(pg_url, monkeypatch):
 
     async def run() -> list[int]:
         async with open_run_backends() as backends:
+            assert isinstance(backends.store, AsyncPostgresStore)
+            assert isinstance(backends.checkpointer, AsyncPostgresSaver)
             pool = backends.store.conn
+            assert isinstance(pool, AsyncConnectionPool)
             assert backends.checkpointer.conn is pool and pool.max_size == 2
             counts: list[int] = []
             done = asyncio.Event()
@@ -299,7 +306,9 @@ def test_the_pool_size_option_caps_a_process_connections(pg_url, monkeypatch):
                             "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
                             (database,),
                         )
-                        counts.append((await cur.fetchone())[0])
+                        row = await cur.fetchone()
+                        assert row is not None
+                        counts.append(row[0])
                         await asyncio.sleep(0.02)
 
             watcher = asyncio.create_task(watch())
@@ -318,20 +327,30 @@ def test_a_users_recall_gets_all_its_candidates_among_many_users_memories(pg_url
     (pgvector 0.6 here: no iterative scans)."""
     import asyncio
 
+    from langgraph.store.postgres.aio import AsyncPostgresStore
+    from psycopg_pool import AsyncConnectionPool
+
     from smart_agent.sessions.store import open_backends
 
     url = fresh_database(pg_url)
-    query = np.random.default_rng(0).normal(size=384).tolist()
-    index = {"dims": 384, "embed": lambda texts: [query for _ in texts], "fields": ["text"]}
+    # 64 dimensions, not the local model's 384: the index is built as for any size (m, ef_construction),
+    # several times faster; what matters is how many rows a scan returns and whose they are.
+    dims = 64
+    query = np.random.default_rng(0).normal(size=dims).tolist()
+    index = {"dims": dims, "embed": lambda texts: [query for _ in texts], "fields": ["text"]}
 
     async def fill_and_search() -> int:
         async with open_backends(url, index=index) as backends:
-            assert backends.store is not None
-            async with backends.store.conn.connection() as conn:
+            assert isinstance(backends.store, AsyncPostgresStore)
+            pool = backends.store.conn
+            assert isinstance(pool, AsyncConnectionPool)
+            async with pool.connection() as conn:
                 cur = await conn.execute(
                     "SELECT indexdef FROM pg_indexes WHERE indexname = 'store_vectors_embedding_idx'"
                 )
-                indexdef = (await cur.fetchone())["indexdef"]
+                row = await cur.fetchone()
+                assert row is not None
+                indexdef = row["indexdef"]
                 await conn.execute("DROP INDEX store_vectors_embedding_idx")  # built once after the rows: faster
                 for user, n in (("other", 20_000), ("bob", 2_200)):
                     await conn.execute(
@@ -340,7 +359,7 @@ def test_a_users_recall_gets_all_its_candidates_among_many_users_memories(pg_url
                     )
                     await conn.execute(
                         "INSERT INTO store_vectors (prefix, key, field_name, embedding) SELECT %s, 'k' || g, 'text', "
-                        "(SELECT array_agg(random() - 0.5) FROM generate_series(1, 384) WHERE g > 0)::vector(384) "
+                        f"(SELECT array_agg(random() - 0.5) FROM generate_series(1, {dims}) WHERE g > 0)::vector({dims}) "
                         "FROM generate_series(1, %s) g", (f"memories.{user}", n)
                     )
                 await conn.execute(indexdef)

@@ -27,17 +27,12 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import cli_env, fresh_database, run_cli
+from conftest import cli_env, free_port, fresh_database, run_cli
 
 from smart_agent.testing.scripted_server import ScriptedOpenAIServer, last_tool_message, text, tool_call
 
-pytestmark = pytest.mark.e2e
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+# The cluster (Redis, two replicas) is module-scoped: its tests run on one worker.
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("serve_replicas")]
 
 
 def wait_until(check: Callable[[], bool], timeout_s: float, what: str) -> None:

@@ -31,7 +31,9 @@ def is_child(req) -> bool:
 
 
 def task_id(content: str) -> str:
-    return re.search(r"task-[0-9a-f]{8}", content).group(0)
+    found = re.search(r"task-[0-9a-f]{8}", content)
+    assert found, content
+    return found.group(0)
 
 
 def tool_results(req) -> list[str]:

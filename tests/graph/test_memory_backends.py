@@ -13,7 +13,7 @@ import json
 import uuid
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from conftest import fresh_database, openai_model, run_graph
@@ -28,6 +28,9 @@ from smart_agent.memory import backend, background
 from smart_agent.memory.backend import NO_INDEX, MemoryPolicy, local_index
 from smart_agent.memory.ranking import RankingConfig, memory_times
 from smart_agent.memory.store import FaissMemoryStore, user_namespace
+
+if TYPE_CHECKING:
+    from langgraph.store.postgres.base import PostgresIndexConfig
 from smart_agent.memory.transfer import export_records, import_records, parse_records
 from smart_agent.testing.scripted_server import text
 from smart_agent.tools.invoke import run_tool
@@ -42,7 +45,7 @@ class PlainBaseStore(BaseStore):
     """Only the ``BaseStore`` API of a store (no ``remember``/``recall``): the memory layer takes
     its generic path, as it would with the FAISS store handed to it as any server's store."""
 
-    def __init__(self, store: BaseStore) -> None:
+    def __init__(self, store: FaissMemoryStore) -> None:
         self.inner = store
         self.index_config = store.index_config
 
@@ -83,7 +86,7 @@ async def make_backend(tmp_path, request):
     async def make(name: str, embeddings: Any, dims: int) -> Backend:
         now = [T0]
         policy = MemoryPolicy(clock=lambda: now[0])
-        index = {"dims": dims, "embed": embeddings, "fields": ["text"]}
+        index: PostgresIndexConfig = {"dims": dims, "embed": embeddings, "fields": ["text"]}
         if name in ("faiss", "faiss-as-basestore"):
             store: Any = FaissMemoryStore(tmp_path / f"faiss-{uuid.uuid4().hex[:6]}", embeddings=embeddings,
                                           clock=lambda: now[0])
@@ -101,7 +104,7 @@ async def make_backend(tmp_path, request):
 
 
 @contextlib.asynccontextmanager
-async def _postgres_store(pg_url: str, index: dict):
+async def _postgres_store(pg_url: str, index: PostgresIndexConfig):
     """AsyncPostgresStore (pgvector) in a database of its own: the vector column's size is fixed
     per database, and no test sees another's rows."""
     from langgraph.store.postgres.aio import AsyncPostgresStore

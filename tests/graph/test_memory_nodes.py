@@ -1,5 +1,5 @@
 """memory_recall / memory_write in the agent graph over the real client (the nodes and tools
-alone: tests/unit/test_memory_units.py; the ``smart-agent memory`` CLI: tests/e2e/test_memory_cli.py)."""
+alone: tests/unit/memory/test_service.py; the ``smart-agent memory`` CLI: tests/e2e/test_memory_cli.py)."""
 
 from __future__ import annotations
 

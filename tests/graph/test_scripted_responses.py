@@ -7,6 +7,7 @@ import openai
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
 from langchain_openai import ChatOpenAI
+from pydantic import SecretStr
 from scripted_support import aggregate, calculator
 
 from smart_agent.testing.scripted_responses import cached_tokens, shared_prefix
@@ -17,8 +18,8 @@ LONG = "the same long instructions " * 400  # ~2700 tokens: over OpenAI's 1024-t
 
 def responses_model(server: ScriptedOpenAIServer, **kw) -> ChatOpenAI:
     return ChatOpenAI(
-        base_url=server.base_url, api_key="x", model="scripted-model", stream_usage=True, max_retries=0, timeout=10,
-        use_responses_api=True, **kw,
+        base_url=server.base_url, api_key=SecretStr("x"), model="scripted-model", stream_usage=True, max_retries=0,
+        timeout=10, use_responses_api=True, **kw,
     )
 
 

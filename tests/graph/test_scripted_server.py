@@ -1,5 +1,5 @@
 """Tests for the scripted OpenAI-compatible server and the demo responder over HTTP
-(ScriptedChatModel and the request readers: tests/unit/test_scripted_chat_model.py).
+(ScriptedChatModel and the request readers: tests/unit/testing/test_fake_models.py).
 
 The server is driven with the real ``langchain_openai.ChatOpenAI`` client.
 """
@@ -17,6 +17,7 @@ import openai
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_openai import ChatOpenAI
+from pydantic import SecretStr
 from scripted_support import aggregate, calculator, write_file
 
 from smart_agent.testing.demo import DEMO_TASK, demo_responder
@@ -32,7 +33,7 @@ from smart_agent.testing.scripted_server import (
 def _model(server: ScriptedOpenAIServer, **kw) -> ChatOpenAI:
     kw.setdefault("max_retries", 0)
     kw.setdefault("timeout", 10)
-    return ChatOpenAI(base_url=server.base_url, api_key="x", model="scripted-model", stream_usage=True, **kw)
+    return ChatOpenAI(base_url=server.base_url, api_key=SecretStr("x"), model="scripted-model", stream_usage=True, **kw)
 
 
 def _post(url: str, body: bytes) -> tuple[int, dict]:
@@ -128,7 +129,7 @@ def test_streaming_text_and_tool_calls_with_usage(server):
 
 def test_streaming_without_stream_usage_has_no_usage(server):
     server.reset([text("hi there")])
-    model = ChatOpenAI(base_url=server.base_url, api_key="x", model="scripted-model", max_retries=0)
+    model = ChatOpenAI(base_url=server.base_url, api_key=SecretStr("x"), model="scripted-model", max_retries=0)
     agg = aggregate(model.stream("hi"))
     assert agg.content == "hi there"
     assert "stream_options" not in server.requests[0]

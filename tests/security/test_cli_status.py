@@ -20,9 +20,9 @@ pytestmark = pytest.mark.unit
 
 
 def shown(activities) -> str:
-    console = Console(file=io.StringIO(), width=200, force_terminal=False)
-    console.print(live._Status(activities))
-    return console.file.getvalue().strip()
+    out = io.StringIO()
+    Console(file=out, width=200, force_terminal=False).print(live._Status(activities))
+    return out.getvalue().strip()
 
 
 def test_six_tools_running_are_one_and_five_more():

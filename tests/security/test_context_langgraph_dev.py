@@ -46,9 +46,11 @@ async def run_with_context(url: str, context: dict) -> dict:
 
     client = get_client(url=url)
     thread = await client.threads.create()
-    return await client.runs.wait(
+    result = await client.runs.wait(
         thread["thread_id"], "agent", input={"task": "Read the page."}, context=context, raise_error=False
     )
+    assert isinstance(result, dict), result
+    return result
 
 
 @pytest.mark.parametrize("false_text", ["false", "no", "0"])

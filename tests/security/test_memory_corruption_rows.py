@@ -423,8 +423,8 @@ def recall_store(folder, kind: str):
         tamper(folder, NS_DAMAGE[kind])
     else:
         index_folder_is_a_file(folder)
-    store = FaissMemoryStore(folder, embeddings=TableEmbeddings())
-    emb = store.embeddings
+    emb = TableEmbeddings()
+    store = FaissMemoryStore(folder, embeddings=emb)
     both = np.add(emb.embed_query("the dog is called Rex"), emb.embed_query("the cat is called Tom"))
     emb.table["What are my pets called?"] = (both / np.linalg.norm(both)).tolist()
     return store, bad

@@ -89,7 +89,7 @@ async def test_a_10_mb_argument_is_refused_before_it_runs_and_shrunk_in_history(
     }
     assert srv.request_chars(1) < 100_000  # the next request does not carry the 10 MB
     ai = next(m for m in final["messages"] if isinstance(m, AIMessage) and (m.tool_calls or m.invalid_tool_calls))
-    (call,) = [*ai.tool_calls, *ai.invalid_tool_calls]  # (too long to be parsed at all: an invalid call)
+    (call,) = ai.tool_calls + ai.invalid_tool_calls  # (too long to be parsed at all: an invalid call)
     args = call["args"] if isinstance(call["args"], dict) else json.loads(call["args"])
     assert set(args) == {"_truncated"}  # nor does the checkpoint
 

@@ -8,14 +8,11 @@ that write one line per execution to a marker file (the count is taken from the 
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 from conftest import run_cli
 
-sys.path.insert(0, str(Path(__file__).parent))
-from planner_budget_support import executions, plugin_env, submit
+from security.planner_budget_support import executions, plugin_env, submit
 
 pytestmark = pytest.mark.e2e
 

@@ -19,8 +19,7 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-sys.path.insert(0, str(Path(__file__).parent))
-from planner_budget_support import executions, plugin_env
+from security.planner_budget_support import executions, plugin_env
 
 pytestmark = pytest.mark.e2e
 

@@ -10,11 +10,15 @@ inside the server's workspace narrows it and works."""
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import pytest
 
 from security.test_context_langgraph_dev import loopback_page  # noqa: F401 (a fixture)
 from smart_agent.testing.scripted_server import text, tool_call
+
+if TYPE_CHECKING:
+    from langgraph_sdk.schema import Config
 
 pytestmark = pytest.mark.e2e
 
@@ -27,14 +31,16 @@ def echo_tool_result(req) -> dict:
     return text(str(req["messages"][-1]["content"])[:300])
 
 
-async def run(url: str, graph: str, task: str, *, context: dict | None = None, config: dict | None = None) -> dict:
+async def run(url: str, graph: str, task: str, *, context: dict | None = None, config: Config | None = None) -> dict:
     from langgraph_sdk import get_client
 
     client = get_client(url=url)
     thread = await client.threads.create()
-    return await client.runs.wait(
+    result = await client.runs.wait(
         thread["thread_id"], graph, input={"task": task}, context=context, config=config, raise_error=False
     )
+    assert isinstance(result, dict), result
+    return result
 
 
 def error_of(result) -> str:

@@ -13,23 +13,19 @@ from __future__ import annotations
 
 import itertools
 import json
-import sys
 import threading
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from conftest import openai_model, run_cli, run_graph
 from langchain_core.tools import tool
 
+from security.planner_budget_support import executions, plugin_env, submit
 from smart_agent.config.context import Context
 from smart_agent.nodes.fleet import AGGREGATE_SYSTEM, SUBMIT_SUBTASKS
 from smart_agent.testing.scripted_server import text, tool_call
 from smart_agent.tools.registry import ToolMeta, ToolRegistry
 from smart_agent.tools.retry import RetryableToolError
-
-sys.path.insert(0, str(Path(__file__).parent))
-from planner_budget_support import executions, plugin_env, submit
 
 SKIPPED = "Skipped: tool-call limit reached"
 

@@ -41,15 +41,17 @@ class Holder:
     def __init__(self, thread_id: str, url: str | None) -> None:
         self.proc = subprocess.Popen([sys.executable, "-c", HOLDER, thread_id, url or ""],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        assert self.proc.stdout.readline().strip() == "held"
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
+        assert self.stdout.readline().strip() == "held"
 
     def release(self) -> None:
-        self.proc.stdin.write("\n")
-        self.proc.stdin.flush()
+        self.stdin.write("\n")
+        self.stdin.flush()
 
     def close(self) -> str:
-        self.proc.stdin.close()
-        out = self.proc.stdout.read()
+        self.stdin.close()
+        out = self.stdout.read()
         self.proc.wait(60)
         return out
 

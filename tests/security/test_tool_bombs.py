@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 from conftest import cli_env
-from tool_support import call, make_runtime
+from tool_support import call, function_of, make_runtime
 
 from smart_agent.testing.scripted_server import text, tool_call
 from smart_agent.tools import calculator as calc
@@ -36,6 +36,9 @@ from smart_agent.tools.calculator import MAX_INT_BITS, MAX_ROUND_DIGITS, calcula
 from smart_agent.tools.file_search import glob_files, grep_files
 from smart_agent.tools.guards import ToolError
 from smart_agent.tools.regex_bounds import MAX_REPEAT, MAX_UNROLLED, check_regex_bounds
+
+# The functions under the tools, called directly (the tools node injects the runtime the same way).
+calculator_fn = function_of(calculator)
 
 CHILD_AS_BYTES = 2 << 30  # a regression hits MemoryError at 2 GB instead of taking 20 GB
 CHILD_CPU_S = 60  # hang guard: SIGXCPU ends a child stuck in one C call
@@ -265,7 +268,7 @@ def spied(monkeypatch):
 @pytest.mark.parametrize("expression", CALC_BOMBS)
 def test_calculator_bombs_are_refused_before_computing(expression, spied):
     with pytest.raises(ToolError, match="(?i)too large|beyond|overflow") as refused:
-        calculator.func(expression)
+        calculator_fn(expression)
     assert "\n" not in str(refused.value) and len(str(refused.value)) < 300
     assert max(spied, default=0) <= CHEAP_BITS
 
@@ -279,20 +282,20 @@ def test_calculator_refusals_name_the_limit(spied):
         ("2**(2**4000)", f"the power has more than {MAX_INT_BITS} bits"),
     ]:
         with pytest.raises(ToolError) as refused:
-            calculator.func(expression)
+            calculator_fn(expression)
         assert message in str(refused.value)
 
 
 @pytest.mark.unit
 def test_calculator_still_computes_at_the_limits(spied):
-    assert calculator.func(f"round(7, -{MAX_ROUND_DIGITS})") == "0"
-    assert calculator.func("round(123456, -3)") == "123000"
-    assert calculator.func(f"round(1.5, {MAX_ROUND_DIGITS})") == "1.5"
-    assert calculator.func("round(2**4000, -1000)") == str(round(2**4000, -1000))
-    assert calculator.func("(2**2000)*(2**2000)") == str(2**4000)
-    assert calculator.func("2**4095") == str(2**4095)
-    assert calculator.func("(-1)**(2**4000)") == "1"
-    assert calculator.func("2**-2") == "0.25"
+    assert calculator_fn(f"round(7, -{MAX_ROUND_DIGITS})") == "0"
+    assert calculator_fn("round(123456, -3)") == "123000"
+    assert calculator_fn(f"round(1.5, {MAX_ROUND_DIGITS})") == "1.5"
+    assert calculator_fn("round(2**4000, -1000)") == str(round(2**4000, -1000))
+    assert calculator_fn("(2**2000)*(2**2000)") == str(2**4000)
+    assert calculator_fn("2**4095") == str(2**4095)
+    assert calculator_fn("(-1)**(2**4000)") == "1"
+    assert calculator_fn("2**-2") == "0.25"
 
 
 @pytest.mark.unit

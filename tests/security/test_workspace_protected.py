@@ -10,12 +10,18 @@ from pathlib import Path
 
 import pytest
 from conftest import cli_env, openai_model, run_cli, run_graph
+from tool_support import function_of
 
 from smart_agent.config.context import Context
 from smart_agent.graphs.agent import build_agent_graph
 from smart_agent.testing.scripted_server import text, tool_calls
 from smart_agent.tools.files import list_files, read_file, write_file
 from smart_agent.tools.guards import ToolError
+
+# The functions under the tools, called directly (the tools node injects the runtime the same way).
+list_files_fn = function_of(list_files)
+read_file_fn = function_of(read_file)
+write_file_fn = function_of(write_file)
 
 TARGETS = [".smart-agent/plugins/evil.py", ".git/hooks/pre-commit", ".git/config", ".smart-agent/sessions.sqlite",
            ".GIT/hooks/post-checkout", "sub/.git/config", "sub/.Smart-Agent/plugins/x.py"]
@@ -121,13 +127,13 @@ def test_configured_plugins_folder_and_custom_data_home_are_refused(
     runtime = type("R", (), {"context": rt})()
     for path in ["tools-dir/evil.py", "./tools-dir/sub/evil.py", "state/sessions.sqlite", str(ws / "state" / "x")]:
         with pytest.raises(ToolError, match="protected folder"):
-            write_file.func(path, "x", runtime=runtime)
+            write_file_fn(path, "x", runtime=runtime)
     with pytest.raises(ToolError, match="protected folder"):
-        read_file.func("state/sessions.sqlite", runtime=runtime)
+        read_file_fn("state/sessions.sqlite", runtime=runtime)
     with pytest.raises(ToolError, match="protected folder"):
-        list_files.func("tools-dir", runtime=runtime)
+        list_files_fn("tools-dir", runtime=runtime)
     assert [p.name for p in (ws / "tools-dir").iterdir()] == []
     assert (ws / "state" / "sessions.sqlite").read_text() == SESSIONS
     (ws / "notes.txt").write_text("n")
     (ws / ".git").mkdir()
-    assert list_files.func(".", runtime=runtime) == "notes.txt"  # protected folders are hidden
+    assert list_files_fn(".", runtime=runtime) == "notes.txt"  # protected folders are hidden

@@ -13,11 +13,15 @@ from typing import Any
 
 import pytest
 from langchain.tools import ToolRuntime
-from tool_support import make_runtime
+from tool_support import function_of, make_runtime
 
 from smart_agent.config.context import Context
 from smart_agent.tools.files import read_file, write_file
 from smart_agent.tools.guards import ToolError
+
+# The functions under the tools, called directly (the tools node injects the runtime the same way).
+read_file_fn = function_of(read_file)
+write_file_fn = function_of(write_file)
 
 OUTSIDE_SECRET = "OUTSIDE SECRET"
 ROUNDS = 2000
@@ -82,10 +86,10 @@ def test_symlink_swapped_during_calls_never_redirects_an_access(dirs: tuple[Path
     thread.start()
     try:
         for i in range(ROUNDS):
-            for call in (lambda i=i: write_file.func(f"d/w{i % 7}.txt", f"pwned {i}", runtime=rt),
-                         lambda i=i: write_file.func("f.txt", f"pwned {i}", runtime=rt),
-                         lambda: read_file.func("d/secret.txt", runtime=rt),
-                         lambda: read_file.func("r.txt", runtime=rt)):
+            for call in (lambda i=i: write_file_fn(f"d/w{i % 7}.txt", f"pwned {i}", runtime=rt),
+                         lambda i=i: write_file_fn("f.txt", f"pwned {i}", runtime=rt),
+                         lambda: read_file_fn("d/secret.txt", runtime=rt),
+                         lambda: read_file_fn("r.txt", runtime=rt)):
                 try:
                     result = call()
                 except ToolError:
@@ -117,9 +121,9 @@ def test_symlinks_inside_the_workspace_are_refused(dirs: tuple[Path, Path]) -> N
     (ws / "a-link.txt").symlink_to(ws / "sub" / "a.txt")
     for path in ["alias/a.txt", "a-link.txt"]:
         with pytest.raises(ToolError, match="symbolic link; refused"):
-            read_file.func(path, runtime=rt)
+            read_file_fn(path, runtime=rt)
         with pytest.raises(ToolError, match="symbolic link; refused"):
-            write_file.func(path, "b", runtime=rt)
+            write_file_fn(path, "b", runtime=rt)
     assert (ws / "sub" / "a.txt").read_text() == "a"
 
 
@@ -128,7 +132,7 @@ def test_hard_link_to_an_outside_file_is_not_written(dirs: tuple[Path, Path]) ->
     ws, outside = dirs
     os.link(outside / "secret.txt", ws / "notes.txt")
     with pytest.raises(ToolError, match="hard links"):
-        write_file.func("notes.txt", "pwned", runtime=runtime(ws))
+        write_file_fn("notes.txt", "pwned", runtime=runtime(ws))
     assert (outside / "secret.txt").read_text() == OUTSIDE_SECRET
 
 
@@ -154,9 +158,9 @@ def test_fifo_is_refused_without_blocking(dirs: tuple[Path, Path], tool: str) ->
     os.mkfifo(fifo)
     rt = runtime(ws, tool_timeout_s=5)
     fn = (
-        (lambda: read_file.func("pipe", runtime=rt))
+        (lambda: read_file_fn("pipe", runtime=rt))
         if tool == "read_file"
-        else (lambda: write_file.func("pipe", "x", runtime=rt))
+        else (lambda: write_file_fn("pipe", "x", runtime=rt))
     )
     thread, box = _in_thread(fn)
     thread.join(timeout=5 + 10)  # the run's tool timeout + 10 s: a blocked open fails the test instead of hanging it
@@ -175,16 +179,16 @@ def test_write_cap_refuses_before_anything_is_written(dirs: tuple[Path, Path], m
     rt = runtime(ws, max_write_bytes=100)
     content = "é" * 51  # 51 characters, 102 bytes in UTF-8: the cap counts bytes
     with pytest.raises(ToolError, match=r"102 bytes, more than this run's max_write_bytes \(100\)"):
-        write_file.func("new/dir/big.txt", content, runtime=rt)
+        write_file_fn("new/dir/big.txt", content, runtime=rt)
     assert list(ws.iterdir()) == []  # not even the parent folders
     (ws / "kept.txt").write_text("old")
     with pytest.raises(ToolError, match="max_write_bytes"):
-        write_file.func("kept.txt", content, runtime=rt)
+        write_file_fn("kept.txt", content, runtime=rt)
     assert (ws / "kept.txt").read_text() == "old"  # not truncated
-    assert write_file.func("ok.txt", "é" * 50, runtime=rt) == "Wrote 50 characters to ok.txt"
+    assert write_file_fn("ok.txt", "é" * 50, runtime=rt) == "Wrote 50 characters to ok.txt"
     assert (ws / "ok.txt").read_text() == "é" * 50
     monkeypatch.setenv("SMART_AGENT_MAX_WRITE_BYTES", "10")
     with pytest.raises(ToolError, match=r"max_write_bytes \(10\)"):
-        write_file.func("env.txt", "x" * 11, runtime=runtime(ws))
+        write_file_fn("env.txt", "x" * 11, runtime=runtime(ws))
     with pytest.raises(ValueError, match="max_write_bytes"):
         Context(max_write_bytes=0)

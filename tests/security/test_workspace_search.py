@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from langchain.tools import ToolRuntime
+from tool_support import function_of
 
 from smart_agent.tools import file_search
 from smart_agent.tools.file_edit import edit_file
@@ -24,6 +25,12 @@ from smart_agent.tools.files import read_file
 from smart_agent.tools.guards import ToolError
 
 from .test_workspace_races import OUTSIDE_SECRET, exchange, runtime
+
+# The functions under the tools, called directly (the tools node injects the runtime the same way).
+edit_file_fn = function_of(edit_file)
+glob_files_fn = function_of(glob_files)
+grep_files_fn = function_of(grep_files)
+read_file_fn = function_of(read_file)
 
 SWAP_ROUNDS = 300
 
@@ -41,10 +48,10 @@ def dirs(tmp_path: Path) -> tuple[Path, Path]:
 
 def search_calls(rt: ToolRuntime) -> list[Any]:
     return [
-        lambda: glob_files.func("**/*", runtime=rt),
-        lambda: glob_files.func("**/secret.txt", runtime=rt),
-        lambda: grep_files.func("SECRE[T]|origina[l]", runtime=rt),
-        lambda: grep_files.func("SECRE[T]", glob="*.txt", runtime=rt),
+        lambda: glob_files_fn("**/*", runtime=rt),
+        lambda: glob_files_fn("**/secret.txt", runtime=rt),
+        lambda: grep_files_fn("SECRE[T]|origina[l]", runtime=rt),
+        lambda: grep_files_fn("SECRE[T]", glob="*.txt", runtime=rt),
     ]
 
 
@@ -52,18 +59,18 @@ def search_calls(rt: ToolRuntime) -> list[Any]:
 @pytest.mark.parametrize(
     "attempt",
     [
-        lambda rt: glob_files.func("../outside/*", runtime=rt),
-        lambda rt: glob_files.func("**/../../outside/*", runtime=rt),
-        lambda rt: glob_files.func("/etc/*", runtime=rt),
-        lambda rt: glob_files.func("*", path="..", runtime=rt),
-        lambda rt: glob_files.func("*", path="/etc", runtime=rt),
-        lambda rt: grep_files.func("root", path="/etc/passwd", runtime=rt),
-        lambda rt: grep_files.func("SECRET", path="../outside", runtime=rt),
-        lambda rt: grep_files.func("SECRET", glob="../outside/*", runtime=rt),
-        lambda rt: grep_files.func("SECRET", path="~", runtime=rt),
-        lambda rt: edit_file.func("../outside/victim.txt", "original", "pwned", runtime=rt),
-        lambda rt: edit_file.func("/etc/hostname", "a", "b", runtime=rt),
-        lambda rt: read_file.func("../outside/secret.txt", offset=1, limit=1, runtime=rt),
+        lambda rt: glob_files_fn("../outside/*", runtime=rt),
+        lambda rt: glob_files_fn("**/../../outside/*", runtime=rt),
+        lambda rt: glob_files_fn("/etc/*", runtime=rt),
+        lambda rt: glob_files_fn("*", path="..", runtime=rt),
+        lambda rt: glob_files_fn("*", path="/etc", runtime=rt),
+        lambda rt: grep_files_fn("root", path="/etc/passwd", runtime=rt),
+        lambda rt: grep_files_fn("SECRET", path="../outside", runtime=rt),
+        lambda rt: grep_files_fn("SECRET", glob="../outside/*", runtime=rt),
+        lambda rt: grep_files_fn("SECRET", path="~", runtime=rt),
+        lambda rt: edit_file_fn("../outside/victim.txt", "original", "pwned", runtime=rt),
+        lambda rt: edit_file_fn("/etc/hostname", "a", "b", runtime=rt),
+        lambda rt: read_file_fn("../outside/secret.txt", offset=1, limit=1, runtime=rt),
     ],
 )
 def test_traversal_and_absolute_paths_are_refused(dirs: tuple[Path, Path], attempt: Any) -> None:
@@ -82,23 +89,23 @@ def test_symlinks_pointing_out_are_never_followed(dirs: tuple[Path, Path]) -> No
     (ws / "out").symlink_to(outside, target_is_directory=True)
     (ws / "victim.txt").symlink_to(outside / "victim.txt")
     (ws / "secret.txt").symlink_to(outside / "secret.txt")
-    listed = glob_files.func("**/*", runtime=rt)
+    listed = glob_files_fn("**/*", runtime=rt)
     assert listed.splitlines() == [
         "inside.txt", "out (symbolic link; not followed)", "secret.txt (symbolic link; not followed)", "sub/",
         "sub/out (symbolic link; not followed)", "victim.txt (symbolic link; not followed)",
     ]
-    assert "[No paths match" in glob_files.func("**/secret.txt/*", runtime=rt)
-    assert "[No paths match" in glob_files.func("out/*", runtime=rt)
-    found = grep_files.func("SECRET|original", runtime=rt)
+    assert "[No paths match" in glob_files_fn("**/secret.txt/*", runtime=rt)
+    assert "[No paths match" in glob_files_fn("out/*", runtime=rt)
+    found = grep_files_fn("SECRET|original", runtime=rt)
     assert found.startswith("[No matches") and "[4 symbolic links not followed.]" in found
     for attempt in [
-        lambda: grep_files.func("SECRET", path="out", runtime=rt),
-        lambda: grep_files.func("SECRET", path="secret.txt", runtime=rt),
-        lambda: grep_files.func("SECRET", path="sub/out/secret.txt", runtime=rt),
-        lambda: glob_files.func("*", path="sub/out", runtime=rt),
-        lambda: edit_file.func("victim.txt", "original", "pwned", runtime=rt),
-        lambda: edit_file.func("out/victim.txt", "original", "pwned", runtime=rt),
-        lambda: read_file.func("secret.txt", offset=1, limit=1, runtime=rt),
+        lambda: grep_files_fn("SECRET", path="out", runtime=rt),
+        lambda: grep_files_fn("SECRET", path="secret.txt", runtime=rt),
+        lambda: grep_files_fn("SECRET", path="sub/out/secret.txt", runtime=rt),
+        lambda: glob_files_fn("*", path="sub/out", runtime=rt),
+        lambda: edit_file_fn("victim.txt", "original", "pwned", runtime=rt),
+        lambda: edit_file_fn("out/victim.txt", "original", "pwned", runtime=rt),
+        lambda: read_file_fn("secret.txt", offset=1, limit=1, runtime=rt),
     ]:
         with pytest.raises(ToolError, match="symbolic link; refused|outside the workspace"):
             attempt()
@@ -111,7 +118,7 @@ def test_hard_link_to_an_outside_file_is_not_edited(dirs: tuple[Path, Path]) -> 
     ws, outside = dirs
     os.link(outside / "victim.txt", ws / "notes.txt")
     with pytest.raises(ToolError, match="hard links"):
-        edit_file.func("notes.txt", "original", "pwned", runtime=runtime(ws))
+        edit_file_fn("notes.txt", "original", "pwned", runtime=runtime(ws))
     assert (outside / "victim.txt").read_text() == "original\n"
     assert (ws / "notes.txt").read_text() == "original\n"
     assert sorted(p.name for p in ws.iterdir()) == ["inside.txt", "notes.txt"]  # no temporary file left
@@ -130,21 +137,21 @@ def test_protected_folders_are_never_searched_listed_or_edited(
     monkeypatch.setenv("SMART_AGENT_HOME", str(ws / "state"))
     monkeypatch.setenv("SMART_AGENT_PLUGINS", str(ws / "plugins-dir"))
     rt = runtime(ws)
-    assert glob_files.func("**/*", runtime=rt) == "notes.txt\nsub/"
-    assert glob_files.func("**/config", runtime=rt).startswith("[No paths match")
-    assert glob_files.func(".git/*", runtime=rt).startswith("[No paths match")
-    assert grep_files.func("token", runtime=rt) == "notes.txt:1: token = visible"
-    assert grep_files.func("token", glob="**/*", runtime=rt) == "notes.txt:1: token = visible"
+    assert glob_files_fn("**/*", runtime=rt) == "notes.txt\nsub/"
+    assert glob_files_fn("**/config", runtime=rt).startswith("[No paths match")
+    assert glob_files_fn(".git/*", runtime=rt).startswith("[No paths match")
+    assert grep_files_fn("token", runtime=rt) == "notes.txt:1: token = visible"
+    assert grep_files_fn("token", glob="**/*", runtime=rt) == "notes.txt:1: token = visible"
     for path in [".git", ".git/config", "sub/.git", ".smart-agent", "state", "plugins-dir", "sub/.smart-agent"]:
         with pytest.raises(ToolError, match="protected folder"):
-            grep_files.func("SECRET", path=path, runtime=rt)
+            grep_files_fn("SECRET", path=path, runtime=rt)
         with pytest.raises(ToolError, match="protected folder"):
-            glob_files.func("*", path=path, runtime=rt)
+            glob_files_fn("*", path=path, runtime=rt)
     for path in [".git/config", "state/memory.txt", "plugins-dir/evil.py", ".smart-agent/sessions.sqlite"]:
         with pytest.raises(ToolError, match="protected folder"):
-            edit_file.func(path, "SECRET", "pwned", runtime=rt)
+            edit_file_fn(path, "SECRET", "pwned", runtime=rt)
         with pytest.raises(ToolError, match="protected folder"):
-            read_file.func(path, offset=1, limit=1, runtime=rt)
+            read_file_fn(path, offset=1, limit=1, runtime=rt)
     assert (ws / ".git" / "config").read_text() == "token = SECRET\n"
     assert (ws / "state" / "memory.txt").read_text() == "token = SECRET\n"
 
@@ -156,16 +163,16 @@ def test_a_huge_file_is_searched_only_up_to_the_caps(dirs: tuple[Path, Path], mo
     with open(ws / "huge.log", "w") as f:  # 6 MB of lines, the only match after the per-file cap
         f.write("filler line\n" * (6_000_000 // 12))
         f.write("NEEDLE at the end\n")
-    out = grep_files.func("NEEDLE", runtime=rt)
+    out = grep_files_fn("NEEDLE", runtime=rt)
     assert out.startswith("[No matches") and f"at most {file_search.MAX_FILE_BYTES} bytes each" in out
     # read_file's line window reaches the end without returning the whole file
-    last = read_file.func("huge.log", offset=500_001, limit=5, runtime=rt)
+    last = read_file_fn("huge.log", offset=500_001, limit=5, runtime=rt)
     assert last == "NEEDLE at the end\n\n[Lines 500001-500001 of 500001 in huge.log; the end of the file.]"
     # the total cap: files after it are not read at all
     monkeypatch.setattr(file_search, "MAX_TOTAL_BYTES", 1_000_000)
     for name in ["a.txt", "b.txt", "c.txt"]:
         (ws / name).write_text("x" * 599_999 + "\nNEEDLE\n")
-    out = grep_files.func("NEEDLE", glob="?.txt", runtime=rt)
+    out = grep_files_fn("NEEDLE", glob="?.txt", runtime=rt)
     assert out.splitlines()[0] == "a.txt:2: NEEDLE" and "c.txt" not in out
     assert "[Incomplete: stopped after reading 1000000 bytes" in out
 
@@ -200,13 +207,13 @@ def test_a_fifo_in_the_workspace_does_not_block_a_search(dirs: tuple[Path, Path]
     os.mkfifo(ws / "pipe.txt")
     rt = runtime(ws, tool_timeout_s=5)
     box: dict[str, Any] = {}
-    thread = threading.Thread(target=lambda: box.update(out=grep_files.func("text", runtime=rt)), daemon=True)
+    thread = threading.Thread(target=lambda: box.update(out=grep_files_fn("text", runtime=rt)), daemon=True)
     thread.start()
     thread.join(timeout=5 + 10)
     try:
         assert not thread.is_alive(), "grep blocked on a FIFO"
         assert box["out"] == "inside.txt:1: inside text"
-        assert glob_files.func("*.txt", runtime=rt) == "inside.txt\npipe.txt"
+        assert glob_files_fn("*.txt", runtime=rt) == "inside.txt\npipe.txt"
     finally:
         if thread.is_alive():
             os.close(os.open(ws / "pipe.txt", os.O_WRONLY | os.O_NONBLOCK))
@@ -242,7 +249,7 @@ def test_symlink_swapped_during_walks_and_edits_never_leaks_or_writes_outside(di
     thread.start()
     try:
         for _ in range(SWAP_ROUNDS):
-            for call in [*search_calls(rt), lambda: edit_file.func("f.txt", "\n", " x\n", runtime=rt)]:
+            for call in [*search_calls(rt), lambda: edit_file_fn("f.txt", "\n", " x\n", runtime=rt)]:
                 try:
                     result = call()
                 except ToolError:

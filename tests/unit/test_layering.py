@@ -14,10 +14,9 @@ import tomllib
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
-from conftest import REPO
+from conftest import REPO, package_files
 
 PACKAGE = "smart_agent"
-NOT_PACKAGE = {"tests", "benchmarks", "notebooks", "docs", "build", "dist"}
 
 # Lower layers never import upper ones. A top-level module or package not named here
 # is core (context, state, messages, models, events, tokens, sessions, history, ...).
@@ -29,13 +28,8 @@ CORE = 0
 def package_modules() -> dict[str, Path]:
     """Dotted name -> file of every module of the package (the repository root is the package)."""
     out: dict[str, Path] = {}
-    for path in sorted(REPO.rglob("*.py")):
-        rel = path.relative_to(REPO)
-        if rel.parts[0] in NOT_PACKAGE or any(p.startswith(".") or p.endswith(".egg-info") for p in rel.parts):
-            continue
-        if any(not (REPO.joinpath(*rel.parts[:i]) / "__init__.py").exists() for i in range(1, len(rel.parts))):
-            continue  # not inside a package folder
-        parts = [PACKAGE, *rel.with_suffix("").parts]
+    for path in package_files():
+        parts = [PACKAGE, *path.relative_to(REPO).with_suffix("").parts]
         if parts[-1] == "__init__":
             parts.pop()
         out[".".join(parts)] = path

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langchain.tools import ToolRuntime
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel
-from tool_support import call, make_runtime
+from tool_support import call, call_text, function_of, make_runtime
 
 from smart_agent.tools.builtins import BUILTIN_TOOLS, default_registry
 from smart_agent.tools.calculator import calculator
@@ -17,6 +18,12 @@ from smart_agent.tools.files import MAX_LIST_ENTRIES, list_files, read_file, wri
 from smart_agent.tools.guards import ToolError
 from smart_agent.tools.registry import ToolMeta
 from smart_agent.tools.web import browse_effect
+
+# The functions under the tools, called directly (the tools node injects the runtime the same way).
+calculator_fn = function_of(calculator)
+list_files_fn = function_of(list_files)
+read_file_fn = function_of(read_file)
+write_file_fn = function_of(write_file)
 
 BUILTIN_NAMES = [
     "calculator",
@@ -38,7 +45,9 @@ BUILTIN_NAMES = [
 @pytest.mark.parametrize("tool", [t for t, _ in BUILTIN_TOOLS], ids=lambda t: t.name)
 def test_schemas_hide_runtime_and_describe_every_argument(tool: BaseTool) -> None:
     assert isinstance(tool.args_schema, type) and issubclass(tool.args_schema, BaseModel)
-    schema = tool.tool_call_schema.model_json_schema()
+    call_schema = tool.tool_call_schema
+    assert isinstance(call_schema, type) and issubclass(call_schema, BaseModel)
+    schema = call_schema.model_json_schema()
     assert "runtime" not in schema["properties"]
     assert "runtime" not in tool.args
     assert schema["properties"], tool.name
@@ -128,7 +137,7 @@ def test_default_registry_loads_folder_plugins(tmp_path: Path, monkeypatch: pyte
     ],
 )
 def test_calculator_arithmetic(expression: str, expected: str) -> None:
-    assert calculator.func(expression) == expected
+    assert calculator_fn(expression) == expected
 
 
 def test_calculator_through_a_tool_call() -> None:
@@ -172,7 +181,7 @@ def test_calculator_through_a_tool_call() -> None:
 def test_calculator_refusals(expression: str, error: str) -> None:
     started = time.monotonic()
     with pytest.raises(ToolError, match=error):
-        calculator.func(expression)
+        calculator_fn(expression)
     assert time.monotonic() - started < 1
 
 
@@ -199,13 +208,13 @@ def test_file_round_trip(tmp_path: Path, rt: ToolRuntime) -> None:
 
 
 def test_file_tools_called_directly(tmp_path: Path, rt: ToolRuntime) -> None:
-    assert write_file.func("d/e.txt", "ünïcode", runtime=rt) == "Wrote 7 characters to d/e.txt"
-    assert read_file.func("d/e.txt", runtime=rt) == "ünïcode"
-    assert list_files.func("d", runtime=rt) == "e.txt"
+    assert write_file_fn("d/e.txt", "ünïcode", runtime=rt) == "Wrote 7 characters to d/e.txt"
+    assert read_file_fn("d/e.txt", runtime=rt) == "ünïcode"
+    assert list_files_fn("d", runtime=rt) == "e.txt"
 
 
 def test_file_tools_accept_a_dict_context(tmp_path: Path) -> None:
-    runtime = ToolRuntime(
+    runtime: ToolRuntime[dict[str, str], dict[str, Any]] = ToolRuntime(
         state={},
         context={"workspace": str(tmp_path)},
         config={},
@@ -222,13 +231,13 @@ def test_file_tools_without_runtime_use_the_current_folder(tmp_path: Path, monke
     monkeypatch.chdir(tmp_path)
     assert call(write_file, path="cwd.txt", content="here").content == "Wrote 4 characters to cwd.txt"
     assert (tmp_path / "cwd.txt").read_text() == "here"
-    assert read_file.func("cwd.txt") == "here"
+    assert read_file_fn("cwd.txt") == "here"
 
 
 def test_read_file_pages(tmp_path: Path, rt: ToolRuntime) -> None:
     # without offset/limit: the text up to max_chars; the note names the line to read on from (offset is a line)
     (tmp_path / "long.txt").write_text("0123456789\n" * 3)
-    first = call(read_file, rt, path="long.txt", max_chars=16).content
+    first = call_text(read_file, rt, path="long.txt", max_chars=16)
     assert first.startswith("0123456789\n01234\n\n[Truncated")
     assert "showed line 1 and the beginning of line 2 of long.txt" in first and "offset=2" in first
     second = call(read_file, rt, path="long.txt", offset=2, max_chars=16).content
@@ -275,7 +284,7 @@ def test_list_files_errors_and_cap(tmp_path: Path, rt: ToolRuntime) -> None:
     many.mkdir()
     for i in range(MAX_LIST_ENTRIES + 20):
         (many / f"f{i:04d}").touch()
-    lines = call(list_files, rt, path="many").content.splitlines()
+    lines = call_text(list_files, rt, path="many").splitlines()
     assert len(lines) == MAX_LIST_ENTRIES + 1
     assert lines[0] == "f0000" and lines[-1] == "[... and 20 more entries not shown.]"
 

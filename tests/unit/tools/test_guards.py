@@ -195,9 +195,12 @@ def test_public_addresses_are_allowed() -> None:
 
 def test_internationalized_host_is_resolved_in_punycode() -> None:
     seen: list[str] = []
-    check_url_allowed(
-        "https://bücher.example/", allow_private_network=False, resolve=lambda h: seen.append(h) or [PUBLIC_IP]
-    )
+
+    def resolve(host: str) -> list[str]:
+        seen.append(host)
+        return [PUBLIC_IP]
+
+    check_url_allowed("https://bücher.example/", allow_private_network=False, resolve=resolve)
     assert seen == ["xn--bcher-kva.example"]
 
 
@@ -255,14 +258,14 @@ def test_context_value_shapes(tmp_path: Path) -> None:
         assert workspace_of(runtime) == tmp_path
         assert allow_private_network_of(runtime) is True
         assert context_value(runtime, "missing", 7) == 7
-    for runtime in (
+    for without in (
         None,
         SimpleNamespace(context=None),
         SimpleNamespace(),
         SimpleNamespace(context={"workspace": None}),
     ):
-        assert context_value(runtime, "workspace", "dflt") == "dflt"
-        assert allow_private_network_of(runtime) is False
+        assert context_value(without, "workspace", "dflt") == "dflt"
+        assert allow_private_network_of(without) is False
 
 
 def test_default_workspace_is_env_or_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,6 +6,7 @@ import json
 import time
 
 import pytest
+from conftest import REPO
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from planner_support import SimulatedCrash, build, echo, make_registry, plan_call, run_graph, steps
@@ -378,11 +379,10 @@ def test_graph_module_exports_a_graph_without_checkpointer():
 
 def test_docs_drawing_is_the_graphs_own():
     import re
-    from pathlib import Path
 
     from smart_agent.graphs import planner
 
-    doc = (Path(__file__).resolve().parents[2] / "docs" / "planner.md").read_text()
+    doc = (REPO / "docs" / "planner.md").read_text()
     (drawn,) = re.findall(r"<!-- mermaid:planner -->\n```mermaid\n(.*?)```\n<!-- /mermaid:planner -->", doc, re.S)
     def strip(t: str) -> str:
         return "\n".join(line.rstrip() for line in re.sub(r"^---\n.*?\n---\n", "", t, flags=re.S).strip().splitlines())

@@ -7,19 +7,17 @@ without a renderer fails here, and so does a renderer that breaks on the fields 
 from __future__ import annotations
 
 import ast
-from pathlib import Path
+import functools
 
 import pytest
+from conftest import REPO, package_files
 
-import smart_agent
 from smart_agent.cli.lines import LINES, format_plan
 from smart_agent.cli.render import format_event
 from smart_agent.runs.events import EVENT_TYPES
 
 pytestmark = pytest.mark.unit
 
-ROOT = Path(smart_agent.__file__).parent
-SKIP_DIRS = {"tests", "benchmarks", "notebooks", "build", ".venv", "docs"}
 EMITTERS = {"emit", "make_event"}
 # Calls whose type is not a literal, and the types they send (nodes/human.py emits its
 # decisions after the review: ``later.append(("approval", ...))``).
@@ -32,13 +30,13 @@ def _name(node: ast.expr) -> str | None:
     return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
 
 
-def emitted() -> list[tuple[str, str, dict]]:
-    """``(file, type, fields)`` of each emitting call: literal field values as written, others named."""
+@functools.cache
+def emitted() -> tuple[tuple[str, str, dict], ...]:
+    """``(file, type, fields)`` of each emitting call in the package: literal field values as written,
+    others named (read once for every test here)."""
     sites: list[tuple[str, str, dict]] = []
-    for path in sorted(ROOT.rglob("*.py")):
-        rel = path.relative_to(ROOT).as_posix()
-        if set(path.relative_to(ROOT).parts) & SKIP_DIRS:
-            continue
+    for path in package_files():
+        rel = path.relative_to(REPO).as_posix()
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if not isinstance(node, ast.Call):
                 continue
@@ -54,7 +52,7 @@ def emitted() -> list[tuple[str, str, dict]]:
                 if kw.arg is None:  # **payload: its keys are not known here
                     if isinstance(kw.value, ast.Dict):
                         for k, v in zip(kw.value.keys, kw.value.values, strict=True):
-                            if isinstance(k, ast.Constant):
+                            if isinstance(k, ast.Constant) and isinstance(k.value, str):
                                 fields[k.value] = v.value if isinstance(v, ast.Constant) else f"<{k.value}>"
                     continue
                 fields[kw.arg] = kw.value.value if isinstance(kw.value, ast.Constant) else f"<{kw.arg}>"
@@ -63,7 +61,7 @@ def emitted() -> list[tuple[str, str, dict]]:
             else:
                 assert rel in DYNAMIC, f"{rel}:{node.lineno}: an event type that is not a literal: list it in DYNAMIC"
                 sites.extend((rel, kind, {}) for kind in DYNAMIC[rel])
-    return sites
+    return tuple(sites)
 
 
 def test_the_scan_finds_the_emitters():

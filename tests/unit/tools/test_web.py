@@ -1,20 +1,17 @@
 """browse_url and web_search, invoked the way the tools node invokes them: redirects, caps and content
-types through a mock transport, pages from a real local server, search backends that fail or hang."""
+types through a mock transport, search backends that fail or hang (pages from a real local server and
+a search without a network: tests/graph/test_web_local.py)."""
 
 from __future__ import annotations
 
-import http.server
-import socket
-import threading
 import time
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
 from langchain.tools import ToolRuntime
-from tool_support import call, make_runtime
+from tool_support import call, call_text
 
 from smart_agent.tools import web
 from smart_agent.tools.guards import ToolError
@@ -170,7 +167,7 @@ def test_body_is_capped_while_streaming(monkeypatch: pytest.MonkeyPatch, rt: Too
     assert result.truncated and len(result.body) == 100_000 and pulled == 2
 
     pulled = 0
-    content = call(browse_url, rt, url="http://big.example/", max_chars=1000).content
+    content = call_text(browse_url, rt, url="http://big.example/", max_chars=1000)
     assert pulled == web.MAX_BODY_BYTES // 65536
     assert content.startswith("URL: http://big.example/\n\n" + "a" * 1000 + "\n\n[Truncated: showing the first 1000 of")
     assert content.endswith("[The response was larger than 2 MB; only the beginning was read.]")
@@ -193,7 +190,7 @@ def test_content_types(
         web, "_transport", httpx.MockTransport(lambda r: httpx.Response(200, headers=headers, content=body))
     )
     monkeypatch.setattr(web, "_resolve", public_resolver)
-    assert call(browse_url, rt, url="http://site.example/").content.endswith("\n\n" + expected)
+    assert call_text(browse_url, rt, url="http://site.example/").endswith("\n\n" + expected)
 
 
 def test_binary_and_http_errors(monkeypatch: pytest.MonkeyPatch, rt: ToolRuntime) -> None:
@@ -220,84 +217,13 @@ def test_network_errors_become_tool_errors() -> None:
         mock_fetch("http://down.example/", handler)
 
 
-# -- browse_url against a real local server -------------------------------------------------
-PAGE = b"""<!doctype html><html><head><title>Local  Test Page</title>
-<style>body { color: red }</style><script>alert("no")</script></head>
-<body><nav><a href="/">Home</a> | <a href="/about">About</a></nav>
-<h1>Welcome</h1><p>Hello <b>local</b>   world.<br>Second line</p>
-<ul><li>first</li><li>second</li></ul><noscript>Enable JavaScript</noscript>
-<svg><text>logo</text></svg><footer>Copyright 2025</footer></body></html>"""
-
-
-class _Handler(http.server.BaseHTTPRequestHandler):
-    requests: list[str] = []
-
-    def do_GET(self) -> None:
-        type(self).requests.append(self.path)
-        if self.path == "/redirect":
-            self.send_response(302)
-            self.send_header("Location", "/")
-            self.end_headers()
-            return
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(PAGE)))
-        self.end_headers()
-        self.wfile.write(PAGE)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
-@pytest.fixture
-def local_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
-        monkeypatch.delenv(var, raising=False)
-    _Handler.requests = []
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-def test_local_page_is_fetched_and_converted_when_allowed(tmp_path: Path, local_server: str) -> None:
-    content = call(
-        browse_url, make_runtime(tmp_path, allow_private_network=True), url=local_server + "/redirect"
-    ).content
-    assert content == (
-        f"URL: {local_server}/\nTitle: Local Test Page\n\nWelcome\nHello local world.\nSecond line\n- first\n- second"
-    )
-    assert _Handler.requests == ["/redirect", "/"]
-
-
-def test_local_page_is_refused_by_default(tmp_path: Path, local_server: str) -> None:
-    with pytest.raises(ToolError, match=r"127\.0\.0\.1 resolves to a private/loopback address.*allow_private_network"):
-        call(browse_url, make_runtime(tmp_path), url=local_server + "/")
-    assert _Handler.requests == []
-
-
 # -- web_search ------------------------------------------------------------------------
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def test_web_search_offline_fails_fast(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Route ddgs through a closed local port: "no network", whatever the machine has.
-    monkeypatch.setenv("DDGS_PROXY", f"http://127.0.0.1:{closed_port()}")
-    started = time.monotonic()
-    with pytest.raises(ToolError, match=r"^web search unavailable: .*\(no network\?\)$"):
-        call(web_search, query="langgraph tool node")
-    assert time.monotonic() - started < 10
-
-
 def test_web_search_hanging_backend_hits_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(web, "_search_backend", lambda q, n, t: time.sleep(5) or [])
+    def hanging(query: str, n: int, timeout: int) -> list[dict[str, Any]]:
+        time.sleep(5)
+        return []
+
+    monkeypatch.setattr(web, "_search_backend", hanging)
     monkeypatch.setattr(web, "SEARCH_DEADLINE_S", 0.2)
     started = time.monotonic()
     with pytest.raises(ToolError, match="web search unavailable: no answer within 0.2 s"):

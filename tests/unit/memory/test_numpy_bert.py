@@ -46,7 +46,7 @@ def reference(folder: str, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
             ctx = np.einsum("hij,jhd->ihd", s / s.sum(-1, keepdims=True), v).reshape(len(seq), 384)
             x = norm(dense(ctx, p + "attention.output.dense") + x, p + "attention.output.LayerNorm")
             h = dense(x, p + "intermediate.dense")
-            h = 0.5 * h * (1.0 + erf(h / math.sqrt(2.0)).astype(np.float64))
+            h = 0.5 * h * (1.0 + np.asarray(erf(h / math.sqrt(2.0)), dtype=np.float64))
             x = norm(dense(h, p + "output.dense") + x, p + "output.LayerNorm")
         pooled = x[m == 1].mean(0)
         out.append(pooled / np.linalg.norm(pooled))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextvars
 import threading
-from typing import Any
+from typing import Any, get_type_hints
 
 import pytest
 from langchain.agents.middleware import (
@@ -168,7 +168,7 @@ async def test_a_sync_hook_runs_in_a_thread_with_the_callers_context():
     assert result.state["seen"] == ("node", False)
 
 
-async def test_wrap_tool_call_may_retry_replace_or_short_circuit():
+async def test_wrap_tool_call_may_retry_replace_or_short_circuit() -> None:
     calls: list[dict[str, Any]] = []
 
     @wrap_tool_call
@@ -189,13 +189,14 @@ async def test_wrap_tool_call_may_retry_replace_or_short_circuit():
     hooks = Hooks([guard])
     call = {"name": "t", "args": {"x": "a"}, "id": "c1", "type": "tool_call"}
     result = await hooks.call_tool(ToolCallRequest(call, None, {}, None), execute)  # type: ignore[arg-type]
+    assert isinstance(result, ToolMessage)
     assert result.status == "success" and calls == [{"x": "edited"}, {"x": "edited"}]
     blocked = {**call, "args": {"x": "blocked"}}
     result = await hooks.call_tool(ToolCallRequest(blocked, None, {}, None), execute)  # type: ignore[arg-type]
-    assert result.content == "refused" and len(calls) == 2
+    assert isinstance(result, ToolMessage) and result.content == "refused" and len(calls) == 2
 
 
-def test_bad_middleware_lists_are_one_line_errors():
+def test_bad_middleware_lists_are_one_line_errors() -> None:
     with pytest.raises(MiddlewareError, match=r"middleware\[0\] is str"):
         Hooks(["nope"])  # type: ignore[list-item]
     with pytest.raises(MiddlewareError, match="not an instance"):
@@ -217,4 +218,5 @@ def test_hook_config_on_a_class_declares_jumps():
 
     hooks = Hooks([Stop()])
     assert hooks.after_model[0].can_jump_to == ("end", "model")
-    assert AgentState  # (the loop's schema: hooks apply its reducers in the graph)
+    # the loop's schema: hooks apply its reducers in the graph
+    assert get_type_hints(AgentState, include_extras=True)["messages"].__metadata__ == (merge_messages,)

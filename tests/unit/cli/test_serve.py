@@ -198,18 +198,6 @@ def test_the_server_store_has_the_memorys_index_unless_memory_is_off(monkeypatch
     assert server_index() is None
 
 
-def test_a_port_in_use_is_one_line_not_another_port(capsys):
-    """The engine would quietly listen on another port: a replica behind a load balancer must not."""
-    import socket
-
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
-        assert call(["serve", "--port", str(port)]) == 2
-    assert one_line_error(capsys) == f"smart-agent: cannot listen on 127.0.0.1:{port}: Address already in use"
-
-
 def test_a_host_that_is_no_address_is_one_line(capsys, monkeypatch):
     import socket
 

@@ -3,13 +3,10 @@ benchmark module is not there) is reported in its place and the others still run
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
+from conftest import benchmark_module
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-import run_all
+run_all = benchmark_module("run_all")
 
 
 def test_sections_run_in_one_process_and_a_failure_is_reported_in_place(tmp_path, monkeypatch):

@@ -1,5 +1,5 @@
 """FaissMemoryStore: BaseStore operations, persistence, namespaces, concurrency and safety of
-the on-disk format (consolidation, ranking and pruning: test_memory_ranking.py)."""
+the on-disk format (consolidation, ranking and pruning: test_ranking.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import REPO
 from langgraph.store.base import (
     GetOp,
     InvalidNamespaceError,
@@ -23,7 +24,7 @@ from langgraph.store.base import (
 )
 from memory_fakes import TableEmbeddings
 
-from smart_agent.memory.embeddings import LOCAL_DIM, LocalSentenceEmbeddings
+from smart_agent.memory.embeddings import LOCAL_DIM
 from smart_agent.memory.open_stores import open_store, opened_store
 from smart_agent.memory.store import (
     DB_NAME,
@@ -33,7 +34,6 @@ from smart_agent.memory.store import (
     user_namespace,
 )
 
-TESTS = Path(__file__).resolve().parents[1]
 DAY = 86_400.0
 
 
@@ -251,8 +251,8 @@ def test_planted_pickles_execute_nothing(tmp_path):
 
 
 def test_no_pickle_in_the_memory_code():
-    files = [TESTS.parent / "memory" / f for f in ("store.py", "embeddings.py", "service.py")] + [
-        TESTS.parent / "cli" / "memory.py"
+    files = [REPO / "memory" / f for f in ("store.py", "embeddings.py", "service.py")] + [
+        REPO / "cli" / "memory.py"
     ]
     src = "".join(f.read_text() for f in files)
     assert "import pickle" not in src and "pickle.load" not in src and "load_local" not in src
@@ -319,27 +319,6 @@ def test_local_model_is_normalized_384d(local_model):
     assert v.shape == (2, LOCAL_DIM)
     assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
     assert local_model.active_backend == "numpy"
-
-
-@pytest.mark.e2e  # imports torch + sentence-transformers: 10-30 s alone, so only in the full run
-def test_numpy_backend_matches_sentence_transformers(local_model):
-    """The default NumPy forward pass gives sentence-transformers' vectors."""
-    texts = [
-        "The user's favourite colour is teal.",
-        "",
-        "a",
-        "Ünïcödé façade — naïve café 日本語 🙂",
-        "word " * 400,  # truncated at 256 tokens by both
-        "What is my favourite colour?",
-        *[f"Memory number {i}: the build server failed on step {i * 7}." for i in range(4)],
-    ]
-    st = LocalSentenceEmbeddings(backend="sentence-transformers")
-    a = local_model.encode(texts)
-    b = st.encode(texts)
-    assert st.active_backend == "sentence-transformers"
-    assert a.shape == b.shape == (len(texts), LOCAL_DIM)
-    assert float(np.abs(a - b).max()) < 1e-4
-    assert float((a * b).sum(1).min()) > 0.99999
 
 
 def test_stats_and_items(fake_store):

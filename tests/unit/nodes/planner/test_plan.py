@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 from planner_support import make_registry
 
 from smart_agent.nodes.planner.refs import (
@@ -19,8 +20,6 @@ from smart_agent.nodes.planner.schema import Plan, inline_refs, plan_json_schema
 from smart_agent.nodes.planner.validate import find_cycles, validate_plan
 from smart_agent.replies.parse import ReplySyntaxError as PlanSyntaxError
 from smart_agent.replies.parse import extract_json, repair_json
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
