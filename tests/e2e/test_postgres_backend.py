@@ -359,7 +359,8 @@ def test_a_users_recall_gets_all_its_candidates_among_many_users_memories(pg_url
                     )
                     await conn.execute(
                         "INSERT INTO store_vectors (prefix, key, field_name, embedding) SELECT %s, 'k' || g, 'text', "
-                        f"(SELECT array_agg(random() - 0.5) FROM generate_series(1, {dims}) WHERE g > 0)::vector({dims}) "
+                        f"(SELECT array_agg(random() - 0.5) FROM generate_series(1, {dims}) WHERE g > 0)"
+                        f"::vector({dims}) "
                         "FROM generate_series(1, %s) g", (f"memories.{user}", n)
                     )
                 await conn.execute(indexdef)

@@ -4,6 +4,7 @@ limits, model retry, tool emulation...) and the decorator forms, sync and async.
 
 from __future__ import annotations
 
+import importlib
 import json
 import operator
 from typing import Annotated, Any, NotRequired
@@ -373,7 +374,7 @@ async def test_an_agents_file_gives_one_member_its_own_middleware(scripted_serve
     ])
     graph = build_agent_graph(model=openai_model(srv), agents_file=team)
     final = await graph.ainvoke({"task": "6*7?"}, context=loop_context(workspace))
-    import team_hooks
+    team_hooks = importlib.import_module("team_hooks")  # the module the agents file named
 
     assert final["answer"] == "42" and len(srv.requests) == 3
     assert team_hooks.SEEN == ["tool", "tool"]  # math's two turns (after the handoff, after the calculator)
