@@ -6,7 +6,7 @@ command's arguments and flags; the flags of the settings link to ``docs/configur
 ``config/reference.py`` makes from the same declarations).
 
 ``python -m smart_agent.cli.reference docs/cli.md`` rewrites the blocks in place;
-``tests/unit/test_cli_docs.py`` fails when a block is stale or a command has none.
+``tests/unit/cli/test_reference.py`` fails when a block is stale or a command has none.
 """
 
 from __future__ import annotations

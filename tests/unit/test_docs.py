@@ -92,3 +92,13 @@ def test_the_link_check_sees_links_and_skips_code(tmp_path):
     doc = tmp_path / "a.md"
     doc.write_text("[x](b.md) [y](https://e.org) [z](#top) `[c](no.md)`\n```\n[d](no2.md)\n```\n")
     assert relative_links(doc) == ["b.md"]
+
+
+TEST_PATH = re.compile(r"\btests/(?:unit|graph|e2e|security)/[\w/]+\.py\b")
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(REPO)))
+def test_every_test_file_a_doc_names_exists(doc):
+    """Docs point readers at the test that proves a behaviour: a moved test must not leave them a dead path."""
+    gone = sorted({p for p in TEST_PATH.findall(doc.read_text(encoding="utf-8")) if not (REPO / p).is_file()})
+    assert not gone, f"{doc.relative_to(REPO)} names test files that do not exist: {gone}"
