@@ -33,6 +33,12 @@ TESTS = Path(__file__).resolve().parent
 KINDS = ("unit", "graph", "e2e")
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """Workers for ``-n auto``: one more than the cores (many tests wait on a CLI process or a
+    server, not on a core); ``--maxprocesses`` caps it."""
+    return (os.cpu_count() or 1) + 1
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if any(item.get_closest_marker(kind) for kind in KINDS):

@@ -31,8 +31,8 @@ from conftest import cli_env, free_port, fresh_database, run_cli
 
 from smart_agent.testing.scripted_server import ScriptedOpenAIServer, last_tool_message, text, tool_call
 
-# The cluster (Redis, two replicas) is module-scoped: its tests run on one worker.
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("serve_replicas")]
+# The cluster (Redis, two replicas) is module-scoped: the module runs on one worker (--dist loadfile).
+pytestmark = pytest.mark.e2e
 
 
 def wait_until(check: Callable[[], bool], timeout_s: float, what: str) -> None:

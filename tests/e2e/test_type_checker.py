@@ -23,8 +23,7 @@ NOT_THE_PROJECT = (
     ".mypy_cache", ".ruff_cache", ".pytest_cache", "__pycache__", ".langgraph_api",
 )
 # One copy and one mypy cache for the module (a cold mypy run takes a minute or two): its tests
-# run on one worker, one after the other, each restoring what it changed.
-pytestmark = pytest.mark.xdist_group("type_checker")
+# run on one worker (--dist loadfile), one after the other, each restoring what it changed.
 
 
 @dataclass
