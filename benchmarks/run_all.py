@@ -84,7 +84,8 @@ def step_section(quick: bool) -> tuple[list[dict[str, Any]], str]:
     rows = _rows("step_overhead", turns=turns, repeat=3 if quick else STEP_ROUNDS, modes=modes)
     verdicts = []
     for r in rows:
-        target = {"memory off": 1.0, "memory on": 1.3}.get(r["mode"])
+        # memory off: at most 1.1x since the loop runs on LangGraph's public API only (issue 35)
+        target = {"memory off": 1.1, "memory on": 1.3}.get(r["mode"])
         if target is not None:
             ok = r["ratio"] <= target
             verdicts.append(f"{r['mode']} at {r['turns']} turns: {r['ratio']:.3f} (target ≤ {target}) "
