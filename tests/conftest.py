@@ -33,6 +33,22 @@ TESTS = Path(__file__).resolve().parent
 KINDS = ("unit", "graph", "e2e")
 
 
+# A two-agent team (agents file): triage hands arithmetic over to math, which has the calculator.
+TRIAGE_MATH_TEAM = """\
+default: triage
+agents:
+  triage:
+    description: Routes each question to the right specialist.
+    prompt: You are the triage agent.
+    tools: []
+    handoffs: [math]
+  math:
+    description: Does arithmetic.
+    prompt: You are the math agent.
+    tools: [calculator]
+"""
+
+
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """Workers for ``-n auto``: one more than the cores (many tests wait on a CLI process or a
     server, not on a core); ``--maxprocesses`` caps it."""

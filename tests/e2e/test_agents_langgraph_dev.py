@@ -7,23 +7,11 @@ import subprocess
 import sys
 
 import pytest
-from conftest import cli_env
+from conftest import TRIAGE_MATH_TEAM, cli_env
 
 from smart_agent.testing.scripted_server import text, tool_call
 
-TEAM = """\
-default: triage
-agents:
-  triage:
-    description: Routes each question to the right specialist.
-    prompt: You are the triage agent.
-    tools: []
-    handoffs: [math]
-  math:
-    description: Does arithmetic.
-    prompt: You are the math agent.
-    tools: [calculator]
-"""
+TEAM = TRIAGE_MATH_TEAM
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import operator
 from typing import Annotated, Any, NotRequired
 
 import pytest
-from conftest import loop_context, openai_model
+from conftest import TRIAGE_MATH_TEAM, loop_context, openai_model
 from langchain.agents.middleware import (
     AgentMiddleware,
     AgentState,
@@ -334,20 +334,7 @@ async def test_the_dual_graph_runs_the_model_hooks_on_its_decisions(scripted_ser
     assert final["answer"] == "done" and len(seen) == len(srv.requests) == 2  # each decision's request
 
 
-TEAM_WITH_MIDDLEWARE = """\
-default: triage
-agents:
-  triage:
-    description: Routes each question to the right specialist.
-    prompt: You are the triage agent.
-    tools: []
-    handoffs: [math]
-  math:
-    description: Does arithmetic.
-    prompt: You are the math agent.
-    tools: [calculator]
-    middleware: [team_hooks:COUNT]
-"""
+TEAM_WITH_MIDDLEWARE = TRIAGE_MATH_TEAM + "    middleware: [team_hooks:COUNT]\n"
 
 HOOKS_MODULE = """\
 from langchain.agents.middleware import before_model

@@ -8,7 +8,7 @@ import json
 
 import jsonschema
 import pytest
-from conftest import REPO
+from conftest import REPO, TRIAGE_MATH_TEAM
 from langchain_core.messages import AIMessage
 
 from smart_agent.nodes.routes import route_after_tools
@@ -16,19 +16,7 @@ from smart_agent.tools.agents_file import OWN_KEYS, TOP_KEYS, AgentsFileError, a
 
 pytestmark = pytest.mark.unit
 
-TEAM = """\
-default: triage
-agents:
-  triage:
-    description: Routes each question to the right specialist.
-    prompt: You are the triage agent.
-    tools: []
-    handoffs: [math]
-  math:
-    description: Does arithmetic.
-    prompt: You are the math agent.
-    tools: [calculator]
-"""
+TEAM = TRIAGE_MATH_TEAM
 SCHEMA = json.loads((REPO / "docs" / "agents.schema.json").read_text())
 
 
