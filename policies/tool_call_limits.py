@@ -20,7 +20,6 @@ the thread's runs), each limit's key (its tool, ``*`` for all) -> calls counted.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,12 +27,12 @@ from typing import Any
 from langchain.agents.middleware.tool_call_limit import ToolCallLimitExceededError
 from langchain_core.messages import AIMessage, ToolMessage
 
+from ..config.checks import TOOL_NAME
 from ..config.fields import Settings, setting
 from ..runs.events import emit
 
 EXITS = ("continue", "error", "end")
 ALL = "*"
-_TOOL = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 BLOCKED = "Tool call limit exceeded. Do not call '{tool}' again."
 BLOCKED_ALL = "Tool call limit exceeded. Do not make additional tool calls."
 NOT_RUN = "Not run: the run stopped at a tool call limit."
@@ -65,7 +64,7 @@ def parse_limit(text: str) -> CallLimit:
     spec = text.strip()
     tool, colon, rest = spec.partition(":") if ":" in spec else ("", "", spec)
     tool = tool.strip()
-    if colon and tool != ALL and not _TOOL.fullmatch(tool):
+    if colon and tool != ALL and not TOOL_NAME.fullmatch(tool):
         raise ValueError(f"{text!r}: TOOL must be a tool name or *")
     values: dict[str, str] = {}
     for part in (p.strip() for p in rest.split("/")):
@@ -121,7 +120,8 @@ class ToolCallLimitSettings(Settings):
     )
 
 
-def limits_of(ctx: Any) -> list[CallLimit]:
+def call_limits_of(ctx: Any) -> list[CallLimit]:
+    """The run's tool-call limits (``tool_call_limits``), parsed."""
     return [parse_limit(r) for r in getattr(ctx, "tool_call_limits", None) or ()]
 
 
@@ -140,7 +140,7 @@ def limit_reply(state: Mapping[str, Any], ctx: Any, reply: AIMessage, calls: lis
     counts, and the answers of blocked calls (``messages``, after the reply). With ``exit=end``
     every call is answered, the reply's final message and ``answer`` follow, and ``stopped`` is
     set; with ``exit=error``, ``ToolCallLimitExceededError``."""
-    limits = limits_of(ctx)
+    limits = call_limits_of(ctx)
     if not limits or not calls:
         return {}
     run_counts = dict(state.get("run_tool_calls") or {})
