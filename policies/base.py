@@ -154,7 +154,3 @@ def last_ai_message(messages: list[Any]) -> tuple[AIMessage | None, set[str]]:
         if isinstance(message, ToolMessage):
             answered.add(message.tool_call_id)
     return None, answered
-
-
-def as_mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}

@@ -239,7 +239,3 @@ def context_tools_for(ctx: Any, registry: ToolRegistry, state: Mapping[str, Any]
             if found is not None and CONTEXT_TAG in found[1].tags:
                 out.append(found[0])
     return out
-
-
-def is_context_tool(registry: ToolRegistry, name: str) -> bool:
-    return name in CONTEXT_TOOL_NAMES and CONTEXT_TAG in registry.meta(name).tags
