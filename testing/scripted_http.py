@@ -36,13 +36,13 @@ class Owner(Protocol):
 
     model: str
 
-    def _track(self, conn: socket.socket, *, add: bool) -> None: ...
+    def track_connection(self, conn: socket.socket, *, add: bool) -> None: ...
 
-    def _from_cassette(self, h: ScriptedHandler, raw: bytes) -> bool: ...
+    def reply_from_cassette(self, h: ScriptedHandler, raw: bytes) -> bool: ...
 
-    def _handle_completion(self, h: ScriptedHandler, request: dict[str, Any], raw: bytes) -> None: ...
+    def handle_completion(self, h: ScriptedHandler, request: dict[str, Any], raw: bytes) -> None: ...
 
-    def _handle_responses(self, h: ScriptedHandler, request: dict[str, Any], raw: bytes) -> None: ...
+    def handle_responses(self, h: ScriptedHandler, request: dict[str, Any], raw: bytes) -> None: ...
 
 
 class ScriptedHTTPServer(ThreadingHTTPServer):
@@ -70,13 +70,13 @@ class ScriptedHandler(BaseHTTPRequestHandler):
         # Headers and body go out as separate writes: avoid the ~40 ms Nagle/delayed-ACK stall.
         with contextlib.suppress(OSError):
             self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.server.owner._track(self.connection, add=True)
+        self.server.owner.track_connection(self.connection, add=True)
 
     def finish(self) -> None:
         try:
             super().finish()
         finally:
-            self.server.owner._track(self.connection, add=False)
+            self.server.owner.track_connection(self.connection, add=False)
 
     # -- plumbing ---------------------------------------------------------- #
     def _send_json(self, status: int, body: Any, headers: Mapping[str, str] | None = None) -> None:
@@ -136,7 +136,7 @@ class ScriptedHandler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         try:
             raw = self._read_body()
-            if self.server.owner._from_cassette(self, raw):
+            if self.server.owner.reply_from_cassette(self, raw):
                 return
             path = self._path()
             if path not in ("/chat/completions", "/responses"):
@@ -152,9 +152,9 @@ class ScriptedHandler(BaseHTTPRequestHandler):
                 )
                 return
             if path == "/responses":
-                self.server.owner._handle_responses(self, request, raw)
+                self.server.owner.handle_responses(self, request, raw)
             else:
-                self.server.owner._handle_completion(self, request, raw)
+                self.server.owner.handle_completion(self, request, raw)
         except (BrokenPipeError, ConnectionError, OSError):
             # Client went away (e.g. its timeout fired during a delay).
             self.close_connection = True

@@ -108,7 +108,7 @@ class ScriptedOpenAIServer:
     def __exit__(self, *exc: Any) -> None:
         self.stop()
 
-    def _track(self, conn: socket.socket, *, add: bool) -> None:
+    def track_connection(self, conn: socket.socket, *, add: bool) -> None:
         with self._lock:
             if add:
                 self._conns.add(conn)
@@ -225,7 +225,7 @@ class ScriptedOpenAIServer:
                 return self.responder, n, self._pos
             return None, n, self._pos
 
-    def _from_cassette(self, h: ScriptedHandler, raw: bytes) -> bool:
+    def reply_from_cassette(self, h: ScriptedHandler, raw: bytes) -> bool:
         """Answer a POST from the cassette, if any (scripted_cassette.py); True when answered."""
         if self.cassette is None:
             return False
@@ -238,10 +238,10 @@ class ScriptedOpenAIServer:
             self._raw.append(raw)
             self._paths.append(path or "")
 
-    def _handle_completion(self, h: ScriptedHandler, request: dict[str, Any], raw: bytes) -> None:
+    def handle_completion(self, h: ScriptedHandler, request: dict[str, Any], raw: bytes) -> None:
         self._answer(h, request, raw, request, "/chat/completions")
 
-    def _handle_responses(self, h: ScriptedHandler, request: dict[str, Any], raw: bytes) -> None:
+    def handle_responses(self, h: ScriptedHandler, request: dict[str, Any], raw: bytes) -> None:
         """A Responses API request: the script reads it as a chat-completions request holding the
         whole conversation (``scripted_responses.chat_view``); an unknown ``previous_response_id``
         gets HTTP 404, as from OpenAI."""
