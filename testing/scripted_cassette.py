@@ -26,7 +26,7 @@ def answer_from_cassette(
         if script_left:
             return False  # the script answers what the cassette does not hold
         record(body, raw)
-        h._send_error(400, str(cassette.miss(path, body)), type_="replay_miss", code="replay_miss",
+        h.send_api_error(400, str(cassette.miss(path, body)), type_="replay_miss", code="replay_miss",
                       headers={"x-should-retry": "false", MISS_HEADER: "miss"})
         return True
     record(body, raw)

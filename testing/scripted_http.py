@@ -79,7 +79,7 @@ class ScriptedHandler(BaseHTTPRequestHandler):
             self.server.owner.track_connection(self.connection, add=False)
 
     # -- plumbing ---------------------------------------------------------- #
-    def _send_json(self, status: int, body: Any, headers: Mapping[str, str] | None = None) -> None:
+    def send_json(self, status: int, body: Any, headers: Mapping[str, str] | None = None) -> None:
         data = json.dumps(body).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -90,7 +90,7 @@ class ScriptedHandler(BaseHTTPRequestHandler):
         self.wfile.write(data)
         self.wfile.flush()
 
-    def _send_error(
+    def send_api_error(
         self,
         status: int,
         message: str,
@@ -106,7 +106,7 @@ class ScriptedHandler(BaseHTTPRequestHandler):
                 "code": code,
             }
         }
-        self._send_json(status, body, headers)
+        self.send_json(status, body, headers)
 
     def _read_body(self) -> bytes:
         length = int(self.headers.get("Content-Length") or 0)
@@ -121,7 +121,7 @@ class ScriptedHandler(BaseHTTPRequestHandler):
         try:
             if self._path() == "/models":
                 owner = self.server.owner
-                self._send_json(
+                self.send_json(
                     200,
                     {
                         "object": "list",
@@ -129,7 +129,9 @@ class ScriptedHandler(BaseHTTPRequestHandler):
                     },
                 )
             else:
-                self._send_error(404, f"scripted server: unknown path {self.path}", headers={"x-should-retry": "false"})
+                self.send_api_error(
+                    404, f"scripted server: unknown path {self.path}", headers={"x-should-retry": "false"}
+                )
         except (BrokenPipeError, ConnectionError, OSError):
             self.close_connection = True
 
@@ -140,14 +142,16 @@ class ScriptedHandler(BaseHTTPRequestHandler):
                 return
             path = self._path()
             if path not in ("/chat/completions", "/responses"):
-                self._send_error(404, f"scripted server: unknown path {self.path}", headers={"x-should-retry": "false"})
+                self.send_api_error(
+                    404, f"scripted server: unknown path {self.path}", headers={"x-should-retry": "false"}
+                )
                 return
             try:
                 request = json.loads(raw.decode("utf-8"))
                 if not isinstance(request, dict):
                     raise ValueError("request body must be a JSON object")
             except (ValueError, UnicodeDecodeError) as exc:
-                self._send_error(
+                self.send_api_error(
                     400, f"scripted server: malformed JSON body: {exc}", headers={"x-should-retry": "false"}
                 )
                 return

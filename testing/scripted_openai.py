@@ -252,7 +252,7 @@ class ScriptedOpenAIServer:
                 stored = self._stored.get(str(previous))
             if stored is None:
                 self._record(request, raw, "/responses")
-                h._send_error(
+                h.send_api_error(
                     404, f"Previous response with id '{previous}' not found.", type_="invalid_request_error",
                     code="previous_response_not_found", headers={"x-should-retry": "false"},
                 )
@@ -264,7 +264,7 @@ class ScriptedOpenAIServer:
         """Answer a request from its script entry; ``view``: the request as chat completions."""
         entry, n, consumed = self._next_entry(request, raw, path)
         if entry is None:
-            h._send_error(
+            h.send_api_error(
                 500,
                 f"scripted server: script exhausted after {consumed} requests",
                 type_="server_error",
@@ -277,7 +277,7 @@ class ScriptedOpenAIServer:
                 entry = entry(view)
             entry = check_entry(entry, f"answer to request {n}")
         except Exception as exc:  # a bad callable should fail the test loudly, not hang
-            h._send_error(
+            h.send_api_error(
                 500,
                 f"scripted server: script entry for request {n} failed: {type(exc).__name__}: {exc}",
                 type_="server_error",
@@ -296,7 +296,7 @@ class ScriptedOpenAIServer:
             headers = dict(extra_headers)
             if not entry.get("retry", False):
                 headers.setdefault("x-should-retry", "false")
-            h._send_error(
+            h.send_api_error(
                 int(err.get("status", 500)),
                 str(err.get("message", "scripted error")),
                 type_=err.get("type"),
@@ -349,7 +349,7 @@ class ScriptedOpenAIServer:
         message: dict[str, Any] = {"role": "assistant", "content": content or (None if calls else ""), "refusal": None}
         if calls:
             message["tool_calls"] = calls
-        h._send_json(
+        h.send_json(
             200,
             {
                 "id": cid,
@@ -377,7 +377,7 @@ class ScriptedOpenAIServer:
                 self._stored[rid] = [*view.get("messages", []), output_message(content, calls)]
         body = response_body(rid, model, request, content, calls, usage)
         if not request.get("stream"):
-            h._send_json(200, body, headers)
+            h.send_json(200, body, headers)
             return
         write = event_writer(h, headers)
         delay = float(entry.get("chunk_delay_s", 0.0) or 0.0)
