@@ -188,8 +188,11 @@ class Edge(Runnable[Mapping[str, Any], str]):
         return self.invoke(input, config)
 
 
-def edge(decide: Callable[[Mapping[str, Any]], Route]) -> Edge:
-    """``decide`` as a conditional edge (:class:`Edge`)."""
+def edge(decide: Callable[[Mapping[str, Any]], Route], like: Callable[..., Any] | None = None) -> Edge:
+    """``decide`` as a conditional edge (:class:`Edge`), named and documented as ``like`` (the
+    route it binds) when given."""
+    if like is not None:
+        decide.__name__, decide.__doc__ = like.__name__, like.__doc__
     return Edge(decide)
 
 
@@ -213,9 +216,7 @@ def reviewed(
     def decide(state: Mapping[str, Any]) -> Route:
         return route(state, needs_human(state, run_context() or AgentContext()))
 
-    decide.__name__ = route.__name__
-    decide.__doc__ = route.__doc__
-    return edge(decide)
+    return edge(decide, like=route)
 
 
 def measured(
@@ -229,9 +230,7 @@ def measured(
         ctx = run_context()
         return route(state, None, None) if ctx is None else route(state, ctx, meter)
 
-    decide.__name__ = route.__name__
-    decide.__doc__ = route.__doc__
-    return edge(decide)
+    return edge(decide, like=route)
 
 
 def remembered(route: Edge) -> Edge:
@@ -243,9 +242,7 @@ def remembered(route: Edge) -> Edge:
         step = decide(state)
         return route_at_end(step, run_context()) if step == END else step  # (the context: at the end only)
 
-    end.__name__ = route.name or "route"
-    end.__doc__ = decide.__doc__
-    return edge(end)
+    return edge(end, like=decide)
 
 
 def after_model_first(route: Edge) -> Edge:
@@ -256,6 +253,4 @@ def after_model_first(route: Edge) -> Edge:
     def first(state: Mapping[str, Any]) -> str:
         return decide(state) if state.get("jump_to") else "after_model"
 
-    first.__name__ = route.name or "route"
-    first.__doc__ = decide.__doc__
-    return edge(first)
+    return edge(first, like=decide)
