@@ -2,11 +2,11 @@
 
     python benchmarks/step_overhead.py [--turns 20,100] [--repeat 5] [--tool sync|async]
 
-One in-process scripted chat model (``testing/fake_models.py``, no HTTP, answers at once)
-calls one tool per turn for T turns and then answers; the tool returns 200 characters at
-once. So a run's wall time is the framework's own work: building each request, calling
-the model object, running the tool call, routing, the state updates. Three runs of the
-same script with the same single tool:
+One in-process scripted chat model (``testing/fake_models.py``, no HTTP, answers at once, on
+the event loop as the real clients' async calls do: :func:`scripted_model`) calls one tool per
+turn for T turns and then answers; the tool returns 200 characters at once. So a run's wall
+time is the framework's own work: building each request, calling the model object, running the
+tool call, routing, the state updates. Three runs of the same script with the same single tool:
 
 * ``create_agent`` - ``langchain.agents.create_agent(model, tools=[tool])``, the baseline;
 * ``memory off`` - ``build_agent_graph`` offering only that tool, ``memory=False``;
@@ -22,9 +22,10 @@ same script with the same single tool:
   ``@wrap_tool_call`` hooks (the loop runs ``after_model`` in a node of its own, as
   ``create_agent`` does). ``memory off+hooks`` is also given as a ratio to ``create_agent+hooks``;
 * ``langgraph floor`` (``--modes``) - LangGraph alone on the loop's state schema: a resolver, an
-  agent node calling the model and a tools node calling the tool, routing themselves as the
-  loop's nodes do, with none of the loop's per-step duties (budget, limits, loop detection,
-  usage, events, reply guards). The floor both frameworks build on.
+  agent node calling the model and a tools node calling the tool, each followed by a conditional
+  edge as the loop's (and create_agent's) nodes are, with none of the loop's per-step duties
+  (budget, limits, loop detection, usage, events, reply guards). The floor both frameworks build on;
+  ``langgraph floor 3 keys`` is the same on a state of three keys.
 
 No checkpointer on either side. Every round runs the three once, in turn (interleaved), in
 one process, after one untimed warm-up run each; a step is one model call (T + 1 per run).
@@ -40,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import gc
 import json
 import os
@@ -59,9 +61,13 @@ MODES = ("create_agent", "memory off", "memory on")
 # a tool-call budget and a model-call budget. Run with --modes; the target is against create_agent.
 LIMITS = "create_agent+limits"
 # The floor under both: LangGraph alone running the same script over the loop's state schema
-# (resolver, agent, tools nodes routing themselves with Command, as the loop's do), with none of
-# the loop's per-step duties. What a step costs before any framework work (``--modes``).
+# (resolver, agent and tools nodes routed by conditional edges after each node, as the loop's
+# and create_agent's are), with none of the loop's per-step duties. What a step costs before any
+# framework work (``--modes``).
 FLOOR = "langgraph floor"
+# The floor on a state of three keys (messages, task, answer) instead of the loop's: what the size
+# of the loop's state costs LangGraph (``--modes``).
+FLOOR_SMALL = "langgraph floor 3 keys"
 # The same user middleware on both sides (``--modes``): pass-through before_model, after_model,
 # wrap_model_call and wrap_tool_call hooks, what running a user's middleware costs each framework.
 HOOKS_BASE, HOOKS = "create_agent+hooks", "memory off+hooks"
@@ -101,34 +107,51 @@ def script(turns: int) -> list[Any]:
     return [*calls, AIMessage(f"Looked up {turns} items.", usage_metadata=usage(turns))]
 
 
-def floor_graph(model: Any, tool: Any) -> Any:
+def floor_graph(model: Any, tool: Any, small: bool = False) -> Any:
     """:data:`FLOOR`'s graph: the model called with the conversation and the tool bound, the tool
-    called with the model's arguments, the routes decided in the nodes."""
-    from langchain_core.messages import HumanMessage, ToolMessage
-    from langgraph.graph import END, START, StateGraph
-    from langgraph.types import Command
+    called with the model's arguments; after each node a conditional edge (an async function, run
+    on the event loop as the loop's routes are) picks the next one. ``small``: on a state of three
+    keys (:data:`FLOOR_SMALL`), else on the loop's."""
+    from typing import Annotated
 
-    from smart_agent.state import AgentState
+    from langchain_core.messages import AnyMessage, HumanMessage, ToolMessage
+    from langgraph.graph import END, START, StateGraph
+    from typing_extensions import TypedDict
+
+    from smart_agent.state import AgentState, merge_messages
+
+    # (the functional form, whose types are evaluated here: the class form's would be looked up
+    # as text in this module's globals)
+    fields = {"messages": Annotated[list[AnyMessage], merge_messages], "task": str, "answer": str}
+    small_state = TypedDict("small_state", fields, total=False)  # type: ignore[misc]
 
     bound = model.bind_tools([tool])
 
-    async def resolver(state: dict[str, Any]) -> Command:
-        return Command(update={"messages": [HumanMessage(state["task"])]}, goto="agent")
+    async def resolver(state: dict[str, Any]) -> dict[str, Any]:
+        return {"messages": [HumanMessage(state["task"])]}
 
-    async def agent(state: dict[str, Any]) -> Command:
-        reply = await bound.ainvoke(state["messages"])
-        return Command(update={"messages": [reply]}, goto="tools" if reply.tool_calls else END)
+    async def agent(state: dict[str, Any]) -> dict[str, Any]:
+        return {"messages": [await bound.ainvoke(state["messages"])]}
 
-    async def tools(state: dict[str, Any]) -> Command:
+    async def tools(state: dict[str, Any]) -> dict[str, Any]:
         call = state["messages"][-1].tool_calls[0]
         out = await tool.ainvoke(call["args"])
-        return Command(update={"messages": [ToolMessage(out, tool_call_id=call["id"])]}, goto="agent")
+        return {"messages": [ToolMessage(out, tool_call_id=call["id"])]}
 
-    builder = StateGraph(AgentState)
-    builder.add_node("resolver", resolver, destinations=("agent",))
-    builder.add_node("agent", agent, destinations=("tools", END))
-    builder.add_node("tools", tools, destinations=("agent",))
+    async def to_agent(state: dict[str, Any]) -> str:
+        return "agent"
+
+    async def after_agent(state: dict[str, Any]) -> str:
+        return "tools" if state["messages"][-1].tool_calls else END
+
+    builder = StateGraph(small_state if small else AgentState)
+    builder.add_node("resolver", resolver)
+    builder.add_node("agent", agent)
+    builder.add_node("tools", tools)
     builder.add_edge(START, "resolver")
+    builder.add_conditional_edges("resolver", to_agent, ["agent"])
+    builder.add_conditional_edges("agent", after_agent, ["tools", END])
+    builder.add_conditional_edges("tools", to_agent, ["agent"])
     return builder.compile()
 
 
@@ -155,13 +178,32 @@ def pass_through_hooks() -> list[Any]:
     return [before, after, around_model, around_tool]
 
 
-def runner(mode: str, turns: int, tool: Any) -> Callable[[], Any]:
-    """A coroutine function running ``mode`` once on a fresh model and graph (built outside the timing)."""
+def scripted_model(turns: int) -> Any:
+    """The scripted model of a run of ``turns`` tool turns, answering on the event loop.
+
+    LangChain runs a chat model without an async implementation (the scripted one's replies are
+    sync) on the loop's default executor: every call would also pay a thread hop, which a real
+    client's async HTTP call does not. Both frameworks paid it alike, so it only diluted the ratio
+    (``benchmarks/step_breakdown.py --executor-model`` measures with it)."""
+    return _on_loop_model()(responses=script(turns))
+
+
+@functools.cache
+def _on_loop_model() -> Any:
     from smart_agent.testing.fake_models import ScriptedChatModel
 
-    model = ScriptedChatModel(responses=script(turns))
-    if mode == FLOOR:
-        floor = floor_graph(model, tool)
+    class OnLoopScriptedModel(ScriptedChatModel):
+        async def _agenerate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any) -> Any:
+            return self._generate(messages, stop=stop, **kwargs)
+
+    return OnLoopScriptedModel
+
+
+def runner(mode: str, turns: int, tool: Any) -> Callable[[], Any]:
+    """A coroutine function running ``mode`` once on a fresh model and graph (built outside the timing)."""
+    model = scripted_model(turns)
+    if mode in (FLOOR, FLOOR_SMALL):
+        floor = floor_graph(model, tool, small=mode == FLOOR_SMALL)
         return lambda: floor.ainvoke({"task": "Look the items up."})
     if mode in ("create_agent", LIMITS, HOOKS_BASE):
         from langchain.agents import create_agent
@@ -267,12 +309,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--modes",
         default=",".join(MODES),
-        help=f"comma list of runs (create_agent always included; also {LIMITS}, {FLOOR}, {HOOKS_BASE}, {HOOKS})",
+        help=f"comma list of runs (create_agent always included; also {LIMITS}, {FLOOR}, "
+        f"'{FLOOR_SMALL}', {HOOKS_BASE}, {HOOKS})",
     )
     p.add_argument("--out", default=str(RESULTS))
     args = p.parse_args(argv)
     turns = [int(t) for t in args.turns.split(",") if t.strip()]
-    known = (*MODES, LIMITS, FLOOR, HOOKS_BASE, HOOKS)
+    known = (*MODES, LIMITS, FLOOR, FLOOR_SMALL, HOOKS_BASE, HOOKS)
     modes = ["create_agent", *(m for m in args.modes.split(",") if m in known and m != "create_agent")]
     table = rows(turns, args.repeat, args.tool, modes)
     command = f"python benchmarks/step_overhead.py --turns {args.turns} --repeat {args.repeat} --tool {args.tool}"
