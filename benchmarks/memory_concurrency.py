@@ -14,7 +14,13 @@ run has made ``--turns`` tool calls, then answers. Modes, interleaved batch by b
   run's defaults: long-term memory on, the embedded FAISS store in a fresh ``SMART_AGENT_HOME``,
   the local embedding model (loaded before timing). Each run's task is distinct (a new sentence
   per run), so every run embeds its own query and leaves its own memory behind;
-* ``memory off`` (``--modes``) -- the same graph with ``memory=False``.
+* ``memory off`` (``--modes``) -- the same graph with ``memory=False``;
+* ``memory on (recall in threads)`` (``--modes``) -- memory on with every recall's search on the
+  memory threads (``nodes.memory.RECALL_ON_LOOP = False``), as before the search moved to the
+  run's loop: the two compared in one process.
+
+``--jitter J``: each model call sleeps ``latency`` ± ``J`` seconds (uniform, seeded) instead of
+exactly ``latency``, as a real model's replies vary: runs that start together then drift apart.
 
 Per batch: ``answered`` is the time until every run of the batch has returned its answer;
 ``sustained`` runs on until the work the runs left behind is done too (the memory writes and
@@ -49,15 +55,19 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "memory_concurrency.json"
 MODES = ("create_agent", "memory on")
+IN_THREADS = "memory on (recall in threads)"
 OUTPUT = "x" * 200
 SUBJECTS = ("Ada", "Bob", "the client", "my sister", "the landlord", "our team", "the intern", "Grandma")
 THINGS = ("green tea", "the budget", "a trip to Lisbon", "Rust", "the flaky tests", "jazz", "the tax return",
           "dark mode", "the invoice from March", "French lessons", "the garden shed", "the database migration")
 
 
-def make_model(turns: int, latency: float) -> Any:
-    """A chat model that sleeps ``latency`` seconds per call (on the loop), then calls ``lookup``
-    until the conversation's last human message has ``turns`` tool results after it, then answers."""
+def make_model(turns: int, latency: float, jitter: float = 0.0) -> Any:
+    """A chat model that sleeps ``latency`` seconds per call (± ``jitter``, uniform, seeded; on the
+    loop), then calls ``lookup`` until the conversation's last human message has ``turns`` tool
+    results after it, then answers."""
+    import random
+
     from langchain_core.language_models.chat_models import BaseChatModel
     from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
     from langchain_core.outputs import ChatGeneration, ChatResult
@@ -74,6 +84,11 @@ def make_model(turns: int, latency: float) -> Any:
             return AIMessage("", tool_calls=[call], usage_metadata=usage)  # type: ignore[arg-type]
         return AIMessage(f"Looked up {turns} items.", usage_metadata=usage)  # type: ignore[arg-type]
 
+    rng = random.Random(7)
+
+    def pause() -> float:
+        return latency + rng.uniform(-jitter, jitter) if jitter else latency
+
     class SleepyModel(BaseChatModel):
         @property
         def _llm_type(self) -> str:
@@ -83,11 +98,11 @@ def make_model(turns: int, latency: float) -> Any:
             return self
 
         def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any) -> ChatResult:
-            time.sleep(latency)
+            time.sleep(pause())
             return ChatResult(generations=[ChatGeneration(message=reply(messages))])
 
         async def _agenerate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any) -> ChatResult:
-            await asyncio.sleep(latency)
+            await asyncio.sleep(pause())
             return ChatResult(generations=[ChatGeneration(message=reply(messages))])
 
     return SleepyModel()
@@ -131,8 +146,16 @@ def runner(mode: str, model: Any, tool: Any) -> Callable[[str], Any]:
     registry = ToolRegistry()
     registry.register(tool, ToolMeta(source="user"))
     graph = build_agent_graph(model=model, registry=registry, checkpointer=InMemorySaver())
-    ctx = Context(memory=mode == "memory on", max_tool_calls=100)
-    return lambda tid: graph.ainvoke({"task": task()}, {"configurable": {"thread_id": tid}}, context=ctx)
+    ctx = Context(memory=mode != "memory off", max_tool_calls=100)
+    on_loop = mode != IN_THREADS
+
+    def run(tid: str) -> Any:
+        from smart_agent.nodes import memory as memory_nodes
+
+        memory_nodes.RECALL_ON_LOOP = on_loop  # (one mode's batch runs at a time)
+        return graph.ainvoke({"task": task()}, {"configurable": {"thread_id": tid}}, context=ctx)
+
+    return run
 
 
 _thread_ids = itertools.count()
@@ -160,10 +183,10 @@ async def batch(run: Callable[[str], Any], n: int, turns: int) -> dict[str, Any]
 
 
 async def measure(
-    concurrency: Sequence[int], rounds: int, turns: int, latency: float, modes: Sequence[str]
+    concurrency: Sequence[int], rounds: int, turns: int, latency: float, modes: Sequence[str], jitter: float = 0.0
 ) -> list[dict[str, Any]]:
     tool = make_tool()
-    model = make_model(turns, latency)
+    model = make_model(turns, latency, jitter)
     runs = {m: runner(m, model, tool) for m in modes}
     for m in modes:  # warm-up: imports, the embedding model, the memory store
         await batch(runs[m], max(concurrency), turns)
@@ -205,13 +228,13 @@ def _p95(values: list[float]) -> float:
 
 def rows(
     concurrency: Sequence[int] = (1, 8, 32), rounds: int = 7, turns: int = 5, latency: float = 0.05,
-    modes: Sequence[str] = MODES,
+    modes: Sequence[str] = MODES, jitter: float = 0.0,
 ) -> list[dict[str, Any]]:
     """The benchmark's rows (``concurrency``, ``mode``, throughput and latency ratios to create_agent)."""
     os.environ.setdefault("SMART_AGENT_HOME", tempfile.mkdtemp(prefix="smart-agent-bench-"))
     os.environ.setdefault("LANGSMITH_TRACING", "false")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    return asyncio.run(measure(concurrency, rounds, turns, latency, modes))
+    return asyncio.run(measure(concurrency, rounds, turns, latency, modes, jitter))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -220,16 +243,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=7, help="interleaved rounds (median)")
     p.add_argument("--turns", type=int, default=5, help="tool calls per run (then the answer)")
     p.add_argument("--latency", type=float, default=0.05, help="seconds the model sleeps per call")
-    p.add_argument("--modes", default=",".join(MODES), help="create_agent, memory on, memory off")
+    p.add_argument("--jitter", type=float, default=0.0, help="± seconds around --latency (uniform, seeded)")
+    p.add_argument("--modes", default=",".join(MODES), help=f"create_agent, memory on, memory off, {IN_THREADS}")
     p.add_argument("--out", default=str(RESULTS))
     args = p.parse_args(argv)
     conc = [int(c) for c in args.concurrency.split(",") if c.strip()]
-    modes = ["create_agent", *(m for m in args.modes.split(",") if m in ("memory on", "memory off"))]
+    modes = ["create_agent", *(m for m in args.modes.split(",") if m in ("memory on", "memory off", IN_THREADS))]
     load_before = os.getloadavg()
-    table = rows(conc, args.rounds, args.turns, args.latency, modes)
+    table = rows(conc, args.rounds, args.turns, args.latency, modes, args.jitter)
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     command = (f"python benchmarks/memory_concurrency.py --concurrency {args.concurrency} --rounds {args.rounds} "
-               f"--turns {args.turns} --latency {args.latency} --modes \"{','.join(modes)}\"")
+               f"--turns {args.turns} --latency {args.latency}"
+               + (f" --jitter {args.jitter}" if args.jitter else "") + f" --modes \"{','.join(modes)}\"")
     result = {
         "rows": table, "reproduce": command, "python": platform.python_version(), "cpus": os.cpu_count(),
         "peak_rss_mb": round(rss_mb), "load_average_before": [round(x, 2) for x in load_before],

@@ -167,6 +167,16 @@ def wait(timeout: float | None = None) -> None:
         _state.wait_for(lambda: _writes_done >= target, timeout)
 
 
+def caught_up() -> bool:
+    """Whether :func:`wait` would return at once: every write it would wait for has run."""
+    if in_memory_thread():
+        return True
+    horizon = _horizon.get()
+    with _state:
+        target = _writes_queued if horizon is None else min(horizon, _writes_queued)
+        return _writes_done >= target
+
+
 def drain(timeout: float | None = None) -> list[dict[str, Any]]:
     """Wait until the memory threads are idle (every write and recall started so far has run),
     then the results recorded since the last drain."""

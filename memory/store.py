@@ -502,6 +502,25 @@ class FaissMemoryStore(BaseStore):
             ranked = self._ranked(self.rows.namespaces_under(labels), qvec, k, filter, min_similarity)
         return ranked[:k]
 
+    @contextlib.contextmanager
+    def held_if_free(self) -> Iterator[bool]:
+        """For a caller on an event loop, which must not wait: holds the store (its row and index
+        locks, both reentrant) and yields True when no other thread holds it and every write
+        :func:`background.wait` would wait for has run; else holds nothing and yields False (the
+        caller then does its work in a thread). A recall in this block waits for nothing."""
+        held = not self._closed and background.caught_up() and self.rows.lock.acquire(blocking=False)
+        if held and not self.vectors.lock.acquire(blocking=False):
+            self.rows.lock.release()
+            held = False
+        if not held:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            self.vectors.lock.release()
+            self.rows.lock.release()
+
     def query_vector(self, namespace: Sequence[str], query: str) -> Any:
         """``query`` embedded for a recall under ``namespace``; None (no model loaded) when there is
         nothing to search there."""

@@ -3,11 +3,12 @@
 ``memory_recall`` runs at the start of a run: it searches the user's memories
 with the task (the last human message) and puts a text block into
 ``memory_context``, which the agent node appends to the system prompt. On the FAISS store the
-recall starts earlier, with the run: :func:`prefetch_recall` is a resolver hook that hands it
-to the memory thread (opening the store, embedding the task, searching, checking for damaged
-rows) while the resolver and the step to ``memory_recall`` go on; ``memory_recall`` then awaits
-that result, with no thread hop of its own (other stores embed inside their ``asearch``, awaited
-in ``memory_recall``). With
+recall starts earlier, with the run: :func:`prefetch_recall` is a resolver hook that queues the
+task for the store's embedder while the resolver and the step to ``memory_recall`` go on;
+``memory_recall`` then awaits the vector and searches, checking for damaged rows. Both steps run
+on the loop when the store is open and free (:func:`_start_on_loop` says why), else on a memory
+thread (opening the store reads files; a busy store would make the loop wait). Other stores embed
+inside their ``asearch``, awaited in ``memory_recall``. With
 nothing stored yet (no runtime store and no memory database in the data folder: a first run)
 neither opens the store: the recall is empty, and the run's write creates the store.
 ``memory_write`` runs when the run ends: it writes one deterministic observation
@@ -29,8 +30,8 @@ run; damaged rows the store skipped are reported as a ``warning``, and
 ``runtime.store`` whenever the run has one -- any ``BaseStore`` with a vector index, through
 ``memory/backend.py`` -- and the default FAISS store in ``$SMART_AGENT_HOME/memory`` when it has
 none. A runtime store without an index turns memory off for the run with one ``error`` event
-(from ``memory_recall``; ``memory_write`` then reports ``skipped``). FAISS work runs in a thread
-so the event loop keeps streaming.
+(from ``memory_recall``; ``memory_write`` then reports ``skipped``). FAISS work that could wait
+(opening, writing, a busy store) runs in a thread so the event loop keeps streaming.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ import threading
 import time
 from collections.abc import Mapping
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, NamedTuple
 
 from langgraph.runtime import Runtime
 
@@ -69,9 +70,21 @@ log = logging.getLogger(__name__)
 
 __all__ = ["memory_recall", "memory_write", "prefetch_recall"]
 
-# The recalls the memory thread is running for runs that started, by run key.
-_prefetched: dict[tuple[int, tuple[str, ...], str, int], Future[Any]] = {}
+class _OnLoop(NamedTuple):
+    """A prefetched recall started on the run's event loop: its store, the future of the query
+    vector (the embedder's queue), the writes it comes after and the similarity floor."""
+
+    store: Any
+    vector: Future[Any]
+    writes: int
+    floor: float
+
+
+# The recalls started for runs that started, by run key: a future of the whole recall (the memory
+# threads run it) or, started on the loop, an _OnLoop.
+_prefetched: dict[tuple[int, tuple[str, ...], str, int], Future[Any] | _OnLoop] = {}
 _prefetched_lock = threading.Lock()
+RECALL_ON_LOOP = True  # False: every prefetched recall on the memory threads (benchmarks compare the two)
 MAX_PREFETCHED = 64  # runs whose memory_recall never came (an error in the resolver) are dropped
 
 
@@ -155,6 +168,36 @@ def _finish_recall(
         return store.recall(ns, task, k, min_similarity=floor, query_vector=qvec), damage_report(store, ns)
 
 
+def _start_on_loop(runtime_store: Any, ctx: Any, ns: tuple[str, ...], task: str, writes: int) -> Any:
+    """The recall's first step right here, on the run's event loop, when that reads no file and
+    waits for nothing (the FAISS store already open, free, every earlier write done:
+    ``held_if_free``): ``(store, future of the query vector)``, else None.
+
+    Why not a read thread, as the first recall of a process takes: each of a recall's steps makes
+    a few dozen calls that give up the GIL (SQLite, FAISS, locks), and a thread taking the GIL
+    back from a busy event loop waits up to the switch interval (5 ms) each time. Measured: a
+    recall that takes 0.66 ms alone took 198 ms in a thread beside a busy Python thread; 32
+    concurrent runs' recalls ended up to ~500 ms after their queries were embedded."""
+    if not RECALL_ON_LOOP:
+        return None
+    store = opened_store_for(runtime_store, ctx)
+    held = getattr(store, "held_if_free", None)
+    if store is None or not callable(held) or not is_memory_store(store):
+        return None
+    with background.as_of(writes), held() as free:
+        return (store, store.query_vector_later(ns, task)) if free else None
+
+
+def _finish_on_loop(entry: _OnLoop, ns: tuple[str, ...], task: str, k: int, qvec: Any) -> Any:
+    """The recall's second step on the loop once its query is embedded (``(recalled, damage)``),
+    or None when the store is busy (then a read thread does it)."""
+    with background.as_of(entry.writes), entry.store.held_if_free() as free:
+        if not free:
+            return None
+        recalled = entry.store.recall(ns, task, k, min_similarity=entry.floor, query_vector=qvec)
+        return recalled, damage_report(entry.store, ns)
+
+
 def prefetch_recall(state: Mapping[str, Any], update: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
     """Resolver hook: start this run's recall on the memory thread (never fails)."""
     try:
@@ -171,12 +214,17 @@ def prefetch_recall(state: Mapping[str, Any], update: Mapping[str, Any], ctx: An
             return {}  # nothing to find, or a store memory_recall searches on the run's loop
         ns = namespace_for(ctx)
         writes, floor = background.writes_queued(), min_similarity()
-        started = background.submit_read(_start_recall, runtime_store, ctx, ns, task, writes)
         # The query waits in the embedder's queue (every query waiting there is embedded in one
-        # call) with no thread waiting for it; the search then runs on a read thread.
-        future = background.then(started, lambda s: _after_embedding(s, ns, task, k, floor, writes))
+        # call) with no thread waiting for it; the search then runs on the loop (memory_recall)
+        # or, when the store is not open yet or busy, on a read thread.
+        entry: Future[Any] | _OnLoop
+        if (here := _start_on_loop(runtime_store, ctx, ns, task, writes)) is not None:
+            entry = _OnLoop(here[0], here[1], writes, floor)
+        else:
+            started = background.submit_read(_start_recall, runtime_store, ctx, ns, task, writes)
+            entry = background.then(started, lambda s: _after_embedding(s, ns, task, k, floor, writes))
         with _prefetched_lock:
-            _prefetched[(id(runtime_store), ns, task, k)] = future
+            _prefetched[(id(runtime_store), ns, task, k)] = entry
             while len(_prefetched) > MAX_PREFETCHED:
                 _prefetched.pop(next(iter(_prefetched)))
     except Exception as exc:  # memory_recall recalls itself
@@ -188,8 +236,16 @@ async def _prefetched_recall(runtime_store: Any, ns: tuple[str, ...], task: str,
     """What the prefetch found, ``(recalled, damage)``; None when there was none or it was for
     another store (an error the job raised is raised here, as the recall's own)."""
     with _prefetched_lock:
-        future = _prefetched.pop((id(runtime_store), ns, task, k), None)
-    return None if future is None else await asyncio.wrap_future(future)
+        entry = _prefetched.pop((id(runtime_store), ns, task, k), None)
+    if not isinstance(entry, _OnLoop):
+        return None if entry is None else await asyncio.wrap_future(entry)
+    qvec = await asyncio.wrap_future(entry.vector)
+    found = _finish_on_loop(entry, ns, task, k, qvec)
+    if found is None:
+        vector: Future[Any] = Future()
+        vector.set_result(qvec)
+        found = await asyncio.to_thread(_finish_recall, (entry.store, vector), ns, task, k, entry.floor, entry.writes)
+    return found
 
 
 def _cleared(state: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,6 +1,8 @@
-"""Memory off the critical path: the recall (query embedding and search) runs on the memory thread,
-started by the resolver (``prefetch_recall``), and ``memory_recall`` awaits its result; the run's write is
-queued on the memory thread and runs after the run returned (reads of the store wait for it)."""
+"""Memory off the critical path: the recall starts with the resolver (``prefetch_recall``): its query
+waits in the embedder's queue (the embedding thread) while the run goes on; ``memory_recall`` awaits
+the vector and searches on the loop when the store is open and free, else on a memory thread. The
+run's write is queued on the memory thread and runs after the run returned (reads of the store wait
+for it)."""
 
 from __future__ import annotations
 
@@ -51,10 +53,56 @@ async def test_the_recall_query_is_embedded_by_the_resolvers_prefetch(
     final = await run_graph(graph, "What is the cat called?", context, thread="t")
     assert final["answer"] == "Tom."
     assert "the cat is called Tom" in srv.requests[0]["messages"][0]["content"]  # recalled
-    # The task was embedded once and searched once, both on the memory thread the resolver
-    # handed the recall to (memory_recall only awaited its result).
+    # The task was embedded once, on the embedding thread the resolver queued it for, and searched
+    # once, on the run's own loop (the store was open and free: no thread hop, no wait for the GIL).
     (thread,) = emb.threads["What is the cat called?"]
-    assert thread.startswith("smart-agent-memory")
+    assert thread == "smart-agent-memory-embed"
+    assert recalls == [threading.current_thread().name]
+    store.close()
+
+
+async def test_a_recall_beside_a_busy_store_waits_in_a_thread_not_on_the_loop(
+    scripted_server, workspace, tmp_path, monkeypatch
+):
+    """Another thread holds the store when the run starts: the recall waits for it on a memory
+    thread while the loop goes on (a ticker on the loop lets the holder go), and still recalls."""
+    import asyncio
+
+    emb = ThreadRecordingEmbeddings()
+    store = FaissMemoryStore(tmp_path / "mem", embeddings=emb)
+    store.remember(user_namespace("u"), "the cat is called Tom")
+    emb.table["What is the cat called?"] = emb.embed_query("the cat is called Tom")
+    background.drain()
+    recalls: list[str] = []
+    recall = FaissMemoryStore.recall
+
+    def spy(self, *args, **kw):
+        recalls.append(threading.current_thread().name)
+        return recall(self, *args, **kw)
+
+    monkeypatch.setattr(FaissMemoryStore, "recall", spy)
+    held, release, let_go = threading.Event(), threading.Event(), []
+
+    def holder() -> None:
+        with store.rows.lock:
+            held.set()
+            let_go.append(release.wait(20))  # True: the loop's ticker let it go
+
+    threading.Thread(target=holder, daemon=True).start()
+    assert held.wait(20)
+    srv = scripted_server(responder=lambda req: text("Tom."))
+    graph = build_agent_graph(model=openai_model(srv), checkpointer=InMemorySaver(), store=store)
+    context = Context(workspace=str(workspace), model="openai:scripted-model", user_id="u")
+    run = asyncio.ensure_future(run_graph(graph, "What is the cat called?", context, thread="t"))
+    ticks = 0
+    while ticks < 20 and not run.done():
+        ticks += 1
+        await asyncio.sleep(0.005)
+    release.set()
+    final = await run
+    assert ticks == 20 and let_go == [True]  # the loop ran on while the store was held
+    assert final["answer"] == "Tom."
+    assert "the cat is called Tom" in srv.requests[0]["messages"][0]["content"]
     assert len(recalls) == 1 and recalls[0].startswith("smart-agent-memory")
     store.close()
 

@@ -210,6 +210,75 @@ def test_thread_safety(fake_store):
         ].similarity == pytest.approx(1.0, abs=1e-5)
 
 
+def _holding(lock: threading.RLock):
+    """A thread that holds ``lock`` until the returned function is called (which waits for the
+    thread to give it back)."""
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with lock:
+            held.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold, daemon=True)
+    holder.start()
+    assert held.wait(30)
+
+    def let_go() -> None:
+        release.set()
+        holder.join()
+
+    return let_go
+
+
+def _free_elsewhere(lock: threading.RLock) -> bool:
+    """Whether another thread could take ``lock`` now."""
+    got: list[bool] = []
+
+    def probe() -> None:
+        if ok := lock.acquire(blocking=False):
+            lock.release()
+        got.append(ok)
+
+    t = threading.Thread(target=probe)
+    t.start()
+    t.join()
+    return got[0]
+
+
+def test_held_if_free_holds_the_store_only_when_nothing_else_does(fake_store):
+    from smart_agent.memory import background
+
+    s = fake_store()
+    s.remember(("m",), "the cat is called Tom")
+    background.drain()
+    with s.held_if_free() as free:
+        assert free
+        assert not _free_elsewhere(s.rows.lock) and not _free_elsewhere(s.vectors.lock)  # held
+        assert s.recall(("m",), "the cat is called Tom", k=1)[0].item.value["text"] == "the cat is called Tom"
+    assert _free_elsewhere(s.rows.lock) and _free_elsewhere(s.vectors.lock)  # given back
+    for lock in (s.rows.lock, s.vectors.lock):  # another thread holds either: nothing is held here
+        let_go = _holding(lock)
+        with s.held_if_free() as free:
+            assert not free
+            other = s.vectors.lock if lock is s.rows.lock else s.rows.lock
+            assert _free_elsewhere(other)
+        let_go()
+    gate = threading.Event()
+    background.submit(gate.wait, 30)  # a write queued and not done yet: a recall would wait for it
+    with s.held_if_free() as free:
+        assert not free
+    with background.as_of(0), s.held_if_free() as free:
+        assert free  # (a run that started before that write does not wait for it)
+    gate.set()
+    background.drain()
+    with s.held_if_free() as free:
+        assert free
+    s.close()
+    with s.held_if_free() as free:
+        assert not free
+
+
 # -- safety -------------------------------------------------------------------------------------------
 class _Exploit:
     def __init__(self, marker: Path) -> None:
