@@ -137,9 +137,10 @@ async def test_the_children_share_the_runs_model_call_budget(scripted_server, wo
         lambda last: text("root done"),
     ))
     final, events = await run_in_scope(agent(srv), "go", ctx(workspace, max_model_calls=6))
-    # every request of the run - the root's and its background child's - counted on one budget
-    assert len(srv.requests) <= 6
-    assert final["usage"]["model_calls"] == len(srv.requests)
+    # every request of the run - the root's and its background child's - counted on one budget;
+    # a child's call is counted as it begins, so one the run's end cancelled on its way to the
+    # server (a busy machine) is counted and never received
+    assert len(srv.requests) <= final["usage"]["model_calls"] <= 6
     assert any(is_child(r) for r in srv.requests)
 
 
