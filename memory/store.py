@@ -505,10 +505,14 @@ class FaissMemoryStore(BaseStore):
     @contextlib.contextmanager
     def held_if_free(self) -> Iterator[bool]:
         """For a caller on an event loop, which must not wait: holds the store (its row and index
-        locks, both reentrant) and yields True when no other thread holds it and every write
-        :func:`background.wait` would wait for has run; else holds nothing and yields False (the
-        caller then does its work in a thread). A recall in this block waits for nothing."""
-        held = not self._closed and background.caught_up() and self.rows.lock.acquire(blocking=False)
+        locks, both reentrant) and yields True when no other thread holds it, every write
+        :func:`background.wait` would wait for has run and the folder's model was checked (the
+        check may re-embed every memory); else holds nothing and yields False (the caller then
+        does its work in a thread). A recall in this block waits for nothing."""
+        held = (
+            not self._closed and self.embedder.model_checked and background.caught_up()
+            and self.rows.lock.acquire(blocking=False)
+        )
         if held and not self.vectors.lock.acquire(blocking=False):
             self.rows.lock.release()
             held = False

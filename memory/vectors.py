@@ -153,6 +153,11 @@ class Embedder:
                     on_new_epoch()
             self._model_checked = True
 
+    @property
+    def model_checked(self) -> bool:
+        """Whether :meth:`check_model` has run (before it, embedding may re-embed the folder)."""
+        return self._model_checked
+
     def assume_checked(self) -> None:
         """The folder's vectors are this model's (benchmarks that fill it with precomputed vectors)."""
         self._model_checked = True

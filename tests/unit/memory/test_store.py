@@ -250,6 +250,8 @@ def test_held_if_free_holds_the_store_only_when_nothing_else_does(fake_store):
     from smart_agent.memory import background
 
     s = fake_store()
+    with s.held_if_free() as free:
+        assert not free  # nothing embedded yet: the folder's model is not checked (it may re-embed all)
     s.remember(("m",), "the cat is called Tom")
     background.drain()
     with s.held_if_free() as free:
