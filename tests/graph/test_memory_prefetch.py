@@ -32,9 +32,9 @@ class ThreadRecordingEmbeddings(TableEmbeddings):
         return super().embed_documents(texts)
 
 
-async def test_the_recall_query_is_embedded_by_the_resolvers_prefetch(
-    scripted_server, workspace, tmp_path, monkeypatch
-):
+def store_with_a_cat(tmp_path, monkeypatch):
+    """A store remembering the cat's name (its query embeds to that memory's vector), and the names
+    of the threads its recalls run on."""
     emb = ThreadRecordingEmbeddings()
     store = FaissMemoryStore(tmp_path / "mem", embeddings=emb)
     store.remember(user_namespace("u"), "the cat is called Tom")
@@ -47,6 +47,13 @@ async def test_the_recall_query_is_embedded_by_the_resolvers_prefetch(
         return recall(self, *args, **kw)
 
     monkeypatch.setattr(FaissMemoryStore, "recall", spy)
+    return emb, store, recalls
+
+
+async def test_the_recall_query_is_embedded_by_the_resolvers_prefetch(
+    scripted_server, workspace, tmp_path, monkeypatch
+):
+    emb, store, recalls = store_with_a_cat(tmp_path, monkeypatch)
     srv = scripted_server(responder=lambda req: text("Tom."))
     graph = build_agent_graph(model=openai_model(srv), checkpointer=InMemorySaver(), store=store)
     context = Context(workspace=str(workspace), model="openai:scripted-model", user_id="u")
@@ -68,19 +75,8 @@ async def test_a_recall_beside_a_busy_store_waits_in_a_thread_not_on_the_loop(
     thread while the loop goes on (a ticker on the loop lets the holder go), and still recalls."""
     import asyncio
 
-    emb = ThreadRecordingEmbeddings()
-    store = FaissMemoryStore(tmp_path / "mem", embeddings=emb)
-    store.remember(user_namespace("u"), "the cat is called Tom")
-    emb.table["What is the cat called?"] = emb.embed_query("the cat is called Tom")
+    _, store, recalls = store_with_a_cat(tmp_path, monkeypatch)
     background.drain()
-    recalls: list[str] = []
-    recall = FaissMemoryStore.recall
-
-    def spy(self, *args, **kw):
-        recalls.append(threading.current_thread().name)
-        return recall(self, *args, **kw)
-
-    monkeypatch.setattr(FaissMemoryStore, "recall", spy)
     held, release, let_go = threading.Event(), threading.Event(), []
 
     def holder() -> None:
