@@ -199,7 +199,7 @@ def _finish_on_loop(entry: _OnLoop, ns: tuple[str, ...], task: str, k: int, qvec
 
 
 def prefetch_recall(state: Mapping[str, Any], update: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
-    """Resolver hook: start this run's recall on the memory thread (never fails)."""
+    """Resolver hook: start this run's recall, on the loop or the memory threads (never fails)."""
     try:
         k = int(context_field(ctx, "memory_k", 5))
         if not memory_enabled(ctx) or k <= 0:
