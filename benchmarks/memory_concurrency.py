@@ -148,10 +148,9 @@ def runner(mode: str, model: Any, tool: Any) -> Callable[[str], Any]:
     graph = build_agent_graph(model=model, registry=registry, checkpointer=InMemorySaver())
     ctx = Context(memory=mode != "memory off", max_tool_calls=100)
     on_loop = mode != IN_THREADS
+    from smart_agent.nodes import memory as memory_nodes
 
     def run(tid: str) -> Any:
-        from smart_agent.nodes import memory as memory_nodes
-
         memory_nodes.RECALL_ON_LOOP = on_loop  # (one mode's batch runs at a time)
         return graph.ainvoke({"task": task()}, {"configurable": {"thread_id": tid}}, context=ctx)
 

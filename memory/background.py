@@ -161,9 +161,8 @@ def wait(timeout: float | None = None) -> None:
     none is; a no-op on the write thread itself, which would wait for its own job)."""
     if in_memory_thread():
         return
-    horizon = _horizon.get()
     with _state:
-        target = _writes_queued if horizon is None else min(horizon, _writes_queued)
+        target = _target()
         _state.wait_for(lambda: _writes_done >= target, timeout)
 
 
@@ -171,10 +170,15 @@ def caught_up() -> bool:
     """Whether :func:`wait` would return at once: every write it would wait for has run."""
     if in_memory_thread():
         return True
-    horizon = _horizon.get()
     with _state:
-        target = _writes_queued if horizon is None else min(horizon, _writes_queued)
-        return _writes_done >= target
+        return _writes_done >= _target()
+
+
+def _target() -> int:
+    """How many writes :func:`wait` waits for: those queued before :func:`as_of`'s mark, else all
+    queued so far (``_state`` held)."""
+    horizon = _horizon.get()
+    return _writes_queued if horizon is None else min(horizon, _writes_queued)
 
 
 def drain(timeout: float | None = None) -> list[dict[str, Any]]:

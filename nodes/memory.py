@@ -163,15 +163,23 @@ def _finish_recall(
     if started is None:
         return None
     store, vector = started
+    qvec = vector.result() if vector is not None else None  # (None: nothing to search, recall says so)
+    return _search(store, ns, task, k, floor, writes, qvec)
+
+
+def _search(store: Any, ns: tuple[str, ...], task: str, k: int, floor: float, writes: int, qvec: Any) -> Any:
+    """A recall's search once its query is embedded, and the check for damaged rows:
+    ``(recalled, damage)``, waiting only for the writes queued before the run started."""
     with background.as_of(writes):
-        qvec = vector.result() if vector is not None else None  # (None: nothing to search, recall says so)
         return store.recall(ns, task, k, min_similarity=floor, query_vector=qvec), damage_report(store, ns)
 
 
-def _start_on_loop(runtime_store: Any, ctx: Any, ns: tuple[str, ...], task: str, writes: int) -> Any:
+def _start_on_loop(
+    runtime_store: Any, ctx: Any, ns: tuple[str, ...], task: str, writes: int, floor: float
+) -> _OnLoop | None:
     """The recall's first step right here, on the run's event loop, when that reads no file and
     waits for nothing (the FAISS store already open, free, every earlier write done:
-    ``held_if_free``): ``(store, future of the query vector)``, else None.
+    ``held_if_free``); None otherwise.
 
     Why not a read thread, as the first recall of a process takes: each of a recall's steps makes
     a few dozen calls that give up the GIL (SQLite, FAISS, locks), and a thread taking the GIL
@@ -185,17 +193,14 @@ def _start_on_loop(runtime_store: Any, ctx: Any, ns: tuple[str, ...], task: str,
     if store is None or not callable(held) or not is_memory_store(store):
         return None
     with background.as_of(writes), held() as free:
-        return (store, store.query_vector_later(ns, task)) if free else None
+        return _OnLoop(store, store.query_vector_later(ns, task), writes, floor) if free else None
 
 
 def _finish_on_loop(entry: _OnLoop, ns: tuple[str, ...], task: str, k: int, qvec: Any) -> Any:
     """The recall's second step on the loop once its query is embedded (``(recalled, damage)``),
     or None when the store is busy (then a read thread does it)."""
     with background.as_of(entry.writes), entry.store.held_if_free() as free:
-        if not free:
-            return None
-        recalled = entry.store.recall(ns, task, k, min_similarity=entry.floor, query_vector=qvec)
-        return recalled, damage_report(entry.store, ns)
+        return _search(entry.store, ns, task, k, entry.floor, entry.writes, qvec) if free else None
 
 
 def prefetch_recall(state: Mapping[str, Any], update: Mapping[str, Any], ctx: Any) -> dict[str, Any]:
@@ -217,10 +222,8 @@ def prefetch_recall(state: Mapping[str, Any], update: Mapping[str, Any], ctx: An
         # The query waits in the embedder's queue (every query waiting there is embedded in one
         # call) with no thread waiting for it; the search then runs on the loop (memory_recall)
         # or, when the store is not open yet or busy, on a read thread.
-        entry: Future[Any] | _OnLoop
-        if (here := _start_on_loop(runtime_store, ctx, ns, task, writes)) is not None:
-            entry = _OnLoop(here[0], here[1], writes, floor)
-        else:
+        entry: Future[Any] | _OnLoop | None = _start_on_loop(runtime_store, ctx, ns, task, writes, floor)
+        if entry is None:
             started = background.submit_read(_start_recall, runtime_store, ctx, ns, task, writes)
             entry = background.then(started, lambda s: _after_embedding(s, ns, task, k, floor, writes))
         with _prefetched_lock:
@@ -242,9 +245,7 @@ async def _prefetched_recall(runtime_store: Any, ns: tuple[str, ...], task: str,
     qvec = await asyncio.wrap_future(entry.vector)
     found = _finish_on_loop(entry, ns, task, k, qvec)
     if found is None:
-        vector: Future[Any] = Future()
-        vector.set_result(qvec)
-        found = await asyncio.to_thread(_finish_recall, (entry.store, vector), ns, task, k, entry.floor, entry.writes)
+        found = await asyncio.to_thread(_search, entry.store, ns, task, k, entry.floor, entry.writes, qvec)
     return found
 
 
