@@ -1,7 +1,7 @@
 """Editing a thread's state where users do it: `langgraph dev`'s own update path (LangGraph
-Studio's "edit state", ``client.threads.update_state``). The agent loop's nodes route
-themselves (graphs/self_routing.py), so a state written as one of them must still go where
-the node's route sends it, and a run with no input must carry on from there."""
+Studio's "edit state", ``client.threads.update_state``). The agent loop routes with conditional
+edges, so a state written as one of its nodes goes where that node's route sends it, and a run
+with no input carries on from there."""
 
 from __future__ import annotations
 

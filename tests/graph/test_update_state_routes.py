@@ -7,7 +7,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from smart_agent.config.context import Context
 from smart_agent.graphs.agent import build_agent_graph
-from smart_agent.testing.scripted_server import text
+from smart_agent.testing.scripted_server import text, tool_call
 
 
 def ctx(workspace, **kw):
@@ -63,3 +63,25 @@ def test_sync_update_state_routes_too(workspace, monkeypatch):
     assert graph.get_state(config).next == ()
     graph.update_state(config, {"messages": [CALL]}, as_node="agent")
     assert graph.get_state(config).next == ("tools",)
+
+
+async def test_a_tool_result_edited_at_a_breakpoint_after_tools_goes_on_to_the_agent(scripted_server, workspace):
+    """Studio's debugging step: stop after the tools node (interrupt_after), edit the tool's result
+    (written as tools, the node that ran last), carry on. The edit routes through the tools node's
+    edge, so the model reads the edited result. (A tools node routing itself with a Command would
+    leave the edited thread with nothing next.)"""
+    from langchain_core.messages import ToolMessage
+
+    srv = scripted_server([
+        tool_call("calculator", {"expression": "6*7"}), lambda req: text(f"got {req['messages'][-1]['content']}")
+    ])
+    graph = build_agent_graph(model=openai_model(srv), checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "breakpoint"}}
+    await graph.ainvoke({"task": "6*7?"}, config=config, context=ctx(workspace), interrupt_after=["tools"])
+    state = await graph.aget_state(config)
+    result = state.values["messages"][-1]
+    assert state.next == ("agent",) and result.content == "42"
+    await graph.aupdate_state(config, {"messages": [ToolMessage("41", tool_call_id=result.tool_call_id, id=result.id)]})
+    assert (await graph.aget_state(config)).next == ("agent",)
+    final = await graph.ainvoke(None, config=config, context=ctx(workspace))
+    assert final["answer"] == "got 41" and len(srv.requests) == 2
