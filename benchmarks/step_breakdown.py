@@ -41,7 +41,7 @@ sys.path.insert(0, str(HERE))
 import step_overhead  # type: ignore[import-not-found]  # noqa: E402  (the runs measured)
 
 RESULTS = HERE / "results" / "step_breakdown.json"
-PARTS = ("model call", "tool execution", "agent node, own work", "tools node, own work", "routes")
+PARTS = ("model call", "tool execution", "resolver node", "agent node, own work", "tools node, own work", "routes")
 _spent: dict[str, float] = {}
 
 
@@ -88,6 +88,7 @@ def instrumented(executor_model: bool = False) -> Iterator[None]:
         (ScriptedChatModel, "ainvoke", _timed_async("model call", ScriptedChatModel.ainvoke)),
         (tools_node, "run_tool", _timed_async("tool execution", tools_node.run_tool)),
         (StructuredTool, "ainvoke", _timed_async("tool execution", StructuredTool.ainvoke)),
+        (graph_module, "make_resolver", _timed_nodes("resolver node", graph_module.make_resolver)),
         (graph_module, "make_two_phase_node", _timed_nodes("agent node", graph_module.make_two_phase_node)),
         (graph_module, "make_tools_node", _timed_nodes("tools node", graph_module.make_tools_node)),
         (routes.Edge, "invoke", invoke),
@@ -129,6 +130,7 @@ async def one_round(mode: str, turns: int, runs: int, tool: Any) -> dict[str, fl
         out["agent node, own work"] = got.get("agent node", 0.0) - out["model call"]
         out["tools node, own work"] = got.get("tools node", 0.0) - out["tool execution"]
         out["routes"] = got.get("routes", 0.0)
+        out["resolver node"] = got.get("resolver node", 0.0)
     out["LangGraph and the rest"] = out["run"] - sum(out.get(p, 0.0) for p in PARTS)
     return out
 
