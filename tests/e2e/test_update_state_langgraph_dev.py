@@ -62,6 +62,28 @@ async def test_update_state_without_as_node_is_applied_as_the_last_node(dev_serv
     assert result["answer"] == "got 10"
 
 
+async def test_a_tool_result_edited_at_a_breakpoint_after_tools_is_what_the_model_reads(dev_server):
+    """Studio's debugging step: a run stopped after the tools node (interrupt_after), the tool's
+    result edited (no as_node: written as tools, the node that ran last), then a run with no input.
+    The model reads the edited result."""
+    from langgraph_sdk import get_client
+
+    url, srv = dev_server
+    srv.reset([tool_call("calculator", {"expression": "6*7"}), answer_with_tool_result])
+    client = get_client(url=url)
+    thread_id = (await client.threads.create())["thread_id"]
+    await client.runs.wait(thread_id, "agent", input={"task": "6*7?"}, context=CONTEXT, interrupt_after=["tools"])
+    state = await client.threads.get_state(thread_id)
+    result = state["values"]["messages"][-1]
+    assert state["next"] == ["agent"] and result["type"] == "tool" and result["content"] == "42"
+    edited = {"type": "tool", "content": "41", "tool_call_id": result["tool_call_id"], "id": result["id"]}
+    await client.threads.update_state(thread_id, {"messages": [edited]})
+    assert (await client.threads.get_state(thread_id))["next"] == ["agent"]
+    final = await client.runs.wait(thread_id, "agent", input=None, context=CONTEXT)
+    assert len(srv.requests) == 2 and last_tool_message(srv.requests[1]) == "41"
+    assert final["answer"] == "got 41"
+
+
 async def test_editing_a_call_that_waits_for_approval_reviews_the_edited_call(dev_server, tmp_path):
     """A run paused before write_file (approve=write_file); the pending AI message is edited
     (same message id: it replaces the original) as the agent. The edited call waits for the
