@@ -244,8 +244,9 @@ async def _prefetched_recall(runtime_store: Any, ns: tuple[str, ...], task: str,
         return None if entry is None else await asyncio.wrap_future(entry)
     qvec = await asyncio.wrap_future(entry.vector)
     found = _finish_on_loop(entry, ns, task, k, qvec)
-    if found is None:
-        found = await asyncio.to_thread(_search, entry.store, ns, task, k, entry.floor, entry.writes, qvec)
+    if found is None:  # (taken since the run started: a read thread waits for it)
+        read = background.submit_read(_search, entry.store, ns, task, k, entry.floor, entry.writes, qvec)
+        found = await asyncio.wrap_future(read)
     return found
 
 

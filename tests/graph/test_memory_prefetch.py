@@ -68,6 +68,42 @@ async def test_the_recall_query_is_embedded_by_the_resolvers_prefetch(
     store.close()
 
 
+async def test_a_store_taken_after_the_recall_started_is_searched_on_a_memory_thread(tmp_path, monkeypatch):
+    """The store was free when the run's recall started on the loop, and another thread holds it
+    when the query's vector is there: the search waits for it on a memory thread (not on the loop,
+    not on the event loop's default executor) while the loop goes on, and still recalls."""
+    import asyncio
+
+    from smart_agent.nodes import memory as memory_nodes
+
+    _, store, recalls = store_with_a_cat(tmp_path, monkeypatch)
+    background.drain()
+    ns, task = user_namespace("u"), "What is the cat called?"
+    entry = memory_nodes._start_on_loop(store, None, ns, task, background.writes_queued(), 0.0)
+    assert entry is not None  # free: the first step ran here
+    memory_nodes._prefetched[(id(store), ns, task, 5)] = entry
+    held, release = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with store.rows.lock:
+            held.set()
+            release.wait(20)
+
+    threading.Thread(target=holder, daemon=True).start()
+    assert held.wait(20)
+    recall = asyncio.ensure_future(memory_nodes._prefetched_recall(store, ns, task, 5))
+    ticks = 0
+    while ticks < 20 and not recall.done():
+        ticks += 1
+        await asyncio.sleep(0.005)
+    release.set()
+    recalled, _ = await recall
+    assert ticks == 20  # the loop ran on while the store was held
+    assert [r.item.value["text"] for r in recalled] == ["the cat is called Tom"]
+    assert len(recalls) == 1 and recalls[0].startswith("smart-agent-memory")
+    store.close()
+
+
 async def test_a_recall_beside_a_busy_store_waits_in_a_thread_not_on_the_loop(
     scripted_server, workspace, tmp_path, monkeypatch
 ):
