@@ -8,6 +8,7 @@ import re
 import ssl
 import threading
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -143,20 +144,34 @@ def fetch_url(url: str, **options: Any) -> FetchResult:
 
 
 _ssl_lock = threading.Lock()
-_ssl_contexts: list[ssl.SSLContext] = []
+_ssl_build: Future[ssl.SSLContext] | None = None
 
 
-def shared_ssl_context() -> ssl.SSLContext:
-    """The certificate-verifying SSL context every fetch uses, built once per process.
+def ssl_context_build() -> Future[ssl.SSLContext]:
+    """The certificate-verifying SSL context every fetch uses, built once per process on a
+    thread of its own; every caller gets the same future, so concurrent first fetches wait
+    on one build instead of holding a thread each (a failed build is tried again by the
+    next caller).
 
     ``httpx.Client()`` builds a new one by default: loading the CA bundle costs ~70 ms of
     CPU per client, and parallel ``browse_url`` calls (one client each) queued on it, so
     eight 1-second pages took up to 1.6 s. Same settings as httpx's default
     (``verify=True``, ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` honoured)."""
+    global _ssl_build
     with _ssl_lock:
-        if not _ssl_contexts:
-            _ssl_contexts.append(httpx.create_ssl_context())
-        return _ssl_contexts[0]
+        build = _ssl_build
+        if build is None or (build.done() and build.exception() is not None):
+            build = _ssl_build = Future()
+            build.set_running_or_notify_cancel()  # a waiter's cancel does not stop the others' build
+            threading.Thread(target=_build_ssl_context, args=(build,), name="smart-agent-ssl", daemon=True).start()
+        return build
+
+
+def _build_ssl_context(build: Future[ssl.SSLContext]) -> None:
+    try:
+        build.set_result(httpx.create_ssl_context())
+    except BaseException as exc:  # handed to every waiter
+        build.set_exception(exc)
 
 
 async def _fetch(
@@ -175,7 +190,8 @@ async def _fetch(
     try:
         verify: ssl.SSLContext | bool = True
         if transport is None:  # built once, off the event loop (~70 ms of CPU)
-            verify = _ssl_contexts[0] if _ssl_contexts else await run_in_daemon_thread(shared_ssl_context)
+            build = ssl_context_build()
+            verify = build.result() if build.done() else await asyncio.wrap_future(build)
         async with httpx.AsyncClient(
             transport=transport, timeout=timeout, headers=headers, follow_redirects=False, verify=verify
         ) as client:

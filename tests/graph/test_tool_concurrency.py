@@ -91,11 +91,13 @@ async def test_sixteen_browse_url_steps_fetch_at_once_without_a_thread_each(scri
     assert not is_sync_tool(default_registry(entry_points=False).get("browse_url"))
     monkeypatch.setattr(ThreadingHTTPServer, "request_queue_size", 64)  # 16 connects at once
     tool_threads: list[list[str]] = []
+    earlier = {t.name for t in threading.enumerate()}  # a tool an earlier test abandoned may still run
     with SlowPages(delay_s=0.0, together=16) as pages:
         original = pages.httpd.RequestHandlerClass.do_GET
 
         def do_get(handler) -> None:  # the names of the tool threads while every page is requested
-            tool_threads.append([t.name for t in threading.enumerate() if t.name.startswith("smart-agent-tool")])
+            tool_threads.append([t.name for t in threading.enumerate()
+                                 if t.name.startswith("smart-agent-tool") and t.name not in earlier])  # fmt: skip
             original(handler)
 
         monkeypatch.setattr(pages.httpd.RequestHandlerClass, "do_GET", do_get)

@@ -262,3 +262,36 @@ def test_web_search_no_results(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(web, "_search_backend", backend)
     assert call(web_search, query="xyzzy").content == "No results found for 'xyzzy'."
+
+
+# -- the shared SSL context: one build however many fetches start at once ---------------
+async def test_concurrent_first_fetches_wait_on_one_ssl_context_build(monkeypatch) -> None:
+    import asyncio
+    import threading
+
+    builds: list[str] = []
+    gate = threading.Event()
+
+    def create_ssl_context() -> object:
+        builds.append(threading.current_thread().name)
+        gate.wait(5)
+        if len(builds) == 1:
+            raise OSError("no CA bundle")  # the first build fails: handed to every waiter
+        return object()
+
+    monkeypatch.setattr(web, "_ssl_build", None)
+    monkeypatch.setattr(web.httpx, "create_ssl_context", create_ssl_context)
+
+    async def wait() -> object:
+        return await asyncio.wrap_future(web.ssl_context_build())
+
+    first = [asyncio.ensure_future(wait()) for _ in range(8)]
+    await asyncio.sleep(0.01)
+    first[0].cancel()  # one waiter gives up: the others' build goes on
+    gate.set()
+    outcomes = await asyncio.gather(*first, return_exceptions=True)
+    assert isinstance(outcomes[0], asyncio.CancelledError)
+    assert all(isinstance(o, OSError) for o in outcomes[1:]), outcomes
+    again = await asyncio.gather(*(wait() for _ in range(8)))  # the failure is not kept: built anew, once
+    assert len({id(c) for c in again}) == 1
+    assert builds == ["smart-agent-ssl", "smart-agent-ssl"]
