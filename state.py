@@ -119,6 +119,10 @@ class AgentState(InputState, total=False):
     max_tool_calls: int
     # Text added to the system prompt of the next model turn (finalization notice).
     notice: str
+    # "pending" once the tools node ran: the agent's step decides where the run goes
+    # (nodes/after_tools.py); then the node it sent the run to instead of calling the model
+    # (handoff, toolLimitFinalize, summarize), cleared by the next model turn ("").
+    after_tools: str
     # --- loop detection (nodes/routes.py loop_stage): reset by the resolver at each run start
     # The run's loop_limit (0: off), copied from the context by the resolver.
     loop_limit: int

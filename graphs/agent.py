@@ -34,6 +34,7 @@ from langgraph.graph import END, START, StateGraph
 
 from ..config.context import AgentContext
 from ..history.budget import ContextBudget
+from ..nodes.after_tools import FORWARDS, forwarded_first, gate_after_tools, mark_tool_turn
 from ..nodes.agent import make_after_model_node, make_agent_node, offered_tools
 from ..nodes.human import make_human_node, needs_human
 from ..nodes.limit import tool_limit_finalize
@@ -49,7 +50,6 @@ from ..nodes.routes import (
     route_after_handoff,
     route_after_resolver,
     route_after_structured_output,
-    route_after_tools,
     route_before_agent,
 )
 from ..nodes.structured import make_structured_output_node
@@ -201,7 +201,6 @@ def build_agent_graph(
         # Calls that wait for a person (approval, ask_user) pass the human node on their way to tools.
         "agent": remembered(reviewed(route_after_agent, human_check)),
         "after_model": remembered(reviewed(route_after_agent, human_check)),
-        "tools": measured(route_after_tools, budget),
         "handoff": measured(route_after_handoff, budget),
         "toolLimitFinalize": before_agent,
         "structuredOutput": remembered(measured(route_after_structured_output, budget)),
@@ -218,11 +217,15 @@ def build_agent_graph(
             ("memory_recall", "summarize", "agent", *(("tools", END) if hooks.before_agent else ())),
         ),
         "summarize": (make_summarize_node(budget, model), None),
-        "agent": (agent_node, ("human", "tools", "structuredOutput", "agent", "memory_write", END)),
+        # After a tool turn the agent's step may send the run on instead (nodes/after_tools.py).
+        "agent": (
+            gate_after_tools(agent_node, budget),
+            ("human", "tools", "structuredOutput", "agent", "memory_write", END, *FORWARDS),
+        ),
         # The middleware's after_model hooks, when it has any: the reply is checkpointed before them.
         "after_model": (after_model_node, ("human", "tools", "structuredOutput", "agent", "memory_write", END)),
         "human": (human_node, None),
-        "tools": (tools_node, ("handoff", "toolLimitFinalize", "summarize", "agent")),
+        "tools": (mark_tool_turn(tools_node), None),
         "structuredOutput": (make_structured_output_node(budget), ("summarize", "agent", "memory_write", END)),
         "toolLimitFinalize": (tool_limit_finalize, ("summarize", "agent")),
         "memory_recall": (memory_recall, ("summarize", "agent")),
@@ -232,15 +235,17 @@ def build_agent_graph(
     if after_model:
         # The agent's turn goes through after_model, unless a before_model hook jumped past it.
         routes["agent"] = after_model_first(routes["agent"])
-        nodes["agent"] = (agent_node, ("after_model", *(nodes["agent"][1] or ())))
+        nodes["agent"] = (nodes["agent"][0], ("after_model", *(nodes["agent"][1] or ())))
     else:
         del nodes["after_model"], routes["after_model"]
+    routes["agent"] = forwarded_first(routes["agent"])
     for name, (node, destinations) in nodes.items():
         builder.add_node(name, node, input_schema=schema)  # (every node sees the middleware's keys too)
         if destinations is not None:
             builder.add_conditional_edges(name, routes[name], list(destinations))
     builder.add_edge(START, "resolver")
     builder.add_edge("summarize", "agent")
+    builder.add_edge("tools", "agent")  # (a conditional edge here would copy the state every turn)
     builder.add_edge("human", "tools")
     builder.add_edge("memory_write", END)
     compiled = builder.compile(checkpointer=checkpointer, store=store, name=name)

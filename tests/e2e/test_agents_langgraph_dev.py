@@ -32,7 +32,7 @@ async def test_served_agent_graph_runs_the_team_and_draws_handoff(dev_server):
     drawing = await client.assistants.get_graph(assistant["assistant_id"])
     node_ids = {n["id"] for n in drawing["nodes"]}
     assert "handoff" in node_ids
-    assert {("tools", "handoff"), ("handoff", "agent")} <= {(e["source"], e["target"]) for e in drawing["edges"]}
+    assert {("agent", "handoff"), ("handoff", "agent")} <= {(e["source"], e["target"]) for e in drawing["edges"]}
 
     thread = await client.threads.create()
     result = await client.runs.wait(

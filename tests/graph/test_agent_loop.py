@@ -188,11 +188,12 @@ AGENT_EDGES = {  # (source, target, conditional): what Studio and the README dra
     ("agent", "memory_write", True),
     ("agent", "__end__", True),
     ("agent", "agent", True),  # every call of the reply answered before it runs (a limit): the model reads why
-    ("tools", "agent", True),
-    ("tools", "summarize", True),
-    ("tools", "toolLimitFinalize", True),
+    # a tool turn goes to the agent's step, which decides first (nodes/after_tools.py)
+    ("tools", "agent", False),
+    ("agent", "summarize", True),
+    ("agent", "toolLimitFinalize", True),
     # the handoff node is always wired (only a team routes to it)
-    ("tools", "handoff", True),
+    ("agent", "handoff", True),
     ("handoff", "agent", True),
     ("handoff", "summarize", True),
     ("handoff", "toolLimitFinalize", True),

@@ -1,5 +1,6 @@
-"""The agent loop routes with conditional edges (LangGraph's public API): a state written with
-update_state - how Studio edits a thread - goes where the edge sends it."""
+"""The agent loop routes with conditional edges (LangGraph's public API), and a plain edge from
+tools to the agent's step, which decides after a tool turn: a state written with update_state -
+how Studio edits a thread - goes where the edge sends it."""
 
 from conftest import openai_model
 from langchain_core.messages import AIMessage, HumanMessage
@@ -20,11 +21,13 @@ CALL = AIMessage("", tool_calls=[{"name": "calculator", "args": {"expression": "
 
 def test_the_loops_routes_are_conditional_edges():
     graph = build_agent_graph()
-    routed = {"agent", "tools", "resolver", "memory_recall", "handoff", "toolLimitFinalize", "structuredOutput"}
+    routed = {"agent", "resolver", "memory_recall", "handoff", "toolLimitFinalize", "structuredOutput"}
     assert set(graph.builder.branches) == routed
     drawn = graph.get_graph().edges
     pairs = {(e.source, e.target) for e in drawn}
-    assert {("agent", "tools"), ("tools", "agent"), ("tools", "toolLimitFinalize")} <= pairs
+    assert {("agent", "tools"), ("tools", "agent"), ("agent", "toolLimitFinalize")} <= pairs
+    # tools -> agent is a plain edge: a state written as tools goes on to the agent's step
+    assert ("tools", "agent") in graph.builder.edges
 
 
 async def test_update_state_as_agent_goes_to_tools_then_on(scripted_server, workspace):
@@ -67,9 +70,9 @@ def test_sync_update_state_routes_too(workspace, monkeypatch):
 
 async def test_a_tool_result_edited_at_a_breakpoint_after_tools_goes_on_to_the_agent(scripted_server, workspace):
     """Studio's debugging step: stop after the tools node (interrupt_after), edit the tool's result
-    (written as tools, the node that ran last), carry on. The edit routes through the tools node's
-    edge, so the model reads the edited result. (A tools node routing itself with a Command would
-    leave the edited thread with nothing next.)"""
+    (written as tools, the node that ran last), carry on. The edit follows the tools node's plain
+    edge to the agent's step, so the model reads the edited result. (A tools node routing itself
+    with a Command would leave the edited thread with nothing next.)"""
     from langchain_core.messages import ToolMessage
 
     srv = scripted_server([
@@ -85,3 +88,27 @@ async def test_a_tool_result_edited_at_a_breakpoint_after_tools_goes_on_to_the_a
     assert (await graph.aget_state(config)).next == ("agent",)
     final = await graph.ainvoke(None, config=config, context=ctx(workspace))
     assert final["answer"] == "got 41" and len(srv.requests) == 2
+
+
+async def test_a_tool_result_edited_at_the_tool_limit_still_finalizes(scripted_server, workspace):
+    """The same step on the turn that spends the tool budget: the agent's step takes the decision
+    after tools on the edited state, sends the run to toolLimitFinalize without a model call, and
+    the one request after it offers no tools and carries the edited result."""
+    from langchain_core.messages import ToolMessage
+
+    srv = scripted_server([
+        tool_call("calculator", {"expression": "6*7"}), lambda req: text(f"got {req['messages'][-2]['content']}")
+    ])
+    graph = build_agent_graph(model=openai_model(srv), checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "limit"}}
+    run = ctx(workspace, max_tool_calls=1)
+    await graph.ainvoke({"task": "6*7?"}, config=config, context=run, interrupt_after=["tools"])
+    result = (await graph.aget_state(config)).values["messages"][-1]
+    await graph.aupdate_state(config, {"messages": [ToolMessage("41", tool_call_id=result.tool_call_id, id=result.id)]})
+    assert (await graph.aget_state(config)).next == ("agent",)
+    final = await graph.ainvoke(None, config=config, context=run)
+    assert len(srv.requests) == 2 and not srv.requests[1].get("tools")
+    assert any(m.get("content") == "41" for m in srv.requests[1]["messages"])
+    assert final["answer"].startswith("got") and final["tool_calls_made"] == 1
+    steps = [s.next for s in [s async for s in graph.aget_state_history(config)]][::-1]
+    assert ("toolLimitFinalize",) in steps
