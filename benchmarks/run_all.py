@@ -74,7 +74,8 @@ def table(rows: list[dict[str, Any]], columns: list[tuple[str, str, int]]) -> st
 # -- the sections: (title, what the baseline is, run, columns, verdict) ---------------------------
 # Interleaved rounds of the per-step runs. One round's ratio strays by up to ~±15 % on this 2-core
 # machine, and the median of 7 moved by ~±3 % between runs of the same code; the median of 31 by
-# ~±1.5 % (0.95-1.00 at 20 turns over four processes). About 100 s.
+# ~±1.5 % on a quiet day (0.95-1.00 at 20 turns over four processes) and by ~±5 % on a busy one
+# (1.07-1.18 on 2026-11-28): the instruction counts below settle what the clock cannot. About 100 s.
 STEP_ROUNDS = 31
 
 
@@ -100,7 +101,28 @@ def step_section(quick: bool) -> tuple[list[dict[str, Any]], str]:
             "ModelCallLimitMiddleware, what the loop does at each step by default; " + "; ".join(at_equal) + ". "
             "langgraph floor: LangGraph alone on the loop's state, the same model, tool and routing, none of the "
             "loop's per-step duties.)")
-    return rows, md + "\n\n" + "; ".join(verdicts) + "." + (note if at_equal else "")
+    return rows, md + "\n\n" + "; ".join(verdicts) + "." + (note if at_equal else "") + instructions_block(quick)
+
+
+def instructions_block(quick: bool) -> str:
+    """The same runs counted in CPU instructions under callgrind (``step_instructions.py``; a
+    ratio that does not move with the machine's load, which the wall clock above does by several
+    percent between runs here), when valgrind is on the PATH (about 1 minute)."""
+    if str(HERE) not in sys.path:
+        sys.path.insert(0, str(HERE))
+    import step_instructions  # type: ignore[import-not-found]
+
+    if quick or not step_instructions.available():
+        return ""
+    counted = step_instructions.rows((20, 100))
+    md = table(counted, [("turns", "turns", 0), ("mode", "run", 0), ("instructions_per_step", "instructions / step", 0),
+                         ("ratio", "÷ create_agent", 3)])
+    verdicts = [
+        f"memory off at {r['turns']} turns: {r['ratio']:.3f} (target ≤ 1.1) {'met' if r['ratio'] <= 1.1 else 'NOT met'}"
+        for r in counted if r["mode"] == "memory off"
+    ]
+    return ("\n\nThe same runs in CPU instructions (`python benchmarks/step_instructions.py --turns 20,100`):\n\n"
+            + md + "\n\n" + "; ".join(verdicts) + ".")
 
 
 def checkpoints_section(quick: bool) -> tuple[list[dict[str, Any]], str]:

@@ -67,6 +67,24 @@ def instructions(mode: str, turns: int) -> int:
     return int(found.group(1))
 
 
+def available() -> bool:
+    """Whether callgrind can count here (``valgrind`` and ``callgrind_control`` on the PATH)."""
+    return bool(shutil.which("valgrind") and shutil.which("callgrind_control"))
+
+
+def rows(turns: tuple[int, ...] = (20, 100)) -> list[dict[str, Any]]:
+    """Instructions per step of each mode at each number of ``turns``, and the ratio to ``create_agent``."""
+    out: list[dict[str, Any]] = []
+    for t in turns:
+        counts = {mode: instructions(mode, t) for mode in MODES}
+        for mode in MODES:
+            out.append({
+                "turns": t, "mode": mode, "instructions_per_step": counts[mode] // (t + 1),
+                "ratio": round(counts[mode] / counts["create_agent"], 3),
+            })
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--turns", default="20,100", help="comma list of tool turns per run")
@@ -76,24 +94,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         _child(args.child[0], int(args.child[1]))
         return 0
-    if not shutil.which("valgrind") or not shutil.which("callgrind_control"):
+    if not available():
         print("step_instructions: needs valgrind (callgrind) on the PATH", file=sys.stderr)
         return 2
-    rows: list[dict[str, Any]] = []
-    for turns in [int(t) for t in args.turns.split(",") if t.strip()]:
-        counts = {mode: instructions(mode, turns) for mode in MODES}
-        for mode in MODES:
-            rows.append({
-                "turns": turns, "mode": mode, "instructions_per_step": counts[mode] // (turns + 1),
-                "ratio": round(counts[mode] / counts["create_agent"], 3),
-            })
+    counted = rows(tuple(int(t) for t in args.turns.split(",") if t.strip()))
     command = f"python benchmarks/step_instructions.py --turns {args.turns}"
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"rows": rows, "reproduce": command, "python": sys.version.split()[0]}, indent=2) + "\n")
+    record = {"rows": counted, "reproduce": command, "python": sys.version.split()[0]}
+    out.write_text(json.dumps(record, indent=2) + "\n")
     print("| turns | run | instructions / step | ÷ create_agent |")
     print("| ---: | --- | ---: | ---: |")
-    for r in rows:
+    for r in counted:
         print(f"| {r['turns']} | {r['mode']} | {r['instructions_per_step'] / 1e6:.2f} M | {r['ratio']:.2f} |")
     print(f"\nreproduce: {command}\nsaved: {out}")
     return 0

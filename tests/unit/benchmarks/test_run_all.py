@@ -44,3 +44,22 @@ def test_readme_block_is_replaced_between_its_markers(tmp_path):
     with pytest.raises(ValueError, match="no <!-- run_all -->"):
         run_all.update_readme(plain, "")
 
+
+
+def test_the_step_section_adds_the_instruction_counts_with_their_verdicts(monkeypatch):
+    step_instructions = benchmark_module("step_instructions")
+    counted = [
+        {"turns": 20, "mode": "create_agent", "instructions_per_step": 6_470_000, "ratio": 1.0},
+        {"turns": 20, "mode": "memory off", "instructions_per_step": 7_270_000, "ratio": 1.124},
+        {"turns": 100, "mode": "create_agent", "instructions_per_step": 7_580_000, "ratio": 1.0},
+        {"turns": 100, "mode": "memory off", "instructions_per_step": 7_620_000, "ratio": 1.005},
+    ]
+    monkeypatch.setattr(step_instructions, "available", lambda: True)
+    monkeypatch.setattr(step_instructions, "rows", lambda turns: counted)
+    block = run_all.instructions_block(quick=False)
+    assert "| 20 | memory off | 7,270,000 | 1.124 |" in block
+    assert "memory off at 20 turns: 1.124 (target ≤ 1.1) NOT met" in block
+    assert "memory off at 100 turns: 1.005 (target ≤ 1.1) met" in block
+    assert run_all.instructions_block(quick=True) == ""
+    monkeypatch.setattr(step_instructions, "available", lambda: False)
+    assert run_all.instructions_block(quick=False) == ""
