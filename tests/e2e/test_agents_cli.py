@@ -158,7 +158,7 @@ def test_agents_validate_list_and_graph(team_file):
     assert run_cli(["agents", "list"], env=env).stdout.startswith("agent (default): the single agent")
     for args in (["graph", "agent"], ["graph", "agent", "--agents", str(team_file)]):
         drawing = run_cli(args, env=env).stdout
-        assert "handoff(handoff)" in drawing and "tools -.-> handoff;" in drawing
+        assert "handoff(handoff)" in drawing and "agent -.-> handoff;" in drawing
     res = run_cli(["graph", "planner", "--agents", str(team_file)], env=env)
     assert res.returncode == 2 and "--agents: only the agent graph runs a team" in res.stderr
 
