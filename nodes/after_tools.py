@@ -18,10 +18,10 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from langgraph.runtime import Runtime
-from langgraph.types import Command
 
 from ..config.context import AgentContext
 from ..history.budget import RequestMeter
+from ..policies.hooks import with_update
 from ..state import AgentState
 from .routes import Edge, edge, route_after_tools
 
@@ -37,13 +37,6 @@ def forwarded(state: Mapping[str, Any]) -> str | None:
     """The node the agent's step sent the run to after a tool turn (None: it called the model)."""
     to = state.get("after_tools")
     return to if to in FORWARDS else None
-
-
-def with_update(output: Any, update: dict[str, Any]) -> Any:
-    """A node's ``output`` (one update, or a list of Commands from middleware hooks) plus ``update``."""
-    if isinstance(output, list):
-        return [*output, Command(update=update)]
-    return {**(output or {}), **update}
 
 
 def mark_tool_turn(tools_node: Callable[..., Any]) -> Callable[..., Any]:

@@ -18,9 +18,9 @@ from typing import Any
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
-from langgraph.types import Command
 
 from ..config.context import AgentContext
+from ..policies.hooks import with_update
 from ..runs.events import emit
 from ..state import AgentState, count_of
 from ..tools.agents import as_handoff
@@ -117,10 +117,7 @@ def make_team_node(agents: dict[str, AgentSpec], default: str, inner: dict[str, 
         name = active_agent(state, agents, default)
         update = await inner[name](state, member_runtime(runtime, agents[name]))
         if state.get("active_agent") != name:
-            # (a node with middleware may return its hooks' updates as a list of Commands)
-            update = [*update, Command(update={"active_agent": name})] if isinstance(update, list) else {
-                **update, "active_agent": name,
-            }  # fmt: skip
+            update = with_update(update, {"active_agent": name})
         return update
 
     return node

@@ -47,6 +47,7 @@ __all__ = [
     "StateHook",
     "check_middleware",
     "state_fields",
+    "with_update",
 ]
 
 #: Where a hook may send the run (``create_agent``'s ``JumpTo``).
@@ -178,6 +179,14 @@ def middleware_state(base: type, middleware: Sequence[AgentMiddleware]) -> type:
     fields = {**get_type_hints(base, include_extras=True), **state_fields(middleware, base)}
     fields["jump_to"] = Annotated[str | None, EphemeralValue]
     return TypedDict(base.__name__, fields, total=False)  # type: ignore[operator]
+
+
+def with_update(output: Any, update: dict[str, Any]) -> Any:
+    """A node's ``output`` plus ``update``: one update merged, or one more ``Command`` after a list
+    of them (what :meth:`Hooks.node_output` returns for the writes of a node with middleware)."""
+    if isinstance(output, list):
+        return [*output, Command(update=update)]
+    return {**(output or {}), **update}
 
 
 def reducers_of(schema: type) -> dict[str, Reducer]:
