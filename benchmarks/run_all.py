@@ -43,10 +43,15 @@ RESULTS = HERE / "results"
 SECTIONS = ("step", "checkpoints", "planner", "cold", "memory", "context")
 
 
-def _rows(module: str, **kwargs: Any) -> list[dict[str, Any]]:
+def _module(name: str) -> Any:
+    """A benchmark module, imported by name as the benchmarks import each other (benchmarks/ on the path)."""
     if str(HERE) not in sys.path:
         sys.path.insert(0, str(HERE))
-    mod = importlib.import_module(module)
+    return importlib.import_module(name)
+
+
+def _rows(module: str, **kwargs: Any) -> list[dict[str, Any]]:
+    mod = _module(module)
     rows = getattr(mod, "rows", None)
     if rows is None:
         raise RuntimeError(f"benchmarks/{module}.py has no rows() yet")
@@ -108,10 +113,7 @@ def instructions_block(quick: bool) -> str:
     """The same runs counted in CPU instructions under callgrind (``step_instructions.py``; a
     ratio that does not move with the machine's load, which the wall clock above does by several
     percent between runs here), when valgrind is on the PATH (about 1 minute)."""
-    if str(HERE) not in sys.path:
-        sys.path.insert(0, str(HERE))
-    import step_instructions  # type: ignore[import-not-found]
-
+    step_instructions = _module("step_instructions")
     if quick or not step_instructions.available():
         return ""
     counted = step_instructions.rows((20, 100))
