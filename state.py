@@ -9,7 +9,7 @@ from __future__ import annotations
 import operator
 import uuid
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Annotated, Any, Final, get_type_hints
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.graph.message import add_messages
@@ -89,6 +89,18 @@ def count_of(state: Mapping[str, Any], key: str, default: int = 0) -> int:
     return int(state.get(key) or default)
 
 
+def run_setting(state: Mapping[str, Any], name: str, default: Any = None) -> Any:
+    """Setting ``name`` of the run (``AgentState.run_settings``, written by the resolver at its
+    start): ``default`` when the state has none (a state written from outside a run, e.g.
+    ``update_state``, or a hand-built one)."""
+    settings = state.get("run_settings")
+    if type(settings) is dict:
+        value = settings.get(name)
+        if value is not None:
+            return value
+    return default
+
+
 class InputState(TypedDict, total=False):
     """What a caller passes: a task string, messages, or both (the task is appended)."""
 
@@ -115,47 +127,38 @@ class AgentState(InputState, total=False):
     finalize: bool
     # Model turns in the current run.
     turns: int
-    # The run's tool-call budget, copied from the context by the resolver.
-    max_tool_calls: int
     # Text added to the system prompt of the next model turn (finalization notice).
     notice: str
+    # What the run starts with and keeps to its end (a resume keeps the paused run's), written by
+    # the resolver as one key (LangGraph walks every key of the state at every step; see
+    # run_setting): its limits copied from the context - "max_tool_calls" (the tool-call budget),
+    # "context_token_limit", "output_schema" (the effective JSON Schema of the final answer; None:
+    # free text) - and what its system prompt lists, read at its start (tools/skills.py):
+    # "project_instructions" (the AGENTS.md blocks; "": none) and "skills" (the run's skills
+    # folders, policies/skills.skills_key -> their listing).
+    run_settings: dict[str, Any]
+    # Loop detection (policies/loop_guard.py), reset at each run start: "limit" (the run's
+    # loop_limit; 0: off), "calls" (the last calls, at most LOOP_PERIODS, as the call_signature()
+    # of their canonical effect, oldest first), "runs" (for each period p = 1..LOOP_PERIODS: how
+    # many calls in a row, up to the last, each repeat the call p before them, counting the first
+    # p: a cycle of p calls made n times is n * p) and "cycle" (the cycle found: {action:
+    # notice|finalize, period, repeats, tools}; {}: none).
+    loop_guard: dict[str, Any]
     # "pending" once the tools node ran: the agent's step decides where the run goes
     # (nodes/after_tools.py); then the node it sent the run to instead of calling the model
     # (handoff, toolLimitFinalize, summarize), cleared by the next model turn ("").
     after_tools: str
-    # --- loop detection (nodes/routes.py loop_stage): reset by the resolver at each run start
-    # The run's loop_limit (0: off), copied from the context by the resolver.
-    loop_limit: int
-    # The last calls (at most LOOP_PERIODS) as call_signature() of their canonical effect:
-    # name + canonical JSON arguments, oldest first.
-    loop_calls: list[str]
-    # For each period p = 1..LOOP_PERIODS: how many calls in a row, up to the last, each repeat
-    # the call p before them (counting the first p): a cycle of p calls made n times is n * p.
-    loop_runs: list[int]
-    # The cycle loop detection found ({action: notice|finalize, period, repeats, tools}; {}: none).
-    loop_cycle: dict[str, Any]
-    # --- handoffs (a team of agents, build_agent_graph(agents=...))
+    # --- handoffs (a team of agents, build_agent_graph(agents=...)): only a team's state has them
     # The member that holds the thread; kept across runs of the thread.
     active_agent: str
     # Handoffs made in the current run.
     handoffs: int
-    # --- skills and project instructions (tools/skills.py): set at run start, the same every turn
-    # The AGENTS.md blocks of the system prompt ("": none).
-    project_instructions: str
-    # The skills the system prompt lists: the run's skills folders (policies/skills.skills_key) -> that list.
-    skills: dict[str, str]
     # --- long-term memory: set by memory_recall at run start
     # Text block of recalled long-term memories, appended to the system prompt.
     memory_context: str
     # The recalled memories as dicts (key, text, score, similarity, age...).
     recalled_memories: list[dict]
     # --- context management: history/, nodes/summarize.py, archive.py, tools/context_tools.py
-    # The run's context_token_limit, copied from the context by the resolver.
-    context_token_limit: int
-    # A caller's prediction (tokens) of the next model request, for a state written from
-    # outside a run (update_state). No node writes it: during a run the budget routes
-    # (nodes/routes.py) measure the request themselves (history/budget.py).
-    request_tokens: int
     # Archived tool outputs: execution id -> metadata (tool, chars...). The text itself
     # lives in the archive ($SMART_AGENT_HOME/archive or runtime.store), never in state.
     archived: Annotated[dict[str, dict], merge_archived]
@@ -165,8 +168,6 @@ class AgentState(InputState, total=False):
     compactions: int
     # The todo list (planning mode): [{"id": int, "content": str, "status": pending|in_progress|done}].
     todos: list[dict]
-    # The effective JSON Schema of the final answer (None: free text), set at run start.
-    output_schema: dict[str, Any] | None
     # The validated final answer when output_schema is set.
     structured_response: Any
     # Invalid structured answers sent back to the model this run.
@@ -207,6 +208,17 @@ class AgentOutputState(OutputState, total=False):
     handoffs: int
     memory_context: str
     recalled_memories: list[dict]
+
+
+#: The keys only a team's state (and output) has: a single agent's graph leaves them out (LangGraph
+#: walks every key of the state at every step).
+TEAM_KEYS: Final = ("active_agent", "handoffs")
+
+
+def without_keys(schema: type, keys: tuple[str, ...]) -> type:
+    """A state schema like ``schema`` (a TypedDict of this module), without ``keys``."""
+    hints = get_type_hints(schema, include_extras=True)
+    return TypedDict(schema.__name__, {k: v for k, v in hints.items() if k not in keys}, total=False)  # type: ignore[operator]
 
 
 def merge_step_results(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:

@@ -59,7 +59,7 @@ from ..nodes.tools import make_tools_node
 from ..policies import tool_policies
 from ..policies.hooks import Hooks, check_middleware, middleware_state, reducers_of
 from ..policies.middleware import served_middleware
-from ..state import AgentOutputState, AgentState, InputState
+from ..state import TEAM_KEYS, AgentOutputState, AgentState, InputState, without_keys
 from ..tools.assembly import resolve_registry
 from ..tools.registry import ToolRegistry
 from ..tools.skills import project_start
@@ -133,7 +133,11 @@ def build_agent_graph(
         servers = [*servers, *own_servers]
     # The state: the loop's, and the keys every middleware (a team member's too) adds to it.
     everyone_mw = [*middleware, *(m for spec in (agents or {}).values() for m in spec.middleware)]
-    schema = middleware_state(AgentState, everyone_mw) if everyone_mw else AgentState
+    # (a team's own keys only in a team's state: every key of the state costs each step)
+    state, output = (AgentState, AgentOutputState) if agents else (
+        without_keys(AgentState, TEAM_KEYS), without_keys(AgentOutputState, TEAM_KEYS)
+    )
+    schema = middleware_state(state, everyone_mw) if everyone_mw else state
     reducers = reducers_of(schema)
     hooks = Hooks(middleware, reducers=reducers)
     if agents:
@@ -188,7 +192,7 @@ def build_agent_graph(
         preload = [registry]
 
     builder: StateGraph[Any, Any, Any, Any] = StateGraph(
-        schema, context_schema=AgentContext, input_schema=InputState, output_schema=AgentOutputState
+        schema, context_schema=AgentContext, input_schema=InputState, output_schema=output
     )
     # Each route below is a conditional edge: it decides on the state after its node's update
     # (and a state written with update_state, as Studio writes one). The budget routes measure

@@ -159,12 +159,12 @@ class ContextBudget:
     # -- hooks of the loop's nodes -----------------------------------------
     def on_run_start(self, state: Mapping[str, Any], update: Mapping[str, Any], ctx: BudgetSettings) -> dict[str, Any]:
         """Resolver hook: copy the budget into the state and reset per-run keys."""
+        schema = ctx.output_schema if ctx.output_schema is not None else self.default_schema
         return {
-            "context_token_limit": ctx.context_token_limit,
+            "run_settings": {"context_token_limit": ctx.context_token_limit, "output_schema": schema},
             "retrievals_made": 0,
             "output_retries": 0,
             "structured_response": None,
-            "output_schema": ctx.output_schema if ctx.output_schema is not None else self.default_schema,
         }
 
     def archives(self, ctx: BudgetSettings, update: Mapping[str, Any]) -> bool:

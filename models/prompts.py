@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..state import run_setting
+
 FINALIZE_NOTICE = (
     "TOOL LIMIT REACHED: you have used all {limit} tool calls allowed for this task. "
     "No tools are available any more. Answer the user now with the best answer the "
@@ -94,10 +96,10 @@ def build_system_prompt(ctx: Any, state: Mapping[str, Any]) -> str:
     prompt = ctx.system_prompt.strip()
     parts = [prompt] if prompt else []
     # AGENTS.md and the skills: read once at the run's start (tools/skills.py), the same every turn.
-    instructions = state.get("project_instructions")
+    instructions = run_setting(state, "project_instructions")
     if instructions and isinstance(instructions, str) and getattr(ctx, "agents_md", True):
         parts.append(instructions)
-    skills = state.get("skills")
+    skills = run_setting(state, "skills")
     if skills and isinstance(skills, Mapping):
         from ..policies.skills import skills_key
 
@@ -109,7 +111,7 @@ def build_system_prompt(ctx: Any, state: Mapping[str, Any]) -> str:
         parts.append(memory)
     if getattr(ctx, "use_todo_list", False):
         parts.append(PLANNING_RULES + "\n\nCurrent todo list:\n" + render_todos(state.get("todos") or []))
-    schema = state.get("output_schema")
+    schema = run_setting(state, "output_schema")
     if schema:
         from ..replies.structured import output_instructions
 

@@ -48,6 +48,7 @@ from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from typing import Any
 
+from ..state import run_setting
 from .messages import MAX_REPORTED_TOKENS, valid_count
 from .prices import HOW_TO_PRICE, Price, PriceTableError, call_cost, price_of
 
@@ -521,9 +522,10 @@ def _count(value: Any) -> int:
 
 
 def tool_limit_of(state: Mapping[str, Any] | None, ctx: Any) -> int | None:
-    """The run's ``max_tool_calls``: the state's (copied at run start), else the context's
-    (None: neither has one)."""
-    value = (state or {}).get("max_tool_calls")
+    """The run's ``max_tool_calls``: the state's (the loop's ``run_settings``, a planner's own
+    key; copied at run start), else the context's (None: neither has one)."""
+    state = state or {}
+    value = run_setting(state, "max_tool_calls", state.get("max_tool_calls"))
     if value is None:
         value = _field(ctx, "max_tool_calls", None)
     return None if value is None else _count(value)

@@ -33,7 +33,7 @@ from ..policies.hooks import Hooks
 from ..policies.tool_call_limits import limit_reply
 from ..replies.submit import bind_submit
 from ..runs.events import emit, preview, streaming
-from ..state import AgentState, count_of
+from ..state import AgentState, count_of, run_setting
 from ..tools.ask import ASK_TAG
 from ..tools.context_tools import CONTEXT_TAG, CONTEXT_TOOL_NAMES, context_tools_for
 from ..tools.registry import ToolRegistry
@@ -257,7 +257,7 @@ def turn_ended_run(state: Mapping[str, Any]) -> bool:
     last = messages[-1] if messages else None
     if state.get("stopped"):
         return True
-    return isinstance(last, AIMessage) and not pending_tool_calls(last) and not state.get("output_schema")
+    return isinstance(last, AIMessage) and not pending_tool_calls(last) and not run_setting(state, "output_schema")
 
 
 def make_after_model_node(hooks: Hooks) -> Callable:
@@ -322,7 +322,7 @@ def make_agent_node(
                 response = reply.message
                 extra.extend(reply.commands)
                 calls = pending_tool_calls(response)
-                if not calls and not state.get("output_schema") and not stop:
+                if not calls and not run_setting(state, "output_schema") and not stop:
                     # (with an output schema, structuredOutput sends an empty answer back.) At the tool
                     # limit a second empty reply gets the fixed answer below.
                     must_answer = bool(state.get("finalize") or tool_limit_reached(state))
@@ -378,7 +378,7 @@ def make_agent_node(
             calls = []
         # A final answer (no tool calls) ends the loop here, unless the run has an output
         # schema: then the structuredOutput node validates it and sets the answer.
-        if not calls and not state.get("output_schema"):
+        if not calls and not run_setting(state, "output_schema"):
             answer = message_text(response).strip()
             if not answer and stop:
                 answer = BUDGET_SPENT_ANSWER

@@ -53,10 +53,10 @@ def unanswered_tool_calls(messages: list[AnyMessage], upto: int) -> tuple[AIMess
 # Output keys (state.AgentOutputState) that a run may leave unwritten, and their empty values,
 # written when a thread has none yet. LangGraph reads every output key after each step, and a key
 # never written costs it two exceptions (EmptyChannelError) there at every step of every run.
-# (``todos`` stays unset until used: the CLI's --json shows it then.)
+# (``todos`` stays unset until used: the CLI's --json shows it then. A team's ``active_agent`` and
+# ``handoffs`` are written by its own run start hook, nodes/team.py.)
 UNSET_OUTPUTS: tuple[tuple[str, Callable[[], Any]], ...] = (
-    ("compactions", int), ("handoffs", int), ("active_agent", str), ("memory_context", str),
-    ("recalled_memories", list), ("thread_usage", dict),
+    ("compactions", int), ("memory_context", str), ("recalled_memories", list), ("thread_usage", dict),
 )  # fmt: skip
 
 
@@ -115,10 +115,8 @@ def resolve_input(state: Mapping[str, Any], ctx: AgentContext) -> dict[str, Any]
         finalize=False,
         notice="",
         turns=0,
-        max_tool_calls=ctx.max_tool_calls,
-        loop_limit=ctx.loop_limit,
-        loop_calls=[],  # (loop_runs: read only with the calls they follow, none now)
-        loop_cycle={},
+        run_settings={"max_tool_calls": ctx.max_tool_calls},  # (with what the run start hooks add)
+        loop_guard={"limit": ctx.loop_limit},
         reviews={},
         approve=ctx.approve,
         ask_user=bool(ctx.ask_user),
@@ -131,6 +129,15 @@ def resolve_input(state: Mapping[str, Any], ctx: AgentContext) -> dict[str, Any]
     return update
 
 
+def add_run_start(update: dict[str, Any], added: Mapping[str, Any]) -> None:
+    """Add a run start hook's keys to the resolver's ``update``; its ``run_settings`` join the
+    run's (one state key, see ``state.AgentState``)."""
+    for key, value in added.items():
+        if key == "run_settings":
+            value = {**update.get(key, {}), **value}
+        update[key] = value
+
+
 RunStartHook = Callable[[Mapping[str, Any], dict, AgentContext], dict | Awaitable[dict]]
 
 
@@ -138,8 +145,8 @@ def make_resolver(
     *hooks: RunStartHook, preload: Sequence[ToolRegistry] = (), middleware: Hooks | None = None
 ) -> Callable:
     """The resolver node; each hook ``(state, update, ctx) -> dict`` (or an awaitable of one: a hook
-    that reads files does it off the event loop) adds per-run keys
-    (e.g. the context budget's limits and the predicted request size). ``preload``: registries
+    that reads files does it off the event loop) adds per-run keys (e.g. the context budget's
+    limit, as ``{"run_settings": {...}}``: :func:`add_run_start`). ``preload``: registries
     whose pending steps (plugin discovery: folder reads, imports) run in a worker thread before
     anything on the event loop - the routes, the agent node - asks them for their tools.
     ``middleware``: the user's, whose ``before_agent`` hooks run on the state the run starts with."""
@@ -153,7 +160,7 @@ def make_resolver(
         update = resolve_input(state, ctx)
         for hook in hooks:
             added = hook(state, update, ctx)
-            update.update((await added if inspect.isawaitable(added) else added) or {})
+            add_run_start(update, (await added if inspect.isawaitable(added) else added) or {})
         if not middleware.before_agent:
             return update
         started = await middleware.run_state_hooks(middleware.before_agent, middleware.apply(state, update), runtime)

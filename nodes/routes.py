@@ -24,7 +24,7 @@ from ..models.messages import open_tool_calls, pending_tool_calls
 from ..models.tokens import usable_tokens
 from ..policies.loop_guard import loop_limit_reached
 from ..policies.tool_budget import tool_limit_reached
-from ..state import count_of
+from ..state import count_of, run_setting
 from ..tools.agents import (
     HANDOFF_PREFIX,  # transfer_to_<agent> hands the thread over (as_handoff)
 )
@@ -51,7 +51,7 @@ def route_after_agent(
         return "human" if needs_human else "tools"
     if reply is not None and reply is not messages[-1] and pending_tool_calls(reply):
         return "agent"  # a middleware answered every call of the reply: the model reads the results
-    if state.get("output_schema") and messages and isinstance(messages[-1], AIMessage):
+    if run_setting(state, "output_schema") and messages and isinstance(messages[-1], AIMessage):
         return "structuredOutput"
     return END
 
@@ -93,14 +93,16 @@ def route_after_handoff(
 def request_over_budget(
     state: Mapping[str, Any], ctx: BudgetSettings | None = None, meter: RequestMeter | None = None
 ) -> bool:
-    """Whether the next request exceeds ``usable_tokens(context_token_limit)`` (copied
-    into the state by the resolver; none: no budget, e.g. another graph).
+    """Whether the next request exceeds ``usable_tokens(context_token_limit)`` (the run's,
+    ``run_settings``; none: no budget, e.g. another graph).
 
     With a ``meter`` the request (system prompt + messages + tool schemas, as the agent
     will send them) is measured now, from ``state`` and ``ctx``. Without one — a route
-    called on a hand-built state — ``state["request_tokens"]`` is the caller's prediction.
+    called on a hand-built state — its ``request_tokens`` is the caller's prediction (no
+    state key: a state written with ``update_state``, which has no run context, counts as
+    within the budget here, and the agent's own guard fits the request it sends).
     """
-    limit = state.get("context_token_limit")
+    limit = run_setting(state, "context_token_limit")
     if not limit:
         return False
     if meter is not None:

@@ -22,13 +22,13 @@ from ..models.messages import message_text as text_of
 from ..replies.feedback import error_list
 from ..replies.structured import RETRY_MESSAGE, StructuredOutputError, validate_answer
 from ..runs.events import emit
-from ..state import AgentState, count_of
+from ..state import AgentState, count_of, run_setting
 
 
 def make_structured_output_node(budget: ContextBudget) -> Callable:
     async def structured_output(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         ctx = AgentContext.of(runtime)
-        schema = state.get("output_schema") or {}
+        schema = run_setting(state, "output_schema") or {}
         messages = state.get("messages") or []
         answer = text_of(messages[-1]) if messages else ""
         model = budget.output_model if schema == budget.default_schema else None

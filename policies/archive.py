@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config.fields import Settings, setting
+from ..state import run_setting
 from .base import Policy, ToolTurn, TurnCall, state_counter
 
 #: The tool that reads an archived output back (``tools/context_tools.py``).
@@ -63,7 +64,7 @@ class Archive(Policy):
 
     def plan(self, turn: ToolTurn) -> None:
         used = state_counter(turn.state, "retrievals_made")
-        limit = int(turn.state.get("max_tool_calls", turn.ctx.max_tool_calls))
+        limit = int(run_setting(turn.state, "max_tool_calls", turn.ctx.max_tool_calls))
         free, _counted = split_free_retrievals(turn.open_calls(), used, free_retrievals(limit))
         for call in free:
             call.free = True

@@ -1,7 +1,7 @@
 """Loop detection: a cycle of 1 to 4 calls with the same effect, repeated ``loop_limit`` times
 in a row, gives the next turn a notice; its next call finalizes the run (``route_after_tools``
-in ``nodes/routes.py``, ``toolLimitFinalize``). State keys: ``loop_limit`` (the run's, copied at
-its start), ``loop_calls``, ``loop_runs``, ``loop_cycle``; event ``loop_detected``."""
+in ``nodes/routes.py``, ``toolLimitFinalize``). State key: ``loop_guard`` (``state.AgentState``:
+``limit``, the run's, copied at its start; ``calls``, ``runs``, ``cycle``); event ``loop_detected``."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def call_signature(call: Mapping[str, Any], canonical: Canonical | None = None) 
 # -- loop detection (``loop_limit``) ----------------------------------------------------------
 # The same call made over and over, or the same few calls in turn (A,B,A,B...), is a cycle of
 # period p (1 to LOOP_PERIODS calls). The state keeps the last LOOP_PERIODS signatures
-# (``loop_calls``, oldest first) and, for each period p, ``loop_runs[p-1]``: the length of the
+# (``calls``, oldest first) and, for each period p, ``runs[p-1]``: the length of the
 # run of calls ending with the last one in which every call equals the one p calls before it
 # (counting the p calls that start it). A cycle of p calls made n times in a row is a run of
 # n * p; each new call updates the runs with one comparison per period, whatever the limit.
@@ -70,10 +70,22 @@ _STAGES: Final = ("none", "notice", "finalize")
 _PERIODS: Final = tuple(range(1, LOOP_PERIODS + 1))
 
 
+def guard_state(state: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The state's ``loop_guard`` ({} when none: a state from outside a run)."""
+    guard = state.get("loop_guard")
+    return guard if isinstance(guard, Mapping) else {}
+
+
+def loop_limit_of(state: Mapping[str, Any]) -> int:
+    """The run's ``loop_limit`` (0: off)."""
+    return state_counter(guard_state(state), "limit")
+
+
 def loop_memory(state: Mapping[str, Any]) -> tuple[list[str], list[int]]:
-    """The state's ``(loop_calls, loop_runs)``; empty for what a run would not have written (a
-    state from outside a run)."""
-    window, runs = state.get("loop_calls"), state.get("loop_runs")
+    """The state's last calls and runs (``loop_guard``'s ``calls``, ``runs``); empty for what a run
+    would not have written (a state from outside a run)."""
+    guard = guard_state(state)
+    window, runs = guard.get("calls"), guard.get("runs")
     if type(window) is not list:
         return [], []
     try:
@@ -85,7 +97,7 @@ def loop_memory(state: Mapping[str, Any]) -> tuple[list[str], list[int]]:
 
 
 def runs_after(window: Sequence[str], runs: Sequence[int], signature: str) -> list[int]:
-    """``loop_runs`` after a call with ``signature``, from the previous ``window`` (the last
+    """The runs after a call with ``signature``, from the previous ``window`` (the last
     signatures, oldest first) and ``runs``."""
     n = len(window)
     if n >= LOOP_PERIODS and len(runs) == LOOP_PERIODS:  # (every turn once the run has made 4 calls)
@@ -105,7 +117,7 @@ def runs_after(window: Sequence[str], runs: Sequence[int], signature: str) -> li
 
 
 def window_after(window: Sequence[str], signature: str) -> list[str]:
-    """``loop_calls`` after a call with ``signature``: the last :data:`LOOP_PERIODS` signatures."""
+    """The last calls after a call with ``signature``: the last :data:`LOOP_PERIODS` signatures."""
     return [*window[1 - LOOP_PERIODS :], signature]
 
 
@@ -150,7 +162,7 @@ def signature_tool(signature: str) -> str:
 def cycle_found(
     stage: str, period: int, window: Sequence[str], runs: Sequence[int]
 ) -> dict[str, Any]:
-    """The ``loop_cycle`` of a stage reached: the action, the period, how many times the cycle
+    """The ``cycle`` (``loop_guard``) of a stage reached: the action, the period, how many times the cycle
     was (begun to be) made, and its tools in the order the cycle started with."""
     run = runs[period - 1]
     last = window[-period:]
@@ -163,14 +175,14 @@ def stage_rank(stage: str) -> int:
 
 
 def found_cycle(state: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The state's ``loop_cycle`` ({} when none)."""
-    cycle = state.get("loop_cycle")
+    """The cycle the state's ``loop_guard`` found ({} when none)."""
+    cycle = guard_state(state).get("cycle")
     return cycle if isinstance(cycle, Mapping) else {}
 
 
 def loop_limit_reached(state: Mapping[str, Any]) -> bool:
     """A cycle of tool calls was repeated beyond ``loop_limit`` (copied by the resolver)."""
-    return state_counter(state, "loop_limit") > 0 and found_cycle(state).get("action") == "finalize"
+    return loop_limit_of(state) > 0 and found_cycle(state).get("action") == "finalize"
 
 
 REPEATED = (
@@ -180,7 +192,7 @@ REPEATED = (
 
 
 def loop_notice(cycle: Mapping[str, Any], final: bool = False) -> str:
-    """The system-prompt notice of a ``loop_cycle``: one call repeated, or a cycle of calls."""
+    """The system-prompt notice of a found ``cycle``: one call repeated, or a cycle of calls."""
     tools, count = list(cycle.get("tools") or []), cycle.get("repeats")
     if len(tools) == 1:
         return (LOOP_FINALIZE_NOTICE if final else LOOP_NOTICE).format(tool=tools[0], count=count)
@@ -189,7 +201,7 @@ def loop_notice(cycle: Mapping[str, Any], final: bool = False) -> str:
 
 
 def loop_event(cycle: Mapping[str, Any], limit: int) -> None:
-    """The ``loop_detected`` event of a ``loop_cycle``: ``tool`` (the repeated tool; a cycle's
+    """The ``loop_detected`` event of a found ``cycle``: ``tool`` (the repeated tool; a cycle's
     tools comma-separated), ``repeats``, ``limit``, ``action``, and the cycle: ``period`` and
     ``cycle``, its tools in order."""
     tools = [str(t) for t in cycle.get("tools") or []]
@@ -202,14 +214,14 @@ def loop_event(cycle: Mapping[str, Any], limit: int) -> None:
 def track_repeats(
     state: Mapping[str, Any], calls: list[dict[str, Any]], signatures: Sequence[str] | None = None
 ) -> dict[str, Any]:
-    """Loop detection's state after this turn's ``calls`` (nodes/routes.py: the last calls'
-    signatures ``loop_calls``, the cycles' runs ``loop_runs``, the cycle found ``loop_cycle``).
+    """Loop detection's state after this turn's ``calls`` (``loop_guard``: the last calls'
+    signatures ``calls``, the cycles' ``runs``, the ``cycle`` found).
     A cycle of calls (one call, or a few in turn) made ``loop_limit`` times in a row puts a
     notice in the next turn's system prompt and emits ``loop_detected``; a turn with no cycle
     clears that notice. A call of the turn going past the limit makes the cycle "finalize",
     even when the turn's later calls are others: ``route_after_tools`` finalizes the run.
     ``signatures``: the calls' ``call_signature`` when the caller has them."""
-    limit = state_counter(state, "loop_limit")
+    limit = loop_limit_of(state)
     if signatures is None:
         signatures = [call_signature(c) for c in calls]
     if not signatures:
@@ -227,13 +239,10 @@ def track_repeats(
         if stage_rank(stage) > rank:  # (the turn's highest stage, where it was first reached)
             rank = stage_rank(stage)
             found = cycle_found(stage, period, window, runs)
+    guard = guard_state(state)
     update: dict[str, Any] = {}  # (only what changed: each key written is a channel update a step)
-    if window != state.get("loop_calls"):
-        update["loop_calls"] = window
-    if runs != state.get("loop_runs"):
-        update["loop_runs"] = runs
-    if found != before:
-        update["loop_cycle"] = found
+    if window != guard.get("calls") or runs != guard.get("runs") or found != before:
+        update["loop_guard"] = {"limit": limit, "calls": window, "runs": runs, "cycle": found}
     if found.get("action") == "notice":
         loop_event(found, limit)
         update["notice"] = loop_notice(found)
@@ -251,7 +260,7 @@ def loop_excess(
     each call of a cycle at most ``loop_limit`` + 1 times in a row even when a single turn
     repeats it (0: loop detection off). ``signatures``: the calls' ``call_signature`` (at least
     as many) when the caller has them."""
-    limit = state_counter(state, "loop_limit")
+    limit = loop_limit_of(state)
     if limit <= 0:
         return {}
     window, runs = loop_memory(state)
@@ -277,7 +286,7 @@ def effect_signature(call: Mapping[str, Any], meta: Any) -> str:
 class LoopGuard(Policy):
     """Loop detection in the tools node: a call that goes on with a cycle past the call that
     finalizes it is not run (its answer says why); after the turn, the state tracks the cycles
-    (``loop_calls``, ``loop_runs``, ``loop_cycle``; the notice of the next turn). Finalizing
+    (``loop_guard``; the notice of the next turn). Finalizing
     the run is ``route_after_tools``'s (:func:`loop_limit_reached`)."""
 
     name = "loop_guard"

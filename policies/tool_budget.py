@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from ..config.fields import Settings, setting
 from ..models.prompts import SKIPPED_RESULT
+from ..state import run_setting
 from .base import Policy, ToolTurn, state_counter
 
 T = TypeVar("T")
@@ -38,8 +39,8 @@ def plan_calls(calls: list[T], made: int, limit: int) -> tuple[list[T], list[T]]
 
 
 def tool_limit_reached(state: Mapping[str, Any]) -> bool:
-    """The run's tool budget is spent (state ``tool_calls_made`` of ``max_tool_calls``)."""
-    limit = state.get("max_tool_calls")
+    """The run's tool budget is spent (state ``tool_calls_made`` of its ``max_tool_calls``)."""
+    limit = run_setting(state, "max_tool_calls")
     return limit is not None and state_counter(state, "tool_calls_made") >= int(limit)
 
 
@@ -69,7 +70,7 @@ class ToolBudget(Policy):
     def plan(self, turn: ToolTurn) -> None:
         state, meter = turn.state, turn.meter
         made = state_counter(state, "tool_calls_made")
-        limit = int(state.get("max_tool_calls", turn.ctx.max_tool_calls))
+        limit = int(run_setting(state, "max_tool_calls", turn.ctx.max_tool_calls))
         # What the run's budget leaves: less than this loop's own limit when the loop is a fleet
         # worker or a sub-agent whose run (its other workers, its caller) spent the rest.
         left = meter.tools_left()
@@ -85,16 +86,16 @@ class ToolBudget(Policy):
 
     async def after(self, turn: ToolTurn) -> None:
         made, limit, before = turn.notes_of(self)["before"]
-        turn.update.update(spent(made, limit, before, turn.meter))
+        turn.update.update(spent(turn.state, made, limit, before, turn.meter))
 
 
-def spent(made: int, limit: int, before: int, meter: Any) -> dict[str, Any]:
+def spent(state: Mapping[str, Any], made: int, limit: int, before: int, meter: Any) -> dict[str, Any]:
     """The loop's ``tool_calls_made``: ``made`` and what the turn added to the meter (its calls,
     their retries, and every tool call of the sub-agents it ran). Once the run's shared budget is
-    spent below the loop's own limit (a fleet worker, a sub-agent), the loop's ``max_tool_calls``
-    becomes what it made, so it finalizes like at its own limit."""
+    spent below the loop's own limit (a fleet worker, a sub-agent), the run's ``max_tool_calls``
+    (``state``'s ``run_settings``) becomes what it made, so it finalizes like at its own limit."""
     now = made + meter.tool_calls - before
     update: dict[str, Any] = {"tool_calls_made": now}
     if now < limit and meter.tools_left() == 0:
-        update["max_tool_calls"] = now
+        update["run_settings"] = {**(state.get("run_settings") or {}), "max_tool_calls": now}
     return update

@@ -27,6 +27,7 @@ from ..models.tokens import DEFAULT_CONTEXT_TOKENS, page_chars
 from ..policies.archive import GET_TOOL_RESPONSE
 from ..runs.events import emit
 from ..sessions.archive import ToolArchive
+from ..state import run_setting
 from .agents import SUB_AGENT_TOOL_NAMES
 from .guards import ToolError, context_value
 from .registry import ToolMeta, ToolRegistry
@@ -45,7 +46,7 @@ def _state(runtime: Any) -> dict:
 
 def _limit(runtime: Any) -> int:
     return int(
-        _state(runtime).get("context_token_limit")
+        run_setting(_state(runtime), "context_token_limit")
         or context_value(runtime, "context_token_limit", DEFAULT_CONTEXT_TOKENS)
     )
 
@@ -227,7 +228,7 @@ def context_tools_for(ctx: Any, registry: ToolRegistry, state: Mapping[str, Any]
         out.append(registry.get(GET_TOOL_RESPONSE))
     if getattr(ctx, "use_todo_list", False) and MANAGE_TODO_LIST in registry:
         out.append(registry.get(MANAGE_TODO_LIST))
-    skills = state.get("skills")
+    skills = run_setting(state, "skills")
     if skills and isinstance(skills, Mapping) and (found := registry.entry(READ_SKILL)) is not None:
         from ..policies.skills import skills_key
 

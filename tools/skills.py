@@ -349,7 +349,7 @@ def project_start(members: Mapping[str, Any] | None = None) -> RunStartHook:
             for line in warnings:
                 log.info("smart-agent: %s", line)
                 emit("warning", source="skills", message=line)
-        return {"project_instructions": instructions, "skills": listed}
+        return {"run_settings": {"project_instructions": instructions, "skills": listed}}
 
     return start
 

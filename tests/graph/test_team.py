@@ -108,13 +108,14 @@ def test_route_after_tools_in_a_team():
     handoff = AIMessage("", tool_calls=[{"name": "transfer_to_b", "args": {}, "id": "1"}])
     plain = AIMessage("", tool_calls=[{"name": "calculator", "args": {}, "id": "1"}])
     team = {"active_agent": "a"}
+    five = {"max_tool_calls": 5}
     assert route_after_tools({**team, "messages": [handoff, ToolMessage("ok", tool_call_id="1")]}) == "handoff"
-    assert route_after_tools({**team, "messages": [plain], "tool_calls_made": 1, "max_tool_calls": 5}) == "agent"
+    assert route_after_tools({**team, "messages": [plain], "tool_calls_made": 1, "run_settings": five}) == "agent"
     assert (
-        route_after_tools({**team, "messages": [plain], "tool_calls_made": 5, "max_tool_calls": 5})
+        route_after_tools({**team, "messages": [plain], "tool_calls_made": 5, "run_settings": five})
         == "toolLimitFinalize"
     )
     # outside a team a transfer-named tool is an ordinary tool
     assert route_after_tools({"messages": [handoff, ToolMessage("ok", tool_call_id="1")]}) == "agent"
-    assert route_after_handoff({**team, "tool_calls_made": 5, "max_tool_calls": 5}) == "toolLimitFinalize"
-    assert route_after_handoff({**team, "tool_calls_made": 1, "max_tool_calls": 5}) == "agent"
+    assert route_after_handoff({**team, "tool_calls_made": 5, "run_settings": five}) == "toolLimitFinalize"
+    assert route_after_handoff({**team, "tool_calls_made": 1, "run_settings": five}) == "agent"

@@ -149,7 +149,8 @@ def test_agents_md_links_fifos_and_huge_files(tmp_path, monkeypatch):
 async def test_a_state_naming_a_skill_elsewhere_reads_nothing(tmp_path, tree):
     skills, outside = tree
     runtime = make_runtime(tmp_path, skills=[str(skills)])
-    runtime.state["skills"] = {skills_key([str(skills)]): "- secret: anything"}  # as update_state could write it
+    listed = {skills_key([str(skills)]): "- secret: anything"}
+    runtime.state["run_settings"] = {"skills": listed}  # as update_state could write it
     with pytest.raises(ToolError, match="Unknown skill 'secret'. Skills of this run: alpha, beta"):
         await read_skill.ainvoke({"name": "secret", "runtime": runtime})
     other = make_runtime(tmp_path)  # a run without --skills cannot open a skill of another run's folders

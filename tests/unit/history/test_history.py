@@ -37,26 +37,26 @@ def results(i, n=1, size=10):
 # -- routing ----------------------------------------------------------------------
 def test_route_before_agent_compares_prediction_with_usable_budget():
     limit = 4000
+    budget = {"context_token_limit": limit}
     assert route_before_agent({}) == "agent"  # no budget in state (e.g. another graph)
-    assert route_before_agent({"context_token_limit": limit, "request_tokens": usable_tokens(limit)}) == "agent"
-    assert route_before_agent({"context_token_limit": limit, "request_tokens": usable_tokens(limit) + 1}) == "summarize"
+    assert route_before_agent({"run_settings": budget, "request_tokens": usable_tokens(limit)}) == "agent"
+    assert route_before_agent({"run_settings": budget, "request_tokens": usable_tokens(limit) + 1}) == "summarize"
     assert usable_tokens(limit) < 0.9 * limit  # headroom for counter error
 
 
 def test_route_after_tools_goes_through_the_budget_check():
-    over = {"context_token_limit": 4000, "request_tokens": 10_000}
-    assert route_after_tools({**over, "tool_calls_made": 1, "max_tool_calls": 3}) == "summarize"
-    assert route_after_tools({**over, "tool_calls_made": 3, "max_tool_calls": 3}) == "toolLimitFinalize"
+    over = {"request_tokens": 10_000}
+    three = {"context_token_limit": 4000, "max_tool_calls": 3}
+    assert route_after_tools({**over, "tool_calls_made": 1, "run_settings": three}) == "summarize"
+    assert route_after_tools({**over, "tool_calls_made": 3, "run_settings": three}) == "toolLimitFinalize"
 
 
 def test_route_after_structured_output():
     feedback = HumanMessage("fix it", additional_kwargs={"smart_agent": {"kind": "output_feedback"}})
     assert route_after_structured_output({"messages": [AIMessage("{}")]}) == END
     assert route_after_structured_output({"messages": [feedback]}) == "agent"
-    assert (
-        route_after_structured_output({"messages": [feedback], "context_token_limit": 4000, "request_tokens": 9999})
-        == "summarize"
-    )
+    over = {"run_settings": {"context_token_limit": 4000}, "request_tokens": 9999}
+    assert route_after_structured_output({"messages": [feedback], **over}) == "summarize"
 
 
 # -- units and compaction ---------------------------------------------------------------

@@ -35,14 +35,14 @@ def run(node: Any, state: dict) -> Any:
 
 def test_a_tool_turn_at_the_budget_goes_to_finalize_without_a_model_call():
     turn = Turn()
-    state = {"messages": TURN, "after_tools": PENDING, "tool_calls_made": 3, "max_tool_calls": 3}
+    state = {"messages": TURN, "after_tools": PENDING, "tool_calls_made": 3, "run_settings": {"max_tool_calls": 3}}
     assert run(gate_after_tools(turn, NO_METER), state) == {"after_tools": "toolLimitFinalize"}
     assert turn.calls == 0
 
 
 def test_a_tool_turn_under_the_budget_runs_the_turn_and_clears_the_mark():
     turn = Turn()
-    state = {"messages": TURN, "after_tools": PENDING, "tool_calls_made": 1, "max_tool_calls": 3}
+    state = {"messages": TURN, "after_tools": PENDING, "tool_calls_made": 1, "run_settings": {"max_tool_calls": 3}}
     assert run(gate_after_tools(turn, NO_METER), state) == {"messages": turn.output["messages"], "after_tools": ""}
     assert turn.calls == 1
 
@@ -50,7 +50,8 @@ def test_a_tool_turn_under_the_budget_runs_the_turn_and_clears_the_mark():
 def test_after_the_node_it_was_sent_to_the_next_step_calls_the_model():
     # toolLimitFinalize ran and routed back: the stale mark is not a second decision (no loop)
     turn = Turn()
-    state = {"messages": TURN, "after_tools": "toolLimitFinalize", "tool_calls_made": 3, "max_tool_calls": 3}
+    spent = {"tool_calls_made": 3, "run_settings": {"max_tool_calls": 3}}
+    state = {"messages": TURN, "after_tools": "toolLimitFinalize", **spent}
     assert run(gate_after_tools(turn, NO_METER), state)["after_tools"] == ""
     assert turn.calls == 1
 

@@ -10,7 +10,7 @@ from smart_agent.nodes.resolver import INTERRUPTED_RESULT, InputError, resolve_i
 def test_task_becomes_user_message_and_is_consumed():
     out = resolve_input({"task": "  hello  "}, Context(max_tool_calls=7))
     assert [m.content for m in out["messages"]] == ["hello"]
-    assert out["task"] == "" and out["tool_calls_made"] == 0 and out["max_tool_calls"] == 7
+    assert out["task"] == "" and out["tool_calls_made"] == 0 and out["run_settings"] == {"max_tool_calls": 7}
     assert out["finalize"] is False and out["answer"] == ""
 
 
@@ -63,13 +63,14 @@ def test_interrupted_tool_calls_are_answered_before_the_new_turn():
 
 def test_output_keys_a_run_may_not_write_get_their_empty_value_once():
     first = resolve_input({"task": "hi"}, Context())
-    empty = {"compactions": 0, "handoffs": 0, "active_agent": "", "memory_context": "", "recalled_memories": []}
+    empty = {"compactions": 0, "memory_context": "", "recalled_memories": [], "thread_usage": {}}
     assert {k: first[k] for k in empty} == empty
     assert "todos" not in first  # (unset until the todo list is used: --json shows it then)
-    kept = {"task": "again", "compactions": 2, "handoffs": 1, "active_agent": "b", "memory_context": "m",
-            "recalled_memories": [{"id": "x"}]}  # fmt: skip
+    assert not {"active_agent", "handoffs"} & set(first)  # (a team's own run start writes them)
+    kept = {"task": "again", "compactions": 2, "memory_context": "m", "recalled_memories": [{"id": "x"}],
+            "thread_usage": {"model_calls": 1}}  # fmt: skip
     later = resolve_input(kept, Context())
-    assert not {"compactions", "handoffs", "active_agent", "memory_context", "recalled_memories"} & set(later)
+    assert not {"compactions", "memory_context", "recalled_memories"} & set(later)
 
 
 async def test_a_run_leaves_no_output_key_unwritten_but_the_todo_list():
@@ -77,10 +78,11 @@ async def test_a_run_leaves_no_output_key_unwritten_but_the_todo_list():
     import typing
 
     from smart_agent.graphs.agent import build_agent_graph
-    from smart_agent.state import AgentOutputState
+    from smart_agent.state import TEAM_KEYS, AgentOutputState
     from smart_agent.testing.fake_models import ScriptedChatModel
     from smart_agent.tools.registry import ToolRegistry
 
     graph = build_agent_graph(model=ScriptedChatModel(responses=[AIMessage("done")]), registry=ToolRegistry())
     result = await graph.ainvoke({"task": "hi"}, context=Context(memory=False))
-    assert set(typing.get_type_hints(AgentOutputState)) - set(result) == {"todos"}
+    assert set(typing.get_type_hints(AgentOutputState)) - set(result) == {"todos", *TEAM_KEYS}
+    assert not set(TEAM_KEYS) & set(graph.channels)  # (a single agent's state has no team keys)

@@ -1,6 +1,7 @@
 """Routing decisions of the agent loop, on hand-built states."""
 
 import json
+from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
@@ -60,13 +61,13 @@ def test_after_agent_ends_on_empty_state():
 
 
 def test_after_tools_finalizes_exactly_at_limit():
-    assert route_after_tools({"tool_calls_made": 2, "max_tool_calls": 3}) == "agent"
-    assert route_after_tools({"tool_calls_made": 3, "max_tool_calls": 3}) == "toolLimitFinalize"
-    assert route_after_tools({"tool_calls_made": 5, "max_tool_calls": 3}) == "toolLimitFinalize"
+    assert route_after_tools({"tool_calls_made": 2, "run_settings": {"max_tool_calls": 3}}) == "agent"
+    assert route_after_tools({"tool_calls_made": 3, "run_settings": {"max_tool_calls": 3}}) == "toolLimitFinalize"
+    assert route_after_tools({"tool_calls_made": 5, "run_settings": {"max_tool_calls": 3}}) == "toolLimitFinalize"
 
 
 def test_limit_zero_means_no_tools():
-    assert tool_limit_reached({"tool_calls_made": 0, "max_tool_calls": 0})
+    assert tool_limit_reached({"tool_calls_made": 0, "run_settings": {"max_tool_calls": 0}})
     assert not tool_limit_reached({"tool_calls_made": 0})
 
 
@@ -122,18 +123,24 @@ def test_runs_count_identical_calls_and_cycles_in_a_row_across_and_within_turns(
     assert after([], window, runs) == (window, runs)
 
 
+def guarded(limit: int, **kept: Any) -> dict[str, Any]:
+    """A state whose run has ``loop_limit`` ``limit`` and loop detection's ``kept`` (calls, runs, cycle)."""
+    return {"loop_guard": {"limit": limit, **kept}}
+
+
 def test_loop_excess_is_what_would_repeat_a_cycle_past_loop_limit_plus_one():
     calls = [calc("1") for _ in range(6)]
-    assert set(loop_excess({"loop_limit": 3}, calls).values()) == {5, 6}
-    assert list(loop_excess({"loop_limit": 3}, calls)) == [id(calls[4]), id(calls[5])]
+    assert set(loop_excess(guarded(3), calls).values()) == {5, 6}
+    assert list(loop_excess(guarded(3), calls)) == [id(calls[4]), id(calls[5])]
     window, runs = after([call_signature(calc("1"))] * 3)
-    carried = {"loop_limit": 3, "loop_calls": window, "loop_runs": runs}  # earlier turns
+    carried = guarded(3, calls=window, runs=runs)  # earlier turns
     assert list(loop_excess(carried, calls[:3]).values()) == [5, 6]
     mixed = [calc("1"), calc("2"), calc("1"), calc("1")]
-    assert loop_excess({"loop_limit": 1}, mixed) == {}  # another call starts over: at most 2 in a row
-    assert loop_excess({"loop_limit": 0}, calls) == {}  # off
+    assert loop_excess(guarded(1), mixed) == {}  # another call starts over: at most 2 in a row
+    assert loop_excess(guarded(0), calls) == {}  # off
+    assert loop_excess({}, calls) == {}  # no limit copied (a state from outside a run): off
     alternating = [calc(str(1 + i % 2)) for i in range(10)]
-    assert list(loop_excess({"loop_limit": 3}, alternating)) == [id(c) for c in alternating[7:]]
+    assert list(loop_excess(guarded(3), alternating)) == [id(c) for c in alternating[7:]]
 
 
 def test_loop_stage_notice_at_the_limit_finalize_after_it_off_at_zero():
@@ -149,12 +156,14 @@ def test_loop_stage_notice_at_the_limit_finalize_after_it_off_at_zero():
 
 
 def test_after_tools_finalizes_a_loop_past_loop_limit():
-    state = {"loop_limit": 3, "loop_cycle": {"action": "notice", "period": 1, "repeats": 3, "tools": ["calculator"]}}
-    assert route_after_tools(state) == "agent"  # at the limit: a notice, not yet the end
-    finalize = {**state, "loop_cycle": {**state["loop_cycle"], "action": "finalize", "repeats": 4}}
-    assert route_after_tools(finalize) == "toolLimitFinalize" and loop_limit_reached(finalize)
-    assert route_after_tools({**finalize, "loop_limit": 0}) == "agent"  # off
-    assert route_after_tools({"loop_cycle": finalize["loop_cycle"]}) == "agent"  # no limit copied (from outside a run)
+    cycle = {"action": "notice", "period": 1, "repeats": 3, "tools": ["calculator"]}
+    assert route_after_tools(guarded(3, cycle=cycle)) == "agent"  # at the limit: a notice, not yet the end
+    finalize = {**cycle, "action": "finalize", "repeats": 4}
+    assert route_after_tools(guarded(3, cycle=finalize)) == "toolLimitFinalize"
+    assert loop_limit_reached(guarded(3, cycle=finalize))
+    assert route_after_tools(guarded(0, cycle=finalize)) == "agent"  # off
+    assert route_after_tools({"loop_guard": {"cycle": finalize}}) == "agent"  # no limit copied (from outside a run)
+    assert route_after_tools({"loop_guard": "finalize"}) == "agent"  # not loop detection's (update_state may write it)
 
 
 def test_memory_nodes_only_while_the_runs_memory_is_on(monkeypatch):
@@ -180,22 +189,23 @@ def test_memory_routes_outside_a_run_follow_the_environment(monkeypatch):
 
 
 
-def test_track_repeats_writes_only_what_changed():
+def test_track_repeats_writes_loop_detections_key_once_a_call_was_made():
     from smart_agent.policies.loop_guard import track_repeats
 
     one, two = call_signature(calc("1")), call_signature(calc("2"))
-    first = track_repeats({"loop_limit": 3}, [calc("1")])
-    assert first == {"loop_calls": [one], "loop_runs": [1, 1, 1, 1]}
-    state = {"loop_limit": 3, **first}
-    assert track_repeats(state, [calc("2")]) == {"loop_calls": [one, two], "loop_runs": [1, 2, 2, 2]}
-    assert track_repeats(state, [calc("1")]) == {"loop_calls": [one, one], "loop_runs": [2, 2, 2, 2]}
-    full = {"loop_limit": 3, "loop_calls": [two, one, two, one], "loop_runs": [1, 2, 3, 4]}
-    assert track_repeats(full, [calc("3")]) == {"loop_calls": [one, two, one, call_signature(calc("3"))]}
-    same = {"loop_limit": 3, "loop_calls": [one] * 4, "loop_runs": [2, 2, 3, 4]}
+    first = track_repeats(guarded(3), [calc("1")])
+    assert first == guarded(3, calls=[one], runs=[1, 1, 1, 1], cycle={})
+    assert track_repeats(first, [calc("2")]) == guarded(3, calls=[one, two], runs=[1, 2, 2, 2], cycle={})
+    assert track_repeats(first, [calc("1")]) == guarded(3, calls=[one, one], runs=[2, 2, 2, 2], cycle={})
+    full = guarded(3, calls=[two, one, two, one], runs=[1, 2, 3, 4])
+    three = call_signature(calc("3"))
+    assert track_repeats(full, [calc("3")]) == guarded(3, calls=[one, two, one, three], runs=[1, 2, 3, 4], cycle={})
+    same = guarded(3, calls=[one] * 4, runs=[2, 2, 3, 4])
     update = track_repeats(same, [calc("1")])  # the same call a third time: its notice
-    assert update["loop_runs"] == [3, 3, 4, 5] and "loop_calls" not in update
-    assert update["loop_cycle"] == {"action": "notice", "period": 1, "repeats": 3, "tools": ["calculator"]}
-    assert track_repeats(state, []) == {}
+    notice = {"action": "notice", "period": 1, "repeats": 3, "tools": ["calculator"]}
+    assert update["loop_guard"] == {"limit": 3, "calls": [one] * 4, "runs": [3, 3, 4, 5], "cycle": notice}
+    assert "calculator" in update["notice"]
+    assert track_repeats(first, []) == {}  # no call: nothing written
 
 
 def test_a_canonical_effect_that_fails_counts_the_arguments_as_they_are():

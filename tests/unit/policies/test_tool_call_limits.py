@@ -75,7 +75,7 @@ def test_end_answers_every_call_and_stops_the_run():
     assert "Not run" in answers[0].content and "Do not call 'calculator'" in answers[2].content
     assert isinstance(final, AIMessage) and final.content == update["answer"]
     assert update["answer"] == "'calculator' tool call limit reached: run limit exceeded (2/1 calls)."
-    state = {"stopped": update["stopped"], "output_schema": {"type": "object"}, "messages": [final]}
+    state = {"stopped": update["stopped"], "run_settings": {"output_schema": {"type": "object"}}, "messages": [final]}
     assert route_after_agent(state) == END  # no structured answer is made of it
 
 
