@@ -123,7 +123,8 @@ def instructions_block(quick: bool) -> str:
         f"memory off at {r['turns']} turns: {r['ratio']:.3f} (target ≤ 1.1) {'met' if r['ratio'] <= 1.1 else 'NOT met'}"
         for r in counted if r["mode"] == "memory off"
     ]
-    return ("\n\nThe same runs in CPU instructions (`python benchmarks/step_instructions.py --turns 20,100`):\n\n"
+    return ("\n\nThe same runs in CPU instructions, the median of 3 processes each "
+            "(`python benchmarks/step_instructions.py --turns 20,100 --repeat 3`):\n\n"
             + md + "\n\n" + "; ".join(verdicts) + ".")
 
 

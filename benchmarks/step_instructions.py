@@ -1,13 +1,15 @@
 """Benchmark: per-step overhead of the agent loop against ``create_agent``, in instructions.
 
-    python benchmarks/step_instructions.py [--turns 20,100]
+    python benchmarks/step_instructions.py [--turns 20,100] [--repeat 3]
 
 The runs of ``benchmarks/step_overhead.py`` (the same script, model and tool), each in its own
 process under Valgrind's callgrind, which counts the CPU instructions executed by every thread
 of the process while one run goes, after two untimed warm-up runs (the count is switched on
 and off around the run with ``callgrind_control``). Unlike wall or CPU time, the count does not
 depend on the machine's load, so the ratio to ``create_agent`` can be measured on a busy
-machine; it does not see cache misses or waits. Needs ``valgrind`` on the PATH.
+machine; it does not see cache misses or waits. It still moves by a few tenths of a percent from
+one process to the next (hash seeds, when the collector runs), so each count is the median of
+``--repeat`` processes, the modes taken in turn. Needs ``valgrind`` on the PATH.
 
 Memory on is left to ``step_overhead.py``'s clocks: its cost is the local embedding model's
 vector arithmetic (and the FAISS write on the memory thread), which counted as instructions
@@ -22,6 +24,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -72,11 +75,16 @@ def available() -> bool:
     return bool(shutil.which("valgrind") and shutil.which("callgrind_control"))
 
 
-def rows(turns: tuple[int, ...] = (20, 100)) -> list[dict[str, Any]]:
-    """Instructions per step of each mode at each number of ``turns``, and the ratio to ``create_agent``."""
+def rows(turns: tuple[int, ...] = (20, 100), repeat: int = 3) -> list[dict[str, Any]]:
+    """Instructions per step of each mode at each number of ``turns`` (the median of ``repeat``
+    processes each), and the ratio to ``create_agent``."""
     out: list[dict[str, Any]] = []
     for t in turns:
-        counts = {mode: instructions(mode, t) for mode in MODES}
+        counted: dict[str, list[int]] = {mode: [] for mode in MODES}
+        for _ in range(max(1, repeat)):
+            for mode in MODES:
+                counted[mode].append(instructions(mode, t))
+        counts = {mode: int(statistics.median(values)) for mode, values in counted.items()}
         for mode in MODES:
             out.append({
                 "turns": t, "mode": mode, "instructions_per_step": counts[mode] // (t + 1),
@@ -88,6 +96,7 @@ def rows(turns: tuple[int, ...] = (20, 100)) -> list[dict[str, Any]]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--turns", default="20,100", help="comma list of tool turns per run")
+    p.add_argument("--repeat", type=int, default=3, help="processes counted per mode (their median)")
     p.add_argument("--out", default=str(RESULTS))
     p.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -97,8 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     if not available():
         print("step_instructions: needs valgrind (callgrind) on the PATH", file=sys.stderr)
         return 2
-    counted = rows(tuple(int(t) for t in args.turns.split(",") if t.strip()))
-    command = f"python benchmarks/step_instructions.py --turns {args.turns}"
+    counted = rows(tuple(int(t) for t in args.turns.split(",") if t.strip()), args.repeat)
+    command = f"python benchmarks/step_instructions.py --turns {args.turns} --repeat {args.repeat}"
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     record = {"rows": counted, "reproduce": command, "python": sys.version.split()[0]}

@@ -55,7 +55,7 @@ def test_the_step_section_adds_the_instruction_counts_with_their_verdicts(monkey
         {"turns": 100, "mode": "memory off", "instructions_per_step": 7_620_000, "ratio": 1.005},
     ]
     monkeypatch.setattr(step_instructions, "available", lambda: True)
-    monkeypatch.setattr(step_instructions, "rows", lambda turns: counted)
+    monkeypatch.setattr(step_instructions, "rows", lambda turns, repeat=3: counted)
     block = run_all.instructions_block(quick=False)
     assert "| 20 | memory off | 7,270,000 | 1.124 |" in block
     assert "memory off at 20 turns: 1.124 (target ≤ 1.1) NOT met" in block
