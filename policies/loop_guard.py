@@ -162,8 +162,8 @@ def signature_tool(signature: str) -> str:
 def cycle_found(
     stage: str, period: int, window: Sequence[str], runs: Sequence[int]
 ) -> dict[str, Any]:
-    """The ``cycle`` (``loop_guard``) of a stage reached: the action, the period, how many times the cycle
-    was (begun to be) made, and its tools in the order the cycle started with."""
+    """The ``cycle`` (``loop_guard``) of a stage reached: the action, the period, how many times
+    the cycle was (begun to be) made, and its tools in the order the cycle started with."""
     run = runs[period - 1]
     last = window[-period:]
     tools = [signature_tool(last[(c - run) % period]) for c in range(period)]
@@ -286,8 +286,8 @@ def effect_signature(call: Mapping[str, Any], meta: Any) -> str:
 class LoopGuard(Policy):
     """Loop detection in the tools node: a call that goes on with a cycle past the call that
     finalizes it is not run (its answer says why); after the turn, the state tracks the cycles
-    (``loop_guard``; the notice of the next turn). Finalizing
-    the run is ``route_after_tools``'s (:func:`loop_limit_reached`)."""
+    (``loop_guard``; the notice of the next turn). Finalizing the run is ``route_after_tools``'s
+    (:func:`loop_limit_reached`)."""
 
     name = "loop_guard"
 
