@@ -78,8 +78,10 @@ def _remember_ids(messages: list[Any], ids: frozenset[Any]) -> None:
     _KNOWN[id(messages)] = (messages, len(messages), ids)
 
 
-def merge_archived(left: dict[str, dict] | None, right: dict[str, dict] | None) -> dict[str, dict]:
-    """Archive index: entries are added (the same execution id twice is the same text)."""
+def merge_entries(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:
+    """The reducer of a dict key whose writes add or replace entries: the archive index (the same
+    execution id twice is the same text) and the run's settings (a state written with
+    ``update_state``, as Studio writes one, may change one setting and keep the others)."""
     return {**(left or {}), **(right or {})}
 
 
@@ -130,15 +132,15 @@ class AgentState(InputState, total=False):
     # Text added to the system prompt of the next model turn (finalization notice).
     notice: str
     # What the run starts with and keeps to its end (a resume keeps the paused run's), written by
-    # the resolver as one key (LangGraph walks every key of the state at every step; see
-    # run_setting): its limits copied from the context - "max_tool_calls" (the tool-call budget),
-    # "context_token_limit", "output_schema" (the effective JSON Schema of the final answer; None:
-    # free text) - and what its system prompt lists, read at its start (tools/skills.py):
-    # "project_instructions" (the AGENTS.md blocks; "": none) and "skills" (the run's skills
-    # folders, policies/skills.skills_key -> their listing).
-    run_settings: dict[str, Any]
-    # Loop detection (policies/loop_guard.py), reset at each run start: "limit" (the run's
-    # loop_limit; 0: off), "calls" (the last calls, at most LOOP_PERIODS, as the call_signature()
+    # the resolver as one key (LangGraph walks every key of the state at every step; read an entry
+    # with run_setting; a write adds or replaces entries): its limits copied from the context -
+    # "max_tool_calls" (the tool-call budget), "context_token_limit", "output_schema" (the
+    # effective JSON Schema of the final answer; None: free text) - and what its system prompt
+    # lists, read at its start (tools/skills.py): "project_instructions" (the AGENTS.md blocks;
+    # "": none) and "skills" (the run's skills folders, policies/skills.skills_key -> their listing).
+    run_settings: Annotated[dict[str, Any], merge_entries]
+    # Loop detection (policies/loop_guard.py), reset at each run start, written whole: "limit"
+    # (the run's loop_limit; 0: off), "calls" (the last calls, at most LOOP_PERIODS, as the call_signature()
     # of their canonical effect, oldest first), "runs" (for each period p = 1..LOOP_PERIODS: how
     # many calls in a row, up to the last, each repeat the call p before them, counting the first
     # p: a cycle of p calls made n times is n * p) and "cycle" (the cycle found: {action:
@@ -161,7 +163,7 @@ class AgentState(InputState, total=False):
     # --- context management: history/, nodes/summarize.py, archive.py, tools/context_tools.py
     # Archived tool outputs: execution id -> metadata (tool, chars...). The text itself
     # lives in the archive ($SMART_AGENT_HOME/archive or runtime.store), never in state.
-    archived: Annotated[dict[str, dict], merge_archived]
+    archived: Annotated[dict[str, dict], merge_entries]
     # get_tool_response calls this run (they do not count against max_tool_calls).
     retrievals_made: int
     # Context compactions so far in this thread.
@@ -203,7 +205,7 @@ class AgentOutputState(OutputState, total=False):
     tool_calls_made: int
     turns: int
     compactions: int
-    archived: Annotated[dict[str, dict], merge_archived]
+    archived: Annotated[dict[str, dict], merge_entries]
     active_agent: str
     handoffs: int
     memory_context: str

@@ -116,7 +116,7 @@ def resolve_input(state: Mapping[str, Any], ctx: AgentContext) -> dict[str, Any]
         notice="",
         turns=0,
         run_settings={"max_tool_calls": ctx.max_tool_calls},  # (with what the run start hooks add)
-        loop_guard={"limit": ctx.loop_limit},
+        loop_guard={"limit": ctx.loop_limit, "calls": [], "runs": [], "cycle": {}},
         reviews={},
         approve=ctx.approve,
         ask_user=bool(ctx.ask_user),

@@ -86,16 +86,16 @@ class ToolBudget(Policy):
 
     async def after(self, turn: ToolTurn) -> None:
         made, limit, before = turn.notes_of(self)["before"]
-        turn.update.update(spent(turn.state, made, limit, before, turn.meter))
+        turn.update.update(spent(made, limit, before, turn.meter))
 
 
-def spent(state: Mapping[str, Any], made: int, limit: int, before: int, meter: Any) -> dict[str, Any]:
+def spent(made: int, limit: int, before: int, meter: Any) -> dict[str, Any]:
     """The loop's ``tool_calls_made``: ``made`` and what the turn added to the meter (its calls,
     their retries, and every tool call of the sub-agents it ran). Once the run's shared budget is
     spent below the loop's own limit (a fleet worker, a sub-agent), the run's ``max_tool_calls``
-    (``state``'s ``run_settings``) becomes what it made, so it finalizes like at its own limit."""
+    (in ``run_settings``) becomes what it made, so it finalizes like at its own limit."""
     now = made + meter.tool_calls - before
     update: dict[str, Any] = {"tool_calls_made": now}
     if now < limit and meter.tools_left() == 0:
-        update["run_settings"] = {**(state.get("run_settings") or {}), "max_tool_calls": now}
+        update["run_settings"] = {"max_tool_calls": now}  # (an entry: the run's other settings stay)
     return update

@@ -112,3 +112,25 @@ async def test_a_tool_result_edited_at_the_tool_limit_still_finalizes(scripted_s
     assert final["answer"].startswith("got") and final["tool_calls_made"] == 1
     steps = [s.next for s in [s async for s in graph.aget_state_history(config)]][::-1]
     assert ("toolLimitFinalize",) in steps
+
+
+async def test_a_run_setting_edited_at_a_breakpoint_keeps_the_runs_other_settings(scripted_server, workspace):
+    """Studio edits one entry of ``run_settings`` (the tool budget) while the run waits before
+    ``tools``: the budget applies, and the run's output schema, written in the same key at its
+    start, still shapes the answer."""
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    srv = scripted_server([tool_call("calculator", {"expression": "6*7"}), text('{"n": 41}')])
+    graph = build_agent_graph(model=openai_model(srv), checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "budget"}}
+    run_ctx = ctx(workspace, output_schema=schema)
+    await graph.ainvoke({"task": "6*7?"}, config=config, context=run_ctx, interrupt_before=["tools"])
+    before = (await graph.aget_state(config)).values["run_settings"]
+    assert before["output_schema"] == schema and before["max_tool_calls"] == run_ctx.max_tool_calls
+    await graph.aupdate_state(config, {"run_settings": {"max_tool_calls": 0}})
+    after = (await graph.aget_state(config)).values["run_settings"]
+    assert after == {**before, "max_tool_calls": 0}
+    final = await graph.ainvoke(None, config=config, context=run_ctx)
+    assert final["structured_response"] == {"n": 41}
+    result = srv.requests[1]["messages"][-1]  # the call was not run: the edited budget was spent
+    assert result["role"] == "tool" and "42" not in result["content"]
+    assert "tools" not in srv.requests[1]  # the tool limit's final turn offers none
