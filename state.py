@@ -91,16 +91,19 @@ def count_of(state: Mapping[str, Any], key: str, default: int = 0) -> int:
     return int(state.get(key) or default)
 
 
+def entries_of(state: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """The dict a state holds under ``key`` (``run_settings``, ``loop_guard``): {} when it holds
+    none or something else (a state written from outside a run, e.g. update_state, may hold any)."""
+    value = state.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
 def run_setting(state: Mapping[str, Any], name: str, default: Any = None) -> Any:
     """Setting ``name`` of the run (``AgentState.run_settings``, written by the resolver at its
     start): ``default`` when the state has none (a state written from outside a run, e.g.
     ``update_state``, or a hand-built one)."""
-    settings = state.get("run_settings")
-    if type(settings) is dict:
-        value = settings.get(name)
-        if value is not None:
-            return value
-    return default
+    value = entries_of(state, "run_settings").get(name)
+    return default if value is None else value
 
 
 class InputState(TypedDict, total=False):
@@ -140,11 +143,11 @@ class AgentState(InputState, total=False):
     # "": none) and "skills" (the run's skills folders, policies/skills.skills_key -> their listing).
     run_settings: Annotated[dict[str, Any], merge_entries]
     # Loop detection (policies/loop_guard.py), reset at each run start, written whole: "limit"
-    # (the run's loop_limit; 0: off), "calls" (the last calls, at most LOOP_PERIODS, as the call_signature()
-    # of their canonical effect, oldest first), "runs" (for each period p = 1..LOOP_PERIODS: how
-    # many calls in a row, up to the last, each repeat the call p before them, counting the first
-    # p: a cycle of p calls made n times is n * p) and "cycle" (the cycle found: {action:
-    # notice|finalize, period, repeats, tools}; {}: none).
+    # (the run's loop_limit; 0: off), "calls" (the last calls, at most LOOP_PERIODS, as the
+    # call_signature() of their canonical effect, oldest first), "runs" (for each period p =
+    # 1..LOOP_PERIODS: how many calls in a row, up to the last, each repeat the call p before
+    # them, counting the first p: a cycle of p calls made n times is n * p) and "cycle" (the
+    # cycle found: {action: notice|finalize, period, repeats, tools}; {}: none).
     loop_guard: dict[str, Any]
     # "pending" once the tools node ran: the agent's step decides where the run goes
     # (nodes/after_tools.py); then the node it sent the run to instead of calling the model

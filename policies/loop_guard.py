@@ -14,6 +14,7 @@ from ..config.fields import Settings, setting
 from ..models.prompts import LOOP_CYCLE_FINALIZE_NOTICE, LOOP_CYCLE_NOTICE, LOOP_FINALIZE_NOTICE, LOOP_NOTICE
 from ..models.tokens import unicode_json
 from ..runs.events import emit
+from ..state import entries_of
 from .base import Policy, ToolTurn, state_counter
 
 
@@ -70,21 +71,15 @@ _STAGES: Final = ("none", "notice", "finalize")
 _PERIODS: Final = tuple(range(1, LOOP_PERIODS + 1))
 
 
-def guard_state(state: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The state's ``loop_guard`` ({} when none: a state from outside a run)."""
-    guard = state.get("loop_guard")
-    return guard if isinstance(guard, Mapping) else {}
-
-
 def loop_limit_of(state: Mapping[str, Any]) -> int:
     """The run's ``loop_limit`` (0: off)."""
-    return state_counter(guard_state(state), "limit")
+    return state_counter(entries_of(state, "loop_guard"), "limit")
 
 
 def loop_memory(state: Mapping[str, Any]) -> tuple[list[str], list[int]]:
     """The state's last calls and runs (``loop_guard``'s ``calls``, ``runs``); empty for what a run
     would not have written (a state from outside a run)."""
-    guard = guard_state(state)
+    guard = entries_of(state, "loop_guard")
     window, runs = guard.get("calls"), guard.get("runs")
     if type(window) is not list:
         return [], []
@@ -176,7 +171,7 @@ def stage_rank(stage: str) -> int:
 
 def found_cycle(state: Mapping[str, Any]) -> Mapping[str, Any]:
     """The cycle the state's ``loop_guard`` found ({} when none)."""
-    cycle = guard_state(state).get("cycle")
+    cycle = entries_of(state, "loop_guard").get("cycle")
     return cycle if isinstance(cycle, Mapping) else {}
 
 
@@ -239,7 +234,7 @@ def track_repeats(
         if stage_rank(stage) > rank:  # (the turn's highest stage, where it was first reached)
             rank = stage_rank(stage)
             found = cycle_found(stage, period, window, runs)
-    guard = guard_state(state)
+    guard = entries_of(state, "loop_guard")
     update: dict[str, Any] = {}  # (only what changed: each key written is a channel update a step)
     if window != guard.get("calls") or runs != guard.get("runs") or found != before:
         update["loop_guard"] = {"limit": limit, "calls": window, "runs": runs, "cycle": found}
