@@ -226,6 +226,13 @@ def without_keys(schema: type, keys: tuple[str, ...]) -> type:
     return TypedDict(schema.__name__, {k: v for k, v in hints.items() if k not in keys}, total=False)  # type: ignore[operator]
 
 
+def only_keys(schema: type, keys: tuple[str, ...], name: str) -> type:
+    """A TypedDict ``name`` of those of ``keys`` that ``schema`` (a state TypedDict) has, each
+    declared as ``schema`` declares it (the same channel: a graph can read the state through it)."""
+    hints = get_type_hints(schema, include_extras=True)
+    return TypedDict(name, {k: hints[k] for k in keys if k in hints}, total=False)  # type: ignore[operator]
+
+
 def merge_step_results(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:
     """Planner step results keyed by step id: later writes win; a ``None`` value deletes the id."""
     merged = dict(left or {})

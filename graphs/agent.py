@@ -42,8 +42,10 @@ from ..nodes.memory import memory_recall, memory_write, prefetch_recall
 from ..nodes.reasoning import make_two_phase_node
 from ..nodes.resolver import make_resolver
 from ..nodes.routes import (
+    AGENT_EDGE_READS,
     after_model_first,
     measured,
+    reading,
     remembered,
     reviewed,
     route_after_agent,
@@ -59,7 +61,7 @@ from ..nodes.tools import make_tools_node
 from ..policies import tool_policies
 from ..policies.hooks import Hooks, check_middleware, middleware_state, reducers_of
 from ..policies.middleware import served_middleware
-from ..state import TEAM_KEYS, AgentOutputState, AgentState, InputState, without_keys
+from ..state import TEAM_KEYS, AgentOutputState, AgentState, InputState, only_keys, without_keys
 from ..tools.assembly import resolve_registry
 from ..tools.registry import ToolRegistry
 from ..tools.skills import project_start
@@ -243,6 +245,11 @@ def build_agent_graph(
     else:
         del nodes["after_model"], routes["after_model"]
     routes["agent"] = forwarded_first(routes["agent"])
+    # The agent's edge (decided after every model turn) reads only the keys it decides on.
+    edge_reads = only_keys(schema, AGENT_EDGE_READS, "AgentEdgeState")
+    for name in ("agent", "after_model"):
+        if name in routes:
+            routes[name] = reading(routes[name], edge_reads)
     for name, (node, destinations) in nodes.items():
         builder.add_node(name, node, input_schema=schema)  # (every node sees the middleware's keys too)
         if destinations is not None:

@@ -168,15 +168,36 @@ def route_after_structured_output(
 Route = TypeVar("Route", bound=str)
 
 
+#: The keys of the state the agent's edge decides on (``route_after_agent`` and what the edge adds
+#: to it: ``forwarded_first``, ``after_model_first``, ``reviewed`` with ``needs_human``, a team's
+#: member): the edge reads only these (:func:`reading`).
+AGENT_EDGE_READS: Final = (
+    "messages", "after_tools", "jump_to", "stopped", "finalize", "run_settings", "approve", "ask_user",
+    "active_agent",
+)  # fmt: skip
+
+
 class Edge(Runnable[Mapping[str, Any], str]):
     """A route as a conditional edge: ``decide(state)`` called where the graph runs - on the event
     loop in an async run (LangGraph would send a plain function to a worker thread), in sync calls
     such as ``update_state`` too - with nothing else per call (no callbacks, no signature
-    inspection: a route is decided after every node)."""
+    inspection: a route is decided after every node).
 
-    def __init__(self, decide: Callable[[Mapping[str, Any]], str]) -> None:
+    ``reads``: a state schema of the keys ``decide`` reads (a TypedDict of the graph's state), the
+    edge's annotated input: LangGraph gives the edge only those keys, read from the state after its
+    node's update, instead of every key of the state (each unset key costs it an exception each
+    step). None: the whole state. Which keys it reads changes no decision, only the work of each
+    step."""
+
+    def __init__(self, decide: Callable[[Mapping[str, Any]], str], reads: type | None = None) -> None:
         self.func = decide
         self.name = decide.__name__
+        self.reads = reads
+        # (what LangGraph infers an edge's input from: its callable's annotated first parameter)
+        self.__annotations__ = {"state": reads} if reads is not None else {}
+
+    def __call__(self, state: Mapping[str, Any]) -> str:
+        return self.func(state)
 
     def invoke(self, input: Mapping[str, Any], config: RunnableConfig | None = None, **kwargs: Any) -> str:
         # (the run's config is the one the route reads its context from: get_runtime)
@@ -196,6 +217,11 @@ def edge(decide: Callable[[Mapping[str, Any]], Route], like: Callable[..., Any] 
     if like is not None:
         decide.__name__, decide.__doc__ = like.__name__, like.__doc__
     return Edge(decide)
+
+
+def reading(route: Edge, reads: type) -> Edge:
+    """``route`` given only the keys of ``reads`` (:class:`Edge`), a TypedDict of the keys it reads."""
+    return Edge(route.func, reads)
 
 
 def run_context() -> AgentContext | None:
