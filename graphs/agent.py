@@ -184,7 +184,7 @@ def build_agent_graph(
         budget = ContextBudget(lambda ctx, state: offered_tools(ctx, registry, state), token_counter, output_schema)
         # reasoning="two_phase" (nodes/reasoning.py) wraps the turn; "direct" is the plain node.
         agent_node = make_two_phase_node(
-            make_agent_node(registry, model, budget, hooks), registry, model, budget, hooks
+            make_agent_node(registry, model, budget, hooks, budget_offers=True), registry, model, budget, hooks
         )
         tools_node = make_tools_node(registry, tool_policies(budget=budget), hooks)
         human_node = make_human_node(registry)

@@ -97,6 +97,8 @@ class ContextBudget:
         self.output_model = output_schema if isinstance(output_schema, type) else None
         self.default_schema = schema_of(output_schema)
         self._sizes: dict[tuple, tuple[int, list[Any]]] = {}
+        # The last assembly, for the state and context objects it was made of (:meth:`assemble`).
+        self._assembled: tuple[Any, Any, str, tuple[BaseTool, ...]] | None = None
 
     def count(
         self,
@@ -143,8 +145,16 @@ class ContextBudget:
 
     # -- the request ------------------------------------------------------
     def assemble(self, ctx: BudgetSettings, state: Mapping[str, Any]) -> tuple[str, list[BaseTool]]:
-        """The system prompt and the tools of the next turn."""
-        return build_system_prompt(ctx, state), list(self.offered(ctx, cast(dict[str, Any], state)))
+        """The system prompt and the tools of the next turn. Made once for a state and a context:
+        the agent's step after a tool turn measures the request (``route_after_tools``), then its
+        turn sends it, both from the same state and context objects (nothing changes either in
+        place: a node's input is LangGraph's, a hook's changes come as a new state)."""
+        last = self._assembled
+        if last is not None and last[0] is state and last[1] is ctx:
+            return last[2], list(last[3])
+        system, tools = build_system_prompt(ctx, state), tuple(self.offered(ctx, cast(dict[str, Any], state)))
+        self._assembled = (state, ctx, system, tools)  # (one tuple: a concurrent run's replaces it whole)
+        return system, list(tools)
 
     def fixed_tokens(self, ctx: BudgetSettings, state: Mapping[str, Any]) -> int:
         """Tokens of the request without its messages (system prompt, tool schemas, envelope)."""

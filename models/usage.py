@@ -148,7 +148,8 @@ NO_LIMITS = Limits()  # (what a context without budgets gets: every turn's check
 
 def limits_of(ctx: Any) -> Limits:
     """The budgets of a context (any class, a dict, or None)."""
-    calls, tokens, cost = (_field(ctx, name, 0) for name in ("max_model_calls", "max_tokens", "max_cost_usd"))
+    calls, tokens = _field(ctx, "max_model_calls", 0), _field(ctx, "max_tokens", 0)
+    cost = _field(ctx, "max_cost_usd", 0)
     if not (calls or tokens or cost):
         return NO_LIMITS
     return Limits(int(calls or 0), int(tokens or 0), float(cost or 0.0))
@@ -449,12 +450,18 @@ def run_meter_holder() -> RunMeter | None:
     if held is not None:
         return held
     try:
-        from langgraph.config import get_config
-
-        found = (get_config().get("configurable") or {}).get(RUN_METER_KEY)
+        found = (_get_config()().get("configurable") or {}).get(RUN_METER_KEY)
     except RuntimeError:  # (not inside a run)
         return None
     return found if isinstance(found, RunMeter) else None
+
+
+@functools.cache
+def _get_config() -> Callable[[], Any]:
+    """LangGraph's ``get_config``, imported once (every node's meter asks for the run's config)."""
+    from langgraph.config import get_config
+
+    return get_config
 
 
 @contextlib.contextmanager

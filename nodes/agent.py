@@ -284,11 +284,15 @@ def make_agent_node(
     model: BaseChatModel | None = None,
     budget: ContextBudget | None = None,
     hooks: Hooks | None = None,
+    *,
+    budget_offers: bool = False,
 ) -> Callable:
     """``budget`` (history/budget.py ContextBudget) guards the size of every request; ``hooks``:
     the user's middleware (``before_model`` and ``wrap_model_call`` each turn; ``after_agent``
     when the turn ends the run). Their ``after_model`` hooks run in the ``after_model`` node
-    (:func:`make_after_model_node`), after the turn's reply is checkpointed."""
+    (:func:`make_after_model_node`), after the turn's reply is checkpointed. ``budget_offers``:
+    the budget's ``offered`` tools are this node's offer (a single agent's graph, not a team's
+    member), so the turn takes the request the budget assembled (``ContextBudget.assemble``)."""
     hooks = hooks or Hooks()
     caller = ModelCaller(hooks, ToolBinding())
 
@@ -348,8 +352,11 @@ def make_agent_node(
     ) -> tuple[list[BaseTool], list[BaseMessage], str | None]:
         """The turn's tools, its request (within the context budget) and why the run's budget
         makes it the last one (None: it is not)."""
-        tools = offered_tools(ctx, registry, state)
-        request: list[BaseMessage] = [system_message(build_system_prompt(ctx, state)), *state.get("messages", [])]
+        if budget is not None and budget_offers:  # (the request the route after a tool turn measured)
+            system, tools = budget.assemble(ctx, state)
+        else:
+            system, tools = build_system_prompt(ctx, state), offered_tools(ctx, registry, state)
+        request: list[BaseMessage] = [system_message(system), *state.get("messages", [])]
         if budget is not None:
             request = budget.fit_request(ctx, request, tools)
         # The run's budget: when this turn must be its last, it answers without tools.

@@ -99,6 +99,26 @@ def test_the_budget_measures_one_request_once():
     assert len(calls) == 2
 
 
+def test_the_budget_assembles_one_turns_request_once():
+    offers = []
+    tool = lookup_tool()
+
+    def offered(ctx, state):
+        offers.append(state)
+        return [tool]
+
+    budget = ContextBudget(offered)
+    ctx, state = Context(memory=False), {"messages": [HumanMessage("q")], "notice": "Answer now."}
+    first = budget.assemble(ctx, state)
+    again = budget.assemble(ctx, state)  # the same state and context: the route's, then the turn's
+    assert again == first and "Answer now." in first[0] and first[1] == [tool] and len(offers) == 1
+    again[1].append(lookup_tool())  # (a caller's list is its own)
+    assert budget.assemble(ctx, state)[1] == [tool]
+    other = {**state, "notice": ""}  # another state (equal or not) is assembled anew
+    assert "Answer now." not in budget.assemble(ctx, other)[0] and len(offers) == 2
+    assert budget.assemble(Context(memory=False), other) and len(offers) == 3  # another context too
+
+
 def test_drop_orphan_results_keeps_pairs_and_drops_strays():
     pieces = conversation_pieces()[1:]
     stray = ToolMessage("late", tool_call_id="c1", name="lookup")
