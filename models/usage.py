@@ -139,7 +139,10 @@ class Limits:
 
 
 def _field(ctx: Any, name: str, default: Any) -> Any:
-    value = ctx.get(name) if isinstance(ctx, Mapping) else getattr(ctx, name, None)
+    """Field ``name`` of a context: an attribute, or a mapping's entry (a dict context)."""
+    value = getattr(ctx, name, None)  # (first: a context object, every node's meter; no ABC check)
+    if value is None and isinstance(ctx, Mapping):
+        value = ctx.get(name)
     return default if value is None else value
 
 

@@ -206,8 +206,26 @@ def loop_event(cycle: Mapping[str, Any], limit: int) -> None:
     )  # fmt: skip
 
 
+Steps = list[tuple[list[str], list[int]]]
+
+
+def loop_steps(state: Mapping[str, Any], signatures: Sequence[str]) -> Steps:
+    """The last calls and the runs (``loop_guard``'s ``calls``, ``runs``) after each call of
+    ``signatures``, made after the state's."""
+    window, runs = loop_memory(state)
+    steps: Steps = []
+    for signature in signatures:
+        runs = runs_after(window, runs, signature)
+        window = window_after(window, signature)
+        steps.append((window, runs))
+    return steps
+
+
 def track_repeats(
-    state: Mapping[str, Any], calls: list[dict[str, Any]], signatures: Sequence[str] | None = None
+    state: Mapping[str, Any],
+    calls: list[dict[str, Any]],
+    signatures: Sequence[str] | None = None,
+    steps: Steps | None = None,
 ) -> dict[str, Any]:
     """Loop detection's state after this turn's ``calls`` (``loop_guard``: the last calls'
     signatures ``calls``, the cycles' ``runs``, the ``cycle`` found).
@@ -215,25 +233,26 @@ def track_repeats(
     notice in the next turn's system prompt and emits ``loop_detected``; a turn with no cycle
     clears that notice. A call of the turn going past the limit makes the cycle "finalize",
     even when the turn's later calls are others: ``route_after_tools`` finalizes the run.
-    ``signatures``: the calls' ``call_signature`` when the caller has them."""
+    ``signatures``: the calls' ``call_signature`` when the caller has them; ``steps``: their
+    :func:`loop_steps`, when the caller has those."""
     limit = loop_limit_of(state)
     if signatures is None:
         signatures = [call_signature(c) for c in calls]
     if not signatures:
         return {}
-    window, runs = loop_memory(state)
+    if steps is None:
+        steps = loop_steps(state, signatures)
+    window, runs = steps[-1]
     before = found_cycle(state)
     found: dict[str, Any] = {}
     rank, quick = 0, 2 * max(limit, 2)  # (quick: loop_stage's own test for "none", on every call)
-    for signature in signatures:
-        runs = runs_after(window, runs, signature)
-        window = window_after(window, signature)
-        if limit <= 0 or (runs[0] < limit and max(runs) < quick):
+    for at, now in steps:
+        if limit <= 0 or (now[0] < limit and max(now) < quick):
             continue
-        stage, period = loop_stage(runs, limit)
+        stage, period = loop_stage(now, limit)
         if stage_rank(stage) > rank:  # (the turn's highest stage, where it was first reached)
             rank = stage_rank(stage)
-            found = cycle_found(stage, period, window, runs)
+            found = cycle_found(stage, period, at, now)
     guard = entries_of(state, "loop_guard")
     update: dict[str, Any] = {}  # (only what changed: each key written is a channel update a step)
     if window != guard.get("calls") or runs != guard.get("runs") or found != before:
@@ -247,24 +266,26 @@ def track_repeats(
 
 
 def loop_excess(
-    state: Mapping[str, Any], calls: list[dict[str, Any]], signatures: Sequence[str] | None = None
+    state: Mapping[str, Any],
+    calls: list[dict[str, Any]],
+    signatures: Sequence[str] | None = None,
+    steps: Steps | None = None,
 ) -> dict[int, int]:
     """Calls of this turn (by ``id()``) that go on with a cycle of calls (nodes/routes.py
     ``loop_stage``) past the call that finalizes it, counting on from the previous turns, each
     with how many times its cycle was (begun to be) made: they are not run, so a run executes
     each call of a cycle at most ``loop_limit`` + 1 times in a row even when a single turn
     repeats it (0: loop detection off). ``signatures``: the calls' ``call_signature`` (at least
-    as many) when the caller has them."""
+    as many) when the caller has them; ``steps``: their :func:`loop_steps`, when it has those."""
     limit = loop_limit_of(state)
     if limit <= 0:
         return {}
-    window, runs = loop_memory(state)
-    if signatures is None:
-        signatures = [call_signature(c) for c in calls]
+    if steps is None:
+        if signatures is None:
+            signatures = [call_signature(c) for c in calls]
+        steps = loop_steps(state, signatures[: len(calls)])
     excess: dict[int, int] = {}
-    for call, signature in zip(calls, signatures, strict=False):
-        runs = runs_after(window, runs, signature)
-        window = window_after(window, signature)
+    for call, (_, runs) in zip(calls, steps, strict=False):
         if past_limit(runs, limit):
             excess[id(call)] = max(-(-run // p) for p, run in enumerate(runs, start=1) if run > cycle_length(limit, p))
     return excess
@@ -291,7 +312,11 @@ class LoopGuard(Policy):
             call.notes["signature"] = effect_signature(call.call, call.meta)
         # (a call past the per-turn cap is not a call of the turn; a call a person decided is)
         counted = [c for c in turn.calls if not c.notes.get("over_cap")]
-        excess = loop_excess(turn.state, [c.call for c in counted], [c.notes["signature"] for c in counted])
+        signatures = [c.notes["signature"] for c in counted]
+        steps = loop_steps(turn.state, signatures)
+        excess = loop_excess(turn.state, [c.call for c in counted], signatures, steps)
+        if len(counted) == len(turn.calls):  # (nearly every turn: tracked after the turn the same way)
+            turn.notes_of(self)["steps"] = (signatures, steps)
         for call in counted:
             count = excess.get(id(call.call))
             if count is not None and call.open:
@@ -301,6 +326,8 @@ class LoopGuard(Policy):
                 )
 
     async def after(self, turn: ToolTurn) -> None:
+        signatures = [c.notes["signature"] for c in turn.calls]
+        walked, steps = turn.notes_of(self).get("steps") or (None, None)
         turn.update.update(
-            track_repeats(turn.state, [c.call for c in turn.calls], [c.notes["signature"] for c in turn.calls])
+            track_repeats(turn.state, [c.call for c in turn.calls], signatures, steps if walked == signatures else None)
         )

@@ -73,13 +73,16 @@ class TurnLimits(Policy):
         total = len(turn.calls)  # (the message's calls in its order: the valid ones, then the malformed)
         keep = cap + 1 if total > cap else total
         turn.calls, dropped = turn.calls[:keep], total - keep
+        sizes = [arg_chars(call.call) for call in turn.calls]
+        # (a malformed call too long to be parsed at all is shrunk whatever the limit)
+        limits = [min(max_chars, MAX_JSON_CHARS) if call.malformed else max_chars for call in turn.calls]
+        if total <= cap and all(size <= limit for size, limit in zip(sizes, limits, strict=True)):
+            return  # every call within both limits (nearly every turn): nothing to change
         changed = dropped > 0
         valid: list[dict[str, Any]] = []
         invalid: list[dict[str, Any]] = []
-        for call in turn.calls:
-            size = arg_chars(call.call)
-            # (a malformed call too long to be parsed at all is shrunk whatever the limit)
-            shrink = size > (min(max_chars, MAX_JSON_CHARS) if call.malformed else max_chars)
+        for call, size, limit in zip(turn.calls, sizes, limits, strict=True):
+            shrink = size > limit
             changed |= shrink
             placeholder = {"_truncated": f"{size} chars"}
             if call.malformed:
