@@ -46,6 +46,7 @@ import gc
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -290,9 +291,13 @@ async def measure(turns: int, repeat: int, tool_kind: str, modes: Sequence[str] 
 
 
 def rows(
-    turns: Sequence[int] = (20, 100), repeat: int = 5, tool: str = "sync", modes: Sequence[str] = MODES
+    turns: Sequence[int] = (20, 100), repeat: int = 5, tool: str = "sync", modes: Sequence[str] = MODES,
+    processes: int = 1,
 ) -> list[dict[str, Any]]:
-    """The benchmark's rows (``turns``, ``mode``, ``ms_per_step``, ``ratio`` to create_agent)."""
+    """The benchmark's rows (``turns``, ``mode``, ``ms_per_step``, ``ratio`` to create_agent).
+    ``processes`` > 1: the medians of that many processes, one after the other (:func:`across`)."""
+    if processes > 1:
+        return across(processes, turns, repeat, tool, modes)
     os.environ.setdefault("SMART_AGENT_HOME", tempfile.mkdtemp(prefix="smart-agent-bench-"))
     os.environ.setdefault("LANGSMITH_TRACING", "false")
     result: list[dict[str, Any]] = []
@@ -301,10 +306,48 @@ def rows(
     return result
 
 
+def across(
+    processes: int, turns: Sequence[int], repeat: int, tool: str, modes: Sequence[str]
+) -> list[dict[str, Any]]:
+    """The rows of ``processes`` runs of this script, each a process of its own: per row, the median
+    of the processes' ``ms_per_step`` and ratios (``process_ratios``: each one's). The median of one
+    process's rounds moves by a few percent from one process to the next (its memory layout, its
+    hash seed, the machine's load then), more than the rounds within it do."""
+    runs: list[list[dict[str, Any]]] = []
+    with tempfile.TemporaryDirectory(prefix="step-overhead-") as tmp:
+        for i in range(processes):
+            out = Path(tmp) / f"{i}.json"
+            command = [
+                sys.executable, str(Path(__file__).resolve()), "--turns", ",".join(map(str, turns)),
+                "--repeat", str(repeat), "--tool", tool, "--modes", ",".join(modes), "--out", str(out),
+            ]  # fmt: skip
+            subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+            runs.append(json.loads(out.read_text())["rows"])
+    combined = []
+    for at, first in enumerate(runs[0]):
+        same = [run[at] for run in runs]
+        rounds = [float(x) for r in same for x in r["round_ratios"].split("–")]
+        combined.append({
+            "turns": first["turns"],
+            "mode": first["mode"],
+            "ms_per_step": round(statistics.median(r["ms_per_step"] for r in same), 3),
+            "ratio": round(statistics.median(r["ratio"] for r in same), 3),
+            "process_ratios": [r["ratio"] for r in same],
+            **({"ratio_to_hooks_base": round(statistics.median(r["ratio_to_hooks_base"] for r in same), 3)}
+               if "ratio_to_hooks_base" in first else {}),
+            "round_ratios": f"{min(rounds):.2f}–{max(rounds):.2f}",
+            "cpu_ms_per_step": round(statistics.median(r["cpu_ms_per_step"] for r in same), 3),
+            "cpu_ratio": round(statistics.median(r["cpu_ratio"] for r in same), 3),
+            "runs_ms": [x for r in same for x in r["runs_ms"]],
+        })  # fmt: skip
+    return combined
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--turns", default="20,100", help="comma list of tool turns per run")
     p.add_argument("--repeat", type=int, default=5, help="interleaved rounds (median)")
+    p.add_argument("--processes", type=int, default=1, help="that many processes, one after another (median)")
     p.add_argument("--tool", choices=("sync", "async"), default="sync", help="the tool's kind (default: sync)")
     p.add_argument(
         "--modes",
@@ -317,14 +360,17 @@ def main(argv: list[str] | None = None) -> int:
     turns = [int(t) for t in args.turns.split(",") if t.strip()]
     known = (*MODES, LIMITS, FLOOR, FLOOR_SMALL, HOOKS_BASE, HOOKS)
     modes = ["create_agent", *(m for m in args.modes.split(",") if m in known and m != "create_agent")]
-    table = rows(turns, args.repeat, args.tool, modes)
+    table = rows(turns, args.repeat, args.tool, modes, max(1, args.processes))
     command = f"python benchmarks/step_overhead.py --turns {args.turns} --repeat {args.repeat} --tool {args.tool}"
+    if args.processes > 1:
+        command += f" --processes {args.processes}"
     if modes != list(MODES):
         command += f' --modes "{",".join(modes[1:])}"'
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"rows": table, "reproduce": command, "python": sys.version.split()[0]}, indent=2) + "\n")
-    print(f"## Per-step overhead ({args.tool} tool, median of {args.repeat})\n")
+    within = f"median of {args.repeat}" + (f" rounds, of {args.processes} processes" if args.processes > 1 else "")
+    print(f"## Per-step overhead ({args.tool} tool, {within})\n")
     print("| turns | run | ms / step | ÷ create_agent | rounds: ÷ create_agent | CPU ms / step | ÷ create_agent |")
     print("| ---: | --- | ---: | ---: | ---: | ---: | ---: |")
     for r in table:
@@ -332,6 +378,10 @@ def main(argv: list[str] | None = None) -> int:
             f"| {r['turns']} | {r['mode']} | {r['ms_per_step']:.2f} | {r['ratio']:.3f} | {r['round_ratios']} | "
             f"{r['cpu_ms_per_step']:.2f} | {r['cpu_ratio']:.3f} |"
         )
+    for r in table:
+        if "process_ratios" in r and r["mode"] != "create_agent":
+            print(f"\n{r['turns']} turns, {r['mode']}: each process ÷ create_agent = "
+                  + ", ".join(f"{x:.3f}" for x in r["process_ratios"]))
     for r in table:
         if "ratio_to_hooks_base" in r:
             print(f"\n{r['turns']} turns: {HOOKS} ÷ {HOOKS_BASE} = {r['ratio_to_hooks_base']:.3f}")

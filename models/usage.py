@@ -668,6 +668,12 @@ def record_end(meter: Meter | None, messages: Any, response: Any, spec: str | No
     if meter is None:
         return
     raw = response.get("raw") if isinstance(response, dict) and "raw" in response else response
+    usage = getattr(raw, "usage_metadata", None)
+    if type(usage) is dict and "input_token_details" not in usage:  # (nearly every reply: two counts)
+        tokens_in, tokens_out = usage.get("input_tokens"), usage.get("output_tokens")
+        if valid_count(tokens_in) and valid_count(tokens_out) and (tokens_in or tokens_out):
+            meter.end_call(tokens_in, tokens_out, spec)
+            return
     reported = _usage_of()(raw)
     tokens_in, tokens_out = reported["input_tokens"], reported["output_tokens"]
     if not tokens_in and not tokens_out:

@@ -72,7 +72,16 @@ def clean_value(value: Any) -> Any:
 
 def _has_surrogate(*values: Any) -> bool:
     """Whether ``_clean`` would change one of ``values``: one walk over their strings, dicts and
-    lists (however deep; no call per item: every reply's content and tool calls pass here)."""
+    lists (however deep; no call per item: every reply's content and tool calls pass here).
+
+    First one ``repr`` of them all, in C: it writes a lone surrogate (not printable) as an escape
+    ``\\udXXX``, so a text without ``\\ud`` has none (nearly every reply); one with it (a
+    surrogate, or a backslash the text itself holds) is walked."""
+    try:
+        if "\\ud" not in repr(values):
+            return False
+    except Exception:  # (an object whose repr fails: walked)
+        pass
     stack = list(values)
     pop, push = stack.pop, stack.extend
     while stack:

@@ -130,3 +130,10 @@ def test_sanitize_reply_finds_lone_surrogates_anywhere_in_the_calls():
         inner = inner["k"][0]
     assert inner == {"v": "x\ufffd"}
     assert sanitize_reply(AIMessage("caf\udce9")).content == "caf\ufffd"
+    # What only looks like one where the first look reads the reply's repr: a backslash the text
+    # holds, a code point beside the surrogates that repr escapes too; then one behind them
+    for text in ("C:\\udir\\udfff", "\ud7ff \ue000 \U0001f600"):
+        looks = AIMessage(text, tool_calls=[{"name": "t", "args": {"p": text}, "id": "c1"}])
+        assert sanitize_reply(looks) is looks
+    hidden = AIMessage("C:\\ud800", tool_calls=[{"name": "t", "args": {"p": "\\ud", "q": ["\udbff"]}, "id": "c1"}])
+    assert sanitize_reply(hidden).tool_calls[0]["args"] == {"p": "\\ud", "q": ["\ufffd"]}
