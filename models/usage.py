@@ -671,8 +671,9 @@ def record_end(meter: Meter | None, messages: Any, response: Any, spec: str | No
     usage = getattr(raw, "usage_metadata", None)
     if type(usage) is dict and "input_token_details" not in usage:  # (nearly every reply: two counts)
         tokens_in, tokens_out = usage.get("input_tokens"), usage.get("output_tokens")
-        if valid_count(tokens_in) and valid_count(tokens_out) and (tokens_in or tokens_out):
-            meter.end_call(tokens_in, tokens_out, spec)
+        counted = type(tokens_in) is int and type(tokens_out) is int and (tokens_in or tokens_out)
+        if counted and valid_count(tokens_in) and valid_count(tokens_out):
+            meter.end_call(int(tokens_in or 0), int(tokens_out or 0), spec)
             return
     reported = _usage_of()(raw)
     tokens_in, tokens_out = reported["input_tokens"], reported["output_tokens"]
