@@ -200,6 +200,10 @@ class ModelCaller:
         """The model's reply to ``request`` (its first message may be the system message).
         ``tool_choice``: force a tool; ``structured``: turn the model into a structured-output
         runnable (``with_structured_output(..., include_raw=True)``) instead of binding tools."""
+        if not self.hooks.model_layers:  # (no layer to give a request to: the model is called at once)
+            shape = self._shape(list(tools), tool_choice, {}, structured)
+            rebound = rebind_all(fallbacks, shape) if fallbacks else ()
+            return _reply(await invoke_model(shape(llm), request, spec=spec, fallbacks=rebound))
         system = request[0] if request and isinstance(request[0], SystemMessage) else None
         model_request = ModelRequest(
             model=llm, messages=cast(Any, list(request[1:] if system is not None else request)), system_message=system,
@@ -209,26 +213,23 @@ class ModelCaller:
         async def execute(req: ModelRequest) -> ModelResponse:
             own = req.model is llm
             messages = [req.system_message, *req.messages] if req.system_message is not None else list(req.messages)
-            shape = self._shape(req, structured)
+            shape = self._shape(req.tools, req.tool_choice, req.model_settings, structured)
             rebound = rebind_all(fallbacks, shape) if own and fallbacks else ()
             result = await invoke_model(shape(req.model), messages, spec=spec if own else None, fallbacks=rebound)
-            if isinstance(result, dict) and "raw" in result:
-                return ModelResponse(result=[as_ai_message(result["raw"])], structured_response=result.get("parsed"))
-            return ModelResponse(result=[as_ai_message(result)])
+            reply = _reply(result)
+            return ModelResponse(result=[reply.message], structured_response=reply.parsed)
 
-        if not self.hooks.model_layers:
-            response = await execute(model_request)
-            return Reply(as_ai_message(response.result[-1]), response.structured_response)
         call = await self.hooks.call_model(model_request, execute)
         commands = [dict(c.update) for c in call.commands if isinstance(c.update, Mapping)]
         return Reply(as_ai_message(call.message), call.response.structured_response, commands)
 
-    def _shape(self, req: ModelRequest, structured: Callable[[Any], Any] | None) -> Callable[[Any], Any]:
-        """What is invoked for the request: the model with its tools bound (a forced tool choice, the
-        request's model settings), or turned into a structured-output runnable."""
+    def _shape(
+        self, tools: list[Any], choice: Any, settings: dict[str, Any], structured: Callable[[Any], Any] | None
+    ) -> Callable[[Any], Any]:
+        """What is invoked for a request: the model with its ``tools`` bound (a forced tool
+        ``choice``, the request's model ``settings``), or turned into a structured-output runnable."""
         if structured is not None:
             return structured
-        tools, choice, settings = req.tools, req.tool_choice, req.model_settings
 
         def shape(model: Any) -> Any:
             if choice is not None:
@@ -238,6 +239,14 @@ class ModelCaller:
             return runnable.bind(**settings) if settings else runnable
 
         return shape
+
+
+def _reply(result: Any) -> Reply:
+    """A model call's :class:`Reply`: the reply, and the parsed value of a structured call's
+    ``{"raw": reply, "parsed": value}``."""
+    if isinstance(result, dict) and "raw" in result:
+        return Reply(as_ai_message(result["raw"]), result.get("parsed"))
+    return Reply(as_ai_message(result))
 
 
 async def ended_run(
