@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config.fields import Settings, setting
-from ..state import run_setting
-from .base import Policy, ToolTurn, TurnCall, state_counter
+from ..state import count_of, run_setting
+from .base import Policy, ToolTurn, TurnCall
 
 #: The tool that reads an archived output back (``tools/context_tools.py``).
 GET_TOOL_RESPONSE = "get_tool_response"
@@ -63,7 +63,7 @@ class Archive(Policy):
         self.budget = budget
 
     def plan(self, turn: ToolTurn) -> None:
-        used = state_counter(turn.state, "retrievals_made")
+        used = count_of(turn.state, "retrievals_made")
         limit = int(run_setting(turn.state, "max_tool_calls", turn.ctx.max_tool_calls))
         free, _counted = split_free_retrievals(turn.open_calls(), used, free_retrievals(limit))
         for call in free:

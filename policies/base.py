@@ -139,11 +139,6 @@ def policy_hooks(policies: list[Policy], hook: str) -> list[Policy]:
     return [p for p in policies if getattr(type(p), hook) is not base]
 
 
-def state_counter(state: Mapping[str, Any], key: str) -> int:
-    """Counter ``key`` of a state as an int (0 when missing or None)."""
-    return int(state.get(key) or 0)
-
-
 def last_ai_message(messages: list[Any]) -> tuple[AIMessage | None, set[str]]:
     """The last AI message of ``messages`` and the ids of the tool calls already answered after it
     (a middleware's ``after_model`` may answer some: those do not run)."""

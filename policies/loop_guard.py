@@ -14,8 +14,8 @@ from ..config.fields import Settings, setting
 from ..models.prompts import LOOP_CYCLE_FINALIZE_NOTICE, LOOP_CYCLE_NOTICE, LOOP_FINALIZE_NOTICE, LOOP_NOTICE
 from ..models.tokens import unicode_json
 from ..runs.events import emit
-from ..state import entries_of
-from .base import Policy, ToolTurn, state_counter
+from ..state import count_of, entries_of
+from .base import Policy, ToolTurn
 
 
 @dataclass(kw_only=True)
@@ -73,7 +73,7 @@ _PERIODS: Final = tuple(range(1, LOOP_PERIODS + 1))
 
 def loop_limit_of(state: Mapping[str, Any]) -> int:
     """The run's ``loop_limit`` (0: off)."""
-    return state_counter(entries_of(state, "loop_guard"), "limit")
+    return count_of(entries_of(state, "loop_guard"), "limit")
 
 
 def loop_memory(state: Mapping[str, Any]) -> tuple[list[str], list[int]]:

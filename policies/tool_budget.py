@@ -12,8 +12,8 @@ from typing import Any, TypeVar
 
 from ..config.fields import Settings, setting
 from ..models.prompts import SKIPPED_RESULT
-from ..state import run_setting
-from .base import Policy, ToolTurn, state_counter
+from ..state import count_of, run_setting
+from .base import Policy, ToolTurn
 
 T = TypeVar("T")
 
@@ -41,7 +41,7 @@ def plan_calls(calls: list[T], made: int, limit: int) -> tuple[list[T], list[T]]
 def tool_limit_reached(state: Mapping[str, Any]) -> bool:
     """The run's tool budget is spent (state ``tool_calls_made`` of its ``max_tool_calls``)."""
     limit = run_setting(state, "max_tool_calls")
-    return limit is not None and state_counter(state, "tool_calls_made") >= int(limit)
+    return limit is not None and count_of(state, "tool_calls_made") >= int(limit)
 
 
 class ExtraAttempts:
@@ -69,7 +69,7 @@ class ToolBudget(Policy):
 
     def plan(self, turn: ToolTurn) -> None:
         state, meter = turn.state, turn.meter
-        made = state_counter(state, "tool_calls_made")
+        made = count_of(state, "tool_calls_made")
         limit = int(run_setting(state, "max_tool_calls", turn.ctx.max_tool_calls))
         # What the run's budget leaves: less than this loop's own limit when the loop is a fleet
         # worker or a sub-agent whose run (its other workers, its caller) spent the rest.
