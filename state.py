@@ -222,8 +222,8 @@ TEAM_KEYS: Final = ("active_agent", "handoffs")
 
 def without_keys(schema: type, keys: tuple[str, ...]) -> type:
     """A state schema like ``schema`` (a TypedDict of this module), without ``keys``."""
-    hints = get_type_hints(schema, include_extras=True)
-    return TypedDict(schema.__name__, {k: v for k, v in hints.items() if k not in keys}, total=False)  # type: ignore[operator]
+    kept = tuple(k for k in get_type_hints(schema) if k not in keys)
+    return only_keys(schema, kept, schema.__name__)
 
 
 def only_keys(schema: type, keys: tuple[str, ...], name: str) -> type:

@@ -14,7 +14,7 @@ from ..config.context import AgentContext, validate_context
 from ..models.usage import run_start_usages
 from ..policies.hooks import Hooks
 from ..policies.pii import PiiBlocked, redact_input
-from ..state import AgentState
+from ..state import AgentState, merge_entries
 from .routes import pending_tool_calls
 
 if TYPE_CHECKING:
@@ -133,9 +133,7 @@ def add_run_start(update: dict[str, Any], added: Mapping[str, Any]) -> None:
     """Add a run start hook's keys to the resolver's ``update``; its ``run_settings`` join the
     run's (one state key, see ``state.AgentState``)."""
     for key, value in added.items():
-        if key == "run_settings":
-            value = {**update.get(key, {}), **value}
-        update[key] = value
+        update[key] = merge_entries(update.get(key), value) if key == "run_settings" else value
 
 
 RunStartHook = Callable[[Mapping[str, Any], dict, AgentContext], dict | Awaitable[dict]]
