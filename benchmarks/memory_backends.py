@@ -8,10 +8,15 @@ the same queries, one at a time:
 * **search**: ``BaseStore.asearch(namespace, query=..., limit=5)``, the store's own vector
   search (FAISS: the embedded store's index, inner product: exact below 20,000 memories, IVF
   from there on, ``memory/ann.py``; Postgres: ``AsyncPostgresStore`` with a pgvector
-  HNSW index, cosine, pgvector's m=16 and ef_construction=64, and the ef_search every
-  connection of ``sessions.open_backends`` sets: ``PG_EF_SEARCH``, 1000);
+  HNSW index, cosine, built as ``sessions.store.PG_ANN_INDEX`` says (or ``--hnsw``), its
+  vectors sent as pgvector literals (``sessions/pg_vectors.py``), at each ``--ef-search``;
+  the last one, by default ``PG_EF_SEARCH`` (1000), is what every connection of
+  ``sessions.open_backends`` sets);
 * **recall**: ``memory.backend.recall(store, namespace, query, k=5)``, what a run does: the
   store's nearest candidates (50) re-ranked by similarity, recency and importance.
+
+At the last ``--ef-search`` both are timed again through LangGraph's store with plain lists
+for vectors (sent as ``float8`` arrays, as before ``sessions/pg_vectors.py``), same pool.
 
 Vectors: ``--real`` synthetic sentences embedded with the bundled all-MiniLM-L6-v2 (the NumPy
 runtime); the rest of each store is those vectors plus Gaussian noise, re-normalized (as in
@@ -39,6 +44,7 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 
@@ -90,10 +96,11 @@ async def bench_size(
 ) -> dict:
     import faiss
     from langgraph.store.base import PutOp
+    from langgraph.store.postgres.aio import AsyncPostgresStore
 
     from smart_agent.memory.backend import recall
     from smart_agent.memory.store import FaissMemoryStore
-    from smart_agent.sessions.store import open_backends
+    from smart_agent.sessions.store import open_backends, postgres_index
 
     # One FAISS thread, also in the worker threads the async API runs FAISS in (OpenMP's setting is per thread).
     faiss.omp_set_num_threads(1)
@@ -156,6 +163,13 @@ async def bench_size(
                 r_times, _ = await timed(recalls(pg))
                 sweep[ef] = (s_times, s_hits, r_times)
             p_search, p_hits, p_recall = sweep[ef_search[-1]]
+            # The same searches with the vectors sent as float8 arrays (LangGraph's store with plain
+            # lists, as before sessions/pg_vectors.py), on the same pool, at the kept ef_search.
+            plain = AsyncPostgresStore(pg.conn, index=cast(Any, {**postgres_index(index), "embed": emb}))
+            await plain.asearch(NS, query=qtexts[0], limit=5)  # warm-up
+            a_search, _ = await timed(searches(plain))
+            a_recall, _ = await timed(recalls(plain))
+            out["postgres_float_arrays"] = {"search": summary(a_search), "recall": summary(a_recall)}
             out["hnsw_used"] = await _uses_hnsw(pg, queries[0])
         faiss_store.close()
 
@@ -277,7 +291,8 @@ def main(argv: list[str] | None = None) -> int:
             "perturbed copies of them; queries held-out sentences; all vectors precomputed (no embedding time). "
             "FAISS: the embedded store's inner-product index (exact below 20k, IVF from 20k), one OpenMP thread "
             "(also in the executor threads). Recall@5 against a NumPy exact scan. "
-            "Postgres: AsyncPostgresStore, pgvector HNSW cosine, "
+            "Postgres: AsyncPostgresStore, pgvector HNSW cosine, vectors sent as pgvector literals "
+            "(postgres_float_arrays: as float8 arrays, as before), "
             "same machine over a Unix socket. search = asearch(limit=5); recall = memory.backend.recall(k=5)."
         ),
         "sizes": rows,
@@ -297,6 +312,10 @@ def main(argv: list[str] | None = None) -> int:
         for sw in r["ef_search_sweep"]:
             print(f"{r['memories']:,} {r['index']} ef_search {sw['ef_search']}: search {sw['search']['median_ms']} ms, "
                   f"recall {sw['recall']['median_ms']} ms, recall@5 vs exact {sw['recall_at_5_vs_exact']}")
+    for r in rows:
+        fa = r["postgres_float_arrays"]
+        print(f"{r['memories']:,} ef_search {r['ef_search']}, vectors as float8 arrays (before): search "
+              f"{fa['search']['median_ms']} ms, recall {fa['recall']['median_ms']} ms")
     for r in rows:
         print(
             f"{r['memories']:,}: recall@5 vs exact: HNSW {r['hnsw_recall_at_5_vs_exact']}, FAISS "

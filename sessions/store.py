@@ -77,8 +77,14 @@ class Backends:
 
 def postgres_index(index: Mapping[str, Any]) -> dict[str, Any]:
     """The store's vector index on pgvector: ``index`` (dims, embed, fields) with an HNSW
-    index and cosine distance unless ``index`` says otherwise."""
-    return {"ann_index_config": dict(PG_ANN_INDEX), "distance_type": PG_DISTANCE, **index}
+    index and cosine distance unless ``index`` says otherwise. Its vectors go to the server as
+    pgvector's own literal (``sessions/pg_vectors.py``)."""
+    out = {"ann_index_config": dict(PG_ANN_INDEX), "distance_type": PG_DISTANCE, **index}
+    if out.get("embed") is not None:
+        from .pg_vectors import PgVectorEmbeddings
+
+        out["embed"] = PgVectorEmbeddings(out["embed"])
+    return out
 
 
 async def connect_postgres(url: str) -> Any:
@@ -168,6 +174,8 @@ async def _open_postgres(
         from langgraph.store.postgres.aio import AsyncPostgresStore
         from psycopg.rows import dict_row
         from psycopg_pool import AsyncConnectionPool
+
+        from .pg_vectors import register_vectors
     except ImportError as exc:
         raise RuntimeError(
             f"{DB_ENV} selects Postgres, but langgraph-checkpoint-postgres is not installed: "
@@ -182,6 +190,7 @@ async def _open_postgres(
     hnsw_settings = _hnsw_settings(pgvector)
 
     async def configure(conn: Any) -> None:
+        register_vectors(conn)
         for statement in hnsw_settings:
             await conn.execute(statement)
 

@@ -377,3 +377,42 @@ def test_a_users_recall_gets_all_its_candidates_among_many_users_memories(pg_url
             return len(await backends.store.asearch(("memories", "bob"), query="what do I like?", limit=50))
 
     assert asyncio.run(fill_and_search()) == 50
+
+
+def test_the_stores_vectors_reach_pgvector_as_its_literal_and_come_back_the_same(pg_url):
+    """The store's embeddings go out as pgvector's text literal (``sessions/pg_vectors.py``), not
+    as a float8 array: on every pool connection, in a put and in a search, with no value lost."""
+    import asyncio
+
+    from psycopg.adapt import PyFormat
+
+    from smart_agent.sessions.pg_vectors import PgVector, PgVectorDumper
+    from smart_agent.sessions.store import open_backends
+
+    url = fresh_database(pg_url)
+    rng = np.random.default_rng(1)
+    vectors = {t: (v / np.linalg.norm(v)).astype(np.float32) for t, v in (("tea", rng.normal(size=8)),
+                                                                          ("teal", rng.normal(size=8)))}
+    index = {"dims": 8, "embed": lambda texts: [vectors[t].tolist() for t in texts], "fields": ["text"]}
+
+    async def run() -> tuple[list, str, list]:
+        async with open_backends(url, index=index, pool_size=2) as backends:
+            store = backends.store
+            assert store is not None
+            async with store.conn.connection() as a, store.conn.connection() as b:  # type: ignore[attr-defined]
+                assert {a.adapters.get_dumper(PgVector, PyFormat.AUTO), b.adapters.get_dumper(PgVector, PyFormat.AUTO)} \
+                    == {PgVectorDumper}
+            await store.aput(("memories", "u"), "k1", {"text": "tea"})
+            await store.aput(("memories", "u"), "k2", {"text": "teal"})
+            hits = await store.asearch(("memories", "u"), query="teal", limit=2)
+            async with store.conn.connection() as conn:  # type: ignore[attr-defined]
+                cur = await conn.execute("SELECT embedding::text AS v FROM store_vectors WHERE key = 'k2'")
+                row = await cur.fetchone()
+            return hits, row["v"], [await store.asearch(("memories", "other"), query="tea", limit=2)]
+
+    hits, stored, (elsewhere,) = asyncio.run(run())
+    back = np.array([float(x) for x in stored.strip("[]").split(",")], dtype=np.float32)
+    assert back.tobytes() == vectors["teal"].tobytes()  # every bit of every value
+    assert [h.key for h in hits] == ["k2", "k1"] and hits[0].score == pytest.approx(1.0, abs=1e-6)
+    assert hits[1].score == pytest.approx(float(vectors["tea"] @ vectors["teal"]), abs=1e-5)
+    assert elsewhere == []
