@@ -400,8 +400,8 @@ def test_the_stores_vectors_reach_pgvector_as_its_literal_and_come_back_the_same
             store = backends.store
             assert store is not None
             async with store.conn.connection() as a, store.conn.connection() as b:  # type: ignore[attr-defined]
-                assert {a.adapters.get_dumper(PgVector, PyFormat.AUTO), b.adapters.get_dumper(PgVector, PyFormat.AUTO)} \
-                    == {PgVectorDumper}
+                dumpers = {conn.adapters.get_dumper(PgVector, PyFormat.AUTO) for conn in (a, b)}
+                assert dumpers == {PgVectorDumper}
             await store.aput(("memories", "u"), "k1", {"text": "tea"})
             await store.aput(("memories", "u"), "k2", {"text": "teal"})
             hits = await store.asearch(("memories", "u"), query="teal", limit=2)
