@@ -144,16 +144,23 @@ class ContextBudget:
         return tokens
 
     # -- the request ------------------------------------------------------
-    def assemble(self, ctx: BudgetSettings, state: Mapping[str, Any]) -> tuple[str, list[BaseTool]]:
+    def assemble(
+        self, ctx: BudgetSettings, state: Mapping[str, Any], *, take: bool = False
+    ) -> tuple[str, list[BaseTool]]:
         """The system prompt and the tools of the next turn. Made once for a state and a context:
         the agent's step after a tool turn measures the request (``route_after_tools``), then its
         turn sends it, both from the same state and context objects (nothing changes either in
-        place: a node's input is LangGraph's, a hook's changes come as a new state)."""
+        place: a node's input is LangGraph's, a hook's changes come as a new state).
+        ``take``: the turn's call, the last for that state: the budget keeps nothing of it (no
+        run's state stays alive here after its turn)."""
         last = self._assembled
         if last is not None and last[0] is state and last[1] is ctx:
+            if take:
+                self._assembled = None
             return last[2], list(last[3])
         system, tools = build_system_prompt(ctx, state), tuple(self.offered(ctx, cast(dict[str, Any], state)))
-        self._assembled = (state, ctx, system, tools)  # (one tuple: a concurrent run's replaces it whole)
+        if not take:
+            self._assembled = (state, ctx, system, tools)  # (one tuple: a concurrent run's replaces it whole)
         return system, list(tools)
 
     def fixed_tokens(self, ctx: BudgetSettings, state: Mapping[str, Any]) -> int:

@@ -362,7 +362,7 @@ def make_agent_node(
         """The turn's tools, its request (within the context budget) and why the run's budget
         makes it the last one (None: it is not)."""
         if budget is not None and budget_offers:  # (the request the route after a tool turn measured)
-            system, tools = budget.assemble(ctx, state)
+            system, tools = budget.assemble(ctx, state, take=True)
         else:
             system, tools = build_system_prompt(ctx, state), offered_tools(ctx, registry, state)
         request: list[BaseMessage] = [system_message(system), *state.get("messages", [])]

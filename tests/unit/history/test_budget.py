@@ -4,7 +4,9 @@ full serialization), one measurement per model turn, routes run on the event loo
 from __future__ import annotations
 
 import asyncio
+import gc
 import random
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
@@ -117,6 +119,25 @@ def test_the_budget_assembles_one_turns_request_once():
     other = {**state, "notice": ""}  # another state (equal or not) is assembled anew
     assert "Answer now." not in budget.assemble(ctx, other)[0] and len(offers) == 2
     assert budget.assemble(Context(memory=False), other) and len(offers) == 3  # another context too
+
+
+def test_the_turn_takes_the_assembly_and_the_budget_keeps_no_state():
+    assembled = []
+    budget = ContextBudget(lambda ctx, state: assembled.append(weakref.ref(state)) or [lookup_tool()])
+    class State(dict):  # (a dict that can be referenced weakly)
+        pass
+
+    ctx, state = Context(memory=False), State(messages=[HumanMessage("q")])
+    route = budget.assemble(ctx, state)  # the route after a tool turn measures the request
+    turn = budget.assemble(ctx, state, take=True)  # the turn sends it: assembled once
+    assert turn[0] == route[0] and len(assembled) == 1
+    del state
+    gc.collect()
+    assert assembled[0]() is None  # nothing keeps the run's state alive once its turn took the request
+    fresh = State(messages=[HumanMessage("r")])
+    budget.assemble(ctx, fresh, take=True)  # a turn with no route before it keeps nothing either:
+    budget.assemble(ctx, fresh, take=True)
+    assert len(assembled) == 3  # each such turn assembles its own
 
 
 def test_drop_orphan_results_keeps_pairs_and_drops_strays():
