@@ -6,6 +6,7 @@ import asyncio
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 from langchain_core.embeddings import Embeddings
 from psycopg import adapters
 from psycopg.adapt import AdaptersMap, PyFormat
@@ -32,6 +33,13 @@ def test_a_vector_is_written_as_pgvectors_literal_with_every_digit():
     parsed = np.array([float(x) for x in text[1:-1].split(",")], dtype=np.float32)
     assert parsed.tobytes() == values.tobytes()  # the same single-precision values come back
     assert PgVectorDumper.oid == 0  # no declared type: the server reads it as the column's or the cast's
+
+
+def test_an_embedding_that_is_not_numbers_is_refused_before_any_query():
+    hostile = PgVectorEmbeddings(lambda texts: [["0.1", "1]::vector; DROP TABLE store; --"] for _ in texts])
+    with pytest.raises(ValueError):
+        hostile.embed_documents(["x"])
+    assert PgVector.of(["0.5", 2]) == [0.5, 2.0]  # (numbers as text are numbers)
 
 
 def test_only_our_type_gets_the_literal_and_only_on_connections_that_registered_it():
