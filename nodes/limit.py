@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..models.prompts import FINALIZE_NOTICE
+from ..models.usage import tool_limit_of
 from ..policies.loop_guard import found_cycle, loop_event, loop_limit_of, loop_limit_reached, loop_notice
 from ..policies.tool_budget import tool_limit_reached
 from ..runs.events import emit
-from ..state import AgentState, count_of, run_setting
+from ..state import AgentState, count_of
 
 
 async def tool_limit_finalize(state: AgentState) -> dict[str, Any]:
@@ -17,6 +18,6 @@ async def tool_limit_finalize(state: AgentState) -> dict[str, Any]:
         cycle = found_cycle(state)
         loop_event(cycle, loop_limit_of(state))
         return {"finalize": True, "notice": loop_notice(cycle, final=True)}
-    limit = int(run_setting(state, "max_tool_calls", 0))
+    limit = tool_limit_of(state, None) or 0
     emit("tool_limit", limit=limit, tool_calls_made=count_of(state, "tool_calls_made"))
     return {"finalize": True, "notice": FINALIZE_NOTICE.format(limit=limit)}

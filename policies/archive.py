@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config.fields import Settings, setting
-from ..state import count_of, run_setting
+from ..models.usage import tool_limit_of
+from ..state import count_of
 from .base import Policy, ToolTurn, TurnCall
 
 #: The tool that reads an archived output back (``tools/context_tools.py``).
@@ -64,7 +65,7 @@ class Archive(Policy):
 
     def plan(self, turn: ToolTurn) -> None:
         used = count_of(turn.state, "retrievals_made")
-        limit = int(run_setting(turn.state, "max_tool_calls", turn.ctx.max_tool_calls))
+        limit = tool_limit_of(turn.state, turn.ctx) or 0
         free, _counted = split_free_retrievals(turn.open_calls(), used, free_retrievals(limit))
         for call in free:
             call.free = True

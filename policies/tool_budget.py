@@ -12,7 +12,8 @@ from typing import Any, TypeVar
 
 from ..config.fields import Settings, setting
 from ..models.prompts import SKIPPED_RESULT
-from ..state import count_of, run_setting
+from ..models.usage import tool_limit_of
+from ..state import count_of
 from .base import Policy, ToolTurn
 
 T = TypeVar("T")
@@ -40,8 +41,8 @@ def plan_calls(calls: list[T], made: int, limit: int) -> tuple[list[T], list[T]]
 
 def tool_limit_reached(state: Mapping[str, Any]) -> bool:
     """The run's tool budget is spent (state ``tool_calls_made`` of its ``max_tool_calls``)."""
-    limit = run_setting(state, "max_tool_calls")
-    return limit is not None and count_of(state, "tool_calls_made") >= int(limit)
+    limit = tool_limit_of(state, None)
+    return limit is not None and count_of(state, "tool_calls_made") >= limit
 
 
 class ExtraAttempts:
@@ -70,7 +71,7 @@ class ToolBudget(Policy):
     def plan(self, turn: ToolTurn) -> None:
         state, meter = turn.state, turn.meter
         made = count_of(state, "tool_calls_made")
-        limit = int(run_setting(state, "max_tool_calls", turn.ctx.max_tool_calls))
+        limit = tool_limit_of(state, turn.ctx) or 0
         # What the run's budget leaves: less than this loop's own limit when the loop is a fleet
         # worker or a sub-agent whose run (its other workers, its caller) spent the rest.
         left = meter.tools_left()
