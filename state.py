@@ -92,10 +92,42 @@ def count_of(state: Mapping[str, Any], key: str, default: int = 0) -> int:
 
 
 def entries_of(state: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    """The dict a state holds under ``key`` (``run_settings``, ``loop_guard``): {} when it holds
+    """The dict a state holds under ``key`` (``run_settings``, ``bookkeeping``): {} when it holds
     none or something else (a state written from outside a run, e.g. update_state, may hold any)."""
     value = state.get(key)
-    return value if isinstance(value, Mapping) else {}
+    if type(value) is dict:  # (the common case, without an ABC check)
+        return value
+    return value if value is not None and isinstance(value, Mapping) else {}
+
+
+def kept(state: Mapping[str, Any], name: str, default: Any = None) -> Any:
+    """Entry ``name`` of the loop's bookkeeping (``AgentState.bookkeeping``): ``default`` when the
+    state has none (a state written from outside a run, or a hand-built one)."""
+    entries = state.get("bookkeeping")
+    value = (entries if type(entries) is dict else entries_of(state, "bookkeeping")).get(name)
+    return default if value is None else value
+
+
+def keep(update: dict[str, Any], **entries: Any) -> dict[str, Any]:
+    """Add ``entries`` to the bookkeeping a state ``update`` writes (``update`` itself, changed):
+    one node's update writes the key once, with every entry its hooks set."""
+    update["bookkeeping"] = {**entries_of(update, "bookkeeping"), **entries}
+    return update
+
+
+#: The keys of the agent state whose writes add or replace entries (``merge_entries``): two
+#: updates of one node join them entry by entry (:func:`joined_update`).
+ENTRY_KEYS: Final = ("bookkeeping", "run_settings", "archived")
+
+
+def joined_update(first: Mapping[str, Any] | None, then: Mapping[str, Any]) -> dict[str, Any]:
+    """One node's state update ``first`` and then ``then``, as one: ``then`` wins, except that the
+    entries of both under an :data:`ENTRY_KEYS` key are kept (as the reducer would keep them)."""
+    joined = {**(first or {}), **then}
+    for key in ENTRY_KEYS:
+        if first and key in first and key in then:
+            joined[key] = merge_entries(first[key], then[key])
+    return joined
 
 
 def run_setting(state: Mapping[str, Any], name: str, default: Any = None) -> Any:
@@ -128,12 +160,8 @@ class AgentState(InputState, total=False):
     answer: str
     # Tool executions in the current run (reset by the resolver at each run start).
     tool_calls_made: int
-    # Set by toolLimitFinalize: the next agent turn is offered no tools.
-    finalize: bool
     # Model turns in the current run.
     turns: int
-    # Text added to the system prompt of the next model turn (finalization notice).
-    notice: str
     # What the run starts with and keeps to its end (a resume keeps the paused run's), written by
     # the resolver as one key (LangGraph walks every key of the state at every step; read an entry
     # with run_setting; a write adds or replaces entries): its limits copied from the context -
@@ -142,17 +170,37 @@ class AgentState(InputState, total=False):
     # lists, read at its start (tools/skills.py): "project_instructions" (the AGENTS.md blocks;
     # "": none) and "skills" (the run's skills folders, policies/skills.skills_key -> their listing).
     run_settings: Annotated[dict[str, Any], merge_entries]
-    # Loop detection (policies/loop_guard.py), reset at each run start, written whole: "limit"
-    # (the run's loop_limit; 0: off), "calls" (the last calls, at most LOOP_PERIODS, as the
-    # call_signature() of their canonical effect, oldest first), "runs" (for each period p =
-    # 1..LOOP_PERIODS: how many calls in a row, up to the last, each repeat the call p before
-    # them, counting the first p: a cycle of p calls made n times is n * p) and "cycle" (the
-    # cycle found: {action: notice|finalize, period, repeats, tools}; {}: none).
-    loop_guard: dict[str, Any]
-    # "pending" once the tools node ran: the agent's step decides where the run goes
-    # (nodes/after_tools.py); then the node it sent the run to instead of calling the model
-    # (handoff, toolLimitFinalize, summarize), cleared by the next model turn ("").
-    after_tools: str
+    # The loop's own bookkeeping, one key (LangGraph copies every key of the state at every
+    # decision of a conditional edge; read an entry with kept(), write entries with keep(): a
+    # write adds or replaces entries). Reset by the resolver at each run start unless said:
+    # - "finalize": set by toolLimitFinalize: the next agent turn is offered no tools;
+    # - "notice": text added to the system prompt of the next model turn (a finalization or loop
+    #   notice);
+    # - "after_tools" (not reset): "pending" once the tools node ran: the agent's step decides
+    #   where the run goes (nodes/after_tools.py); then the node it sent the run to instead of
+    #   calling the model (handoff, toolLimitFinalize, summarize), cleared by the next model turn;
+    # - "loop_guard": loop detection (policies/loop_guard.py), written whole: "limit" (the run's
+    #   loop_limit; 0: off), "calls" (the last calls, at most LOOP_PERIODS, as the
+    #   call_signature() of their canonical effect, oldest first), "runs" (for each period p =
+    #   1..LOOP_PERIODS: how many calls in a row, up to the last, each repeat the call p before
+    #   them, counting the first p: a cycle of p calls made n times is n * p) and "cycle" (the
+    #   cycle found: {action: notice|finalize, period, repeats, tools}; {}: none);
+    # - "retrievals_made": get_tool_response calls this run (they do not count against
+    #   max_tool_calls); "output_retries": invalid structured answers sent back to the model;
+    # - "reviews": human in the loop (policies/review.py, the "human" node): call id -> the
+    #   person's decision for a call of the last model turn ({"type": "reject", "message"} or
+    #   {"type": "answer", "text"} for ask_user); the tools node answers those calls without
+    #   running them, then clears it;
+    # - "run_tool_calls" and "thread_tool_calls" (not reset): tool-call limits
+    #   (policies/tool_call_limits.py), each limit's key (its tool, "*": all) -> calls counted in
+    #   the run and in the thread;
+    # - "stopped": why the run stopped before the model answered ("tool_call_limit"; "": it did not).
+    bookkeeping: Annotated[dict[str, Any], merge_entries]
+    # The run's approve and ask_user settings, copied from the context by the resolver: a
+    # resumed run (its own context) reviews the same calls as the run that paused. (Keys of
+    # their own: a thread checkpointed by an earlier version and paused for a decision keeps them.)
+    approve: str
+    ask_user: bool
     # --- handoffs (a team of agents, build_agent_graph(agents=...)): only a team's state has them
     # The member that holds the thread; kept across runs of the thread.
     active_agent: str
@@ -167,30 +215,12 @@ class AgentState(InputState, total=False):
     # Archived tool outputs: execution id -> metadata (tool, chars...). The text itself
     # lives in the archive ($SMART_AGENT_HOME/archive or runtime.store), never in state.
     archived: Annotated[dict[str, dict], merge_entries]
-    # get_tool_response calls this run (they do not count against max_tool_calls).
-    retrievals_made: int
     # Context compactions so far in this thread.
     compactions: int
     # The todo list (planning mode): [{"id": int, "content": str, "status": pending|in_progress|done}].
     todos: list[dict]
     # The validated final answer when output_schema is set.
     structured_response: Any
-    # Invalid structured answers sent back to the model this run.
-    output_retries: int
-    # --- human in the loop (approval.py, the "human" node): call id -> the human's decision
-    # for a call of the last model turn ({"type": "reject", "message"} or {"type": "answer",
-    # "text"} for ask_user); the tools node answers those calls without running them, then clears it.
-    reviews: dict[str, dict]
-    # The run's approve and ask_user settings, copied from the context by the resolver: a
-    # resumed run (its own context) reviews the same calls as the run that paused.
-    approve: str
-    ask_user: bool
-    # --- tool-call limits (policies/tool_call_limits.py): each limit's key (its tool, "*": all) ->
-    # calls counted in the run (reset at each run start) and in the thread (kept).
-    run_tool_calls: dict[str, int]
-    thread_tool_calls: dict[str, int]
-    # Why the run stopped before the model answered ("tool_call_limit"; "": it did not), per run.
-    stopped: str
     # --- run budgets (usage.py): {model_calls, input_tokens, output_tokens, cost_usd} of the run.
     usage: dict[str, Any]
     thread_usage: dict[str, Any]  # the thread's earlier runs (models/usage.thread_total)

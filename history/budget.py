@@ -179,8 +179,7 @@ class ContextBudget:
         schema = ctx.output_schema if ctx.output_schema is not None else self.default_schema
         return {
             "run_settings": {"context_token_limit": ctx.context_token_limit, "output_schema": schema},
-            "retrievals_made": 0,
-            "output_retries": 0,
+            "bookkeeping": {"retrievals_made": 0, "output_retries": 0},
             "structured_response": None,
         }
 

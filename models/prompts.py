@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..state import run_setting
+from ..state import kept, run_setting
 
 FINALIZE_NOTICE = (
     "TOOL LIMIT REACHED: you have used all {limit} tool calls allowed for this task. "
@@ -116,7 +116,7 @@ def build_system_prompt(ctx: Any, state: Mapping[str, Any]) -> str:
         from ..replies.structured import output_instructions
 
         parts.append(output_instructions(schema))
-    notice = (state.get("notice") or "").strip()
+    notice = str(kept(state, "notice", "")).strip()
     if notice:
         parts.append(notice)
     return "\n\n".join(parts)  # (every part is non-empty)

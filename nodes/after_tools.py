@@ -22,7 +22,7 @@ from langgraph.runtime import Runtime
 from ..config.context import AgentContext
 from ..history.budget import RequestMeter
 from ..policies.hooks import with_update
-from ..state import AgentState
+from ..state import AgentState, keep, kept
 from .routes import Edge, edge, route_after_tools
 
 __all__ = ["FORWARDS", "PENDING", "forwarded", "forwarded_first", "gate_after_tools", "mark_tool_turn"]
@@ -35,7 +35,7 @@ FORWARDS: Final = ("handoff", "toolLimitFinalize", "summarize")
 
 def forwarded(state: Mapping[str, Any]) -> str | None:
     """The node the agent's step sent the run to after a tool turn (None: it called the model)."""
-    to = state.get("after_tools")
+    to = kept(state, "after_tools")
     return to if to in FORWARDS else None
 
 
@@ -43,7 +43,7 @@ def mark_tool_turn(tools_node: Callable[..., Any]) -> Callable[..., Any]:
     """``tools_node`` whose update marks the turn for the agent's step (:data:`PENDING`)."""
 
     async def tools(state: AgentState, runtime: Runtime[AgentContext]) -> Any:
-        return with_update(await tools_node(state, runtime), {"after_tools": PENDING})
+        return with_update(await tools_node(state, runtime), keep({}, after_tools=PENDING))
 
     return tools
 
@@ -54,13 +54,13 @@ def gate_after_tools(agent_node: Callable[..., Any], meter: RequestMeter) -> Cal
     call, or run the turn and clear the mark."""
 
     async def agent(state: AgentState, runtime: Runtime[AgentContext]) -> Any:
-        mark = state.get("after_tools")
+        mark = kept(state, "after_tools")
         if mark == PENDING:
             to = route_after_tools(state, AgentContext.of(runtime), meter)
             if to != "agent":
-                return {"after_tools": to}
+                return keep({}, after_tools=to)
         output = await agent_node(state, runtime)
-        return with_update(output, {"after_tools": ""}) if mark else output
+        return with_update(output, keep({}, after_tools="")) if mark else output
 
     return agent
 

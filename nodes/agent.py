@@ -33,7 +33,7 @@ from ..policies.hooks import Hooks
 from ..policies.tool_call_limits import limit_reply
 from ..replies.submit import bind_submit
 from ..runs.events import emit, preview, streaming
-from ..state import AgentState, count_of, run_setting
+from ..state import AgentState, count_of, joined_update, kept, run_setting
 from ..tools.ask import ASK_TAG
 from ..tools.context_tools import CONTEXT_TAG, CONTEXT_TOOL_NAMES, context_tools_for
 from ..tools.registry import ToolRegistry
@@ -42,7 +42,7 @@ from .routes import pending_tool_calls, tool_limit_reached
 
 def offered_tools(ctx: AgentContext, registry: ToolRegistry, state: Mapping[str, Any]) -> list[BaseTool]:
     """The tools this turn may call: none once the run must finalize."""
-    if state.get("finalize") or tool_limit_reached(state):
+    if kept(state, "finalize") or tool_limit_reached(state):
         return []
     # Context tools (get_tool_response, manage_todo_list) are offered only when they apply,
     # memory tools only while the run's memory is on, ask_user only while the run's ask_user is.
@@ -264,7 +264,7 @@ def turn_ended_run(state: Mapping[str, Any]) -> bool:
     and no output schema waits to validate it."""
     messages = state.get("messages") or []
     last = messages[-1] if messages else None
-    if state.get("stopped"):
+    if kept(state, "stopped"):
         return True
     return isinstance(last, AIMessage) and not pending_tool_calls(last) and not run_setting(state, "output_schema")
 
@@ -338,7 +338,7 @@ def make_agent_node(
                 if not calls and not run_setting(state, "output_schema") and not stop:
                     # (with an output schema, structuredOutput sends an empty answer back.) At the tool
                     # limit a second empty reply gets the fixed answer below.
-                    must_answer = bool(state.get("finalize") or tool_limit_reached(state))
+                    must_answer = bool(kept(state, "finalize") or tool_limit_reached(state))
                     response = await ask_again_if_empty(
                         caller, llm, request, tools, response, fail=not must_answer, options=options,
                     )  # fmt: skip
@@ -398,15 +398,15 @@ def make_agent_node(
             answer = message_text(response).strip()
             if not answer and stop:
                 answer = BUDGET_SPENT_ANSWER
-            if not answer and (state.get("finalize") or tool_limit_reached(state)):
+            if not answer and (kept(state, "finalize") or tool_limit_reached(state)):
                 answer = "I reached the tool-call limit before I could finish, and the model gave no final text."
             update["answer"] = answer
             emit("final_answer", answer=answer, turns=turns, tool_calls_made=count_of(state, "tool_calls_made"))
         update["messages"] = [response]
         if calls and ctx.tool_call_limits:
             limited = limit_reply(state, ctx, response, calls)
-            update.update({**limited, "messages": [response, *limited.get("messages", [])]})
-            if limited.get("stopped"):
+            update = joined_update(update, {**limited, "messages": [response, *limited.get("messages", [])]})
+            if kept(limited, "stopped"):
                 emit("final_answer", answer=limited["answer"], turns=turns,
                      tool_calls_made=count_of(state, "tool_calls_made"))  # fmt: skip
         return update

@@ -44,7 +44,7 @@ from ..models.usage import current_meter, metered
 from ..policies.hooks import Hooks
 from ..replies.submit import submit_tool
 from ..runs.events import emit
-from ..state import AgentState, count_of
+from ..state import AgentState, count_of, keep, kept
 from ..tools.registry import ToolRegistry
 from .agent import ModelCaller, offered_tools, system_message
 
@@ -165,9 +165,10 @@ def make_two_phase_node(
         note = (DONE_NOTE if reasoning["done"] else ACTION_NOTE).format(
             situation=reasoning["situation"], plan="; ".join(reasoning["plan"]) or "(none)"
         )
-        turn_state = {**state, "notice": "\n\n".join(p for p in ((state.get("notice") or "").strip(), note) if p)}
+        notice = "\n\n".join(p for p in (str(kept(state, "notice", "")).strip(), note) if p)
+        turn_state = keep(dict(state), notice=notice)
         if reasoning["done"]:
-            turn_state["finalize"] = True  # offered_tools gives none: the turn answers
+            keep(turn_state, finalize=True)  # offered_tools gives none: the turn answers
             turn_ctx = ctx
         else:
             turn_ctx = dataclasses.replace(ctx, tools=chosen)

@@ -14,7 +14,7 @@ from ..config.context import AgentContext, validate_context
 from ..models.usage import run_start_usages
 from ..policies.hooks import Hooks
 from ..policies.pii import PiiBlocked, redact_input
-from ..state import AgentState, merge_entries
+from ..state import ENTRY_KEYS, AgentState, merge_entries
 from .routes import pending_tool_calls
 
 if TYPE_CHECKING:
@@ -109,17 +109,16 @@ def resolve_input(state: Mapping[str, Any], ctx: AgentContext) -> dict[str, Any]
         update["messages"] = new_messages
     update.update(
         answer="",
-        stopped="",
-        run_tool_calls={},
         tool_calls_made=0,
-        finalize=False,
-        notice="",
         turns=0,
-        run_settings={"max_tool_calls": ctx.max_tool_calls},  # (with what the run start hooks add)
-        loop_guard={"limit": ctx.loop_limit, "calls": [], "runs": [], "cycle": {}},
-        reviews={},
+        # (with what the run start hooks add)
+        run_settings={"max_tool_calls": ctx.max_tool_calls},
         approve=ctx.approve,
         ask_user=bool(ctx.ask_user),
+        bookkeeping={
+            "stopped": "", "run_tool_calls": {}, "finalize": False, "notice": "", "reviews": {},
+            "loop_guard": {"limit": ctx.loop_limit, "calls": [], "runs": [], "cycle": {}},
+        },  # fmt: skip
         # per run (usage.py); a nested run starts from its caller's; the last run's joins thread_usage
         **run_start_usages(state),
     )
@@ -130,10 +129,10 @@ def resolve_input(state: Mapping[str, Any], ctx: AgentContext) -> dict[str, Any]
 
 
 def add_run_start(update: dict[str, Any], added: Mapping[str, Any]) -> None:
-    """Add a run start hook's keys to the resolver's ``update``; its ``run_settings`` join the
-    run's (one state key, see ``state.AgentState``)."""
+    """Add a run start hook's keys to the resolver's ``update``; its ``run_settings`` and
+    ``bookkeeping`` entries join the run's (one state key each, see ``state.AgentState``)."""
     for key, value in added.items():
-        update[key] = merge_entries(update.get(key), value) if key == "run_settings" else value
+        update[key] = merge_entries(update.get(key), value) if key in ENTRY_KEYS else value
 
 
 RunStartHook = Callable[[Mapping[str, Any], dict, AgentContext], dict | Awaitable[dict]]

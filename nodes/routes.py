@@ -24,7 +24,7 @@ from ..models.messages import open_tool_calls, pending_tool_calls
 from ..models.tokens import usable_tokens
 from ..policies.loop_guard import loop_limit_reached
 from ..policies.tool_budget import tool_limit_reached
-from ..state import count_of, run_setting
+from ..state import count_of, kept, run_setting
 from ..tools.agents import (
     HANDOFF_PREFIX,  # transfer_to_<agent> hands the thread over (as_handoff)
 )
@@ -41,13 +41,13 @@ def route_after_agent(
     answer is validated, when the run has an output schema). A middleware hook's jump
     (``jump_to``) goes first: "end" ends the run, "model" asks the model again."""
     jump = state.get("jump_to")
-    if jump == "end" or state.get("stopped"):  # (stopped: at a tool-call limit, exit=end)
+    if jump == "end" or kept(state, "stopped"):  # (stopped: at a tool-call limit, exit=end)
         return END
     if jump == "model":
         return "agent"
     messages = state.get("messages") or []
     reply, calls = open_tool_calls(messages)
-    if calls and not state.get("finalize"):
+    if calls and not kept(state, "finalize"):
         return "human" if needs_human else "tools"
     if reply is not None and reply is not messages[-1] and pending_tool_calls(reply):
         return "agent"  # a middleware answered every call of the reply: the model reads the results
@@ -172,8 +172,7 @@ Route = TypeVar("Route", bound=str)
 #: to it: ``forwarded_first``, ``after_model_first``, ``reviewed`` with ``needs_human``, a team's
 #: member): the edge reads only these (:func:`reading`).
 AGENT_EDGE_READS: Final = (
-    "messages", "after_tools", "jump_to", "stopped", "finalize", "run_settings", "approve", "ask_user",
-    "active_agent",
+    "messages", "bookkeeping", "jump_to", "run_settings", "approve", "ask_user", "active_agent",
 )  # fmt: skip
 
 

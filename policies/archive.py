@@ -9,7 +9,7 @@ from typing import Any
 
 from ..config.fields import Settings, setting
 from ..models.usage import tool_limit_of
-from ..state import count_of
+from ..state import keep, kept
 from .base import Policy, ToolTurn, TurnCall
 
 #: The tool that reads an archived output back (``tools/context_tools.py``).
@@ -64,13 +64,13 @@ class Archive(Policy):
         self.budget = budget
 
     def plan(self, turn: ToolTurn) -> None:
-        used = count_of(turn.state, "retrievals_made")
+        used = int(kept(turn.state, "retrievals_made", 0))
         limit = tool_limit_of(turn.state, turn.ctx) or 0
         free, _counted = split_free_retrievals(turn.open_calls(), used, free_retrievals(limit))
         for call in free:
             call.free = True
         if free:
-            turn.update["retrievals_made"] = used + len(free)
+            keep(turn.update, retrievals_made=used + len(free))
 
     async def archive(self, turn: ToolTurn, update: dict[str, Any], store: Any) -> dict[str, Any]:
         """``update`` (the turn's whole update, its usage counted) with long outputs archived."""

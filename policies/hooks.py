@@ -39,6 +39,8 @@ from langchain_core.tools import BaseTool
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
+from ..state import joined_update
+
 __all__ = [
     "JUMPS",
     "Hooks",
@@ -186,7 +188,7 @@ def with_update(output: Any, update: dict[str, Any]) -> Any:
     of them (what :meth:`Hooks.node_output` returns for the writes of a node with middleware)."""
     if isinstance(output, list):
         return [*output, Command(update=update)]
-    return {**(output or {}), **update}
+    return joined_update(output, update)
 
 
 def reducers_of(schema: type) -> dict[str, Reducer]:

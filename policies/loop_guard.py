@@ -14,7 +14,7 @@ from ..config.fields import Settings, setting
 from ..models.prompts import LOOP_CYCLE_FINALIZE_NOTICE, LOOP_CYCLE_NOTICE, LOOP_FINALIZE_NOTICE, LOOP_NOTICE
 from ..models.tokens import unicode_json
 from ..runs.events import emit
-from ..state import count_of, entries_of
+from ..state import count_of, entries_of, joined_update, keep
 from .base import Policy, ToolTurn
 
 
@@ -71,15 +71,20 @@ _STAGES: Final = ("none", "notice", "finalize")
 _PERIODS: Final = tuple(range(1, LOOP_PERIODS + 1))
 
 
+def guard_of(state: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Loop detection's entry of the state's bookkeeping, ``loop_guard`` ({} when none)."""
+    return entries_of(entries_of(state, "bookkeeping"), "loop_guard")
+
+
 def loop_limit_of(state: Mapping[str, Any]) -> int:
     """The run's ``loop_limit`` (0: off)."""
-    return count_of(entries_of(state, "loop_guard"), "limit")
+    return count_of(guard_of(state), "limit")
 
 
 def loop_memory(state: Mapping[str, Any]) -> tuple[list[str], list[int]]:
     """The state's last calls and runs (``loop_guard``'s ``calls``, ``runs``); empty for what a run
     would not have written (a state from outside a run)."""
-    guard = entries_of(state, "loop_guard")
+    guard = guard_of(state)
     window, runs = guard.get("calls"), guard.get("runs")
     if type(window) is not list:
         return [], []
@@ -171,7 +176,7 @@ def stage_rank(stage: str) -> int:
 
 def found_cycle(state: Mapping[str, Any]) -> Mapping[str, Any]:
     """The cycle the state's ``loop_guard`` found ({} when none)."""
-    cycle = entries_of(state, "loop_guard").get("cycle")
+    cycle = guard_of(state).get("cycle")
     return cycle if isinstance(cycle, Mapping) else {}
 
 
@@ -253,15 +258,15 @@ def track_repeats(
         if stage_rank(stage) > rank:  # (the turn's highest stage, where it was first reached)
             rank = stage_rank(stage)
             found = cycle_found(stage, period, at, now)
-    guard = entries_of(state, "loop_guard")
-    update: dict[str, Any] = {}  # (only what changed: each key written is a channel update a step)
+    guard = guard_of(state)
+    update: dict[str, Any] = {}  # (only what changed: each entry written is work in a step)
     if window != guard.get("calls") or runs != guard.get("runs") or found != before:
-        update["loop_guard"] = {"limit": limit, "calls": window, "runs": runs, "cycle": found}
+        keep(update, loop_guard={"limit": limit, "calls": window, "runs": runs, "cycle": found})
     if found.get("action") == "notice":
         loop_event(found, limit)
-        update["notice"] = loop_notice(found)
+        keep(update, notice=loop_notice(found))
     elif not found and before.get("action") == "notice":
-        update["notice"] = ""
+        keep(update, notice="")
     return update
 
 
@@ -328,6 +333,6 @@ class LoopGuard(Policy):
     async def after(self, turn: ToolTurn) -> None:
         signatures = [c.notes["signature"] for c in turn.calls]
         walked, steps = turn.notes_of(self).get("steps") or (None, None)
-        turn.update.update(
-            track_repeats(turn.state, [c.call for c in turn.calls], signatures, steps if walked == signatures else None)
-        )
+        known = steps if walked == signatures else None
+        tracked = track_repeats(turn.state, [c.call for c in turn.calls], signatures, known)
+        turn.update = joined_update(turn.update, tracked)

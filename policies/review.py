@@ -19,6 +19,7 @@ from ..config.checks import APPROVE_NONE, approve_valid
 from ..config.fields import Settings, setting
 from ..runs.approval import rejection_text
 from ..runs.events import preview
+from ..state import entries_of, keep
 from .base import Policy, ToolTurn
 
 C = TypeVar("C", bound="ReviewSettings")
@@ -87,7 +88,7 @@ class Review(Policy):
     name = "review"
 
     def plan(self, turn: ToolTurn) -> None:
-        reviews: Mapping[str, Mapping[str, Any]] = turn.state.get("reviews") or {}
+        reviews: Mapping[str, Any] = entries_of(entries_of(turn.state, "bookkeeping"), "reviews")
         if not reviews:
             return
         for call in turn.calls:
@@ -107,4 +108,4 @@ class Review(Policy):
                                  "error": kind if failed else None, "duration_s": 0.0,
                                  "preview": preview(str(message.content))}),
             ]  # fmt: skip
-        turn.update["reviews"] = {}
+        keep(turn.update, reviews={})

@@ -30,6 +30,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from ..config.checks import TOOL_NAME
 from ..config.fields import Settings, setting
 from ..runs.events import emit
+from ..state import entries_of, keep
 
 EXITS = ("continue", "error", "end")
 ALL = "*"
@@ -143,8 +144,8 @@ def limit_reply(state: Mapping[str, Any], ctx: Any, reply: AIMessage, calls: lis
     limits = call_limits_of(ctx)
     if not limits or not calls:
         return {}
-    run_counts = dict(state.get("run_tool_calls") or {})
-    thread_counts = dict(state.get("thread_tool_calls") or {})
+    run_counts = dict(entries_of(entries_of(state, "bookkeeping"), "run_tool_calls"))
+    thread_counts = dict(entries_of(entries_of(state, "bookkeeping"), "thread_tool_calls"))
     blocked: dict[str, CallLimit] = {}  # call id -> the (first) limit that blocked it
     stop: tuple[CallLimit, int, int] | None = None
     for limit in limits:
@@ -166,7 +167,7 @@ def limit_reply(state: Mapping[str, Any], ctx: Any, reply: AIMessage, calls: lis
                 raise ToolCallLimitExceededError(thread, run + over, limit.thread, limit.run, limit.tool)
             if limit.exit == "end" and stop is None:
                 stop = (limit, thread, run + over)
-    update: dict[str, Any] = {"run_tool_calls": run_counts, "thread_tool_calls": thread_counts}
+    update: dict[str, Any] = keep({}, run_tool_calls=run_counts, thread_tool_calls=thread_counts)
     answers: list[Any] = []
     for call in calls:
         call_id, name = call.get("id") or "", call.get("name") or ""
@@ -181,7 +182,7 @@ def limit_reply(state: Mapping[str, Any], ctx: Any, reply: AIMessage, calls: lis
     if stop is not None:
         final = _final_text(*stop)
         answers.append(AIMessage(content=final))
-        update.update(answer=final, stopped="tool_call_limit")
+        keep(update, stopped="tool_call_limit")["answer"] = final
     if answers:
         update["messages"] = answers
     return update

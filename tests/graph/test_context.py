@@ -136,7 +136,7 @@ async def test_six_large_files_stay_within_budget_in_process(scripted_server, wo
     # the task is kept verbatim
     assert final["messages"][0].content == "Read data0.txt to data5.txt."
     # get_tool_response does not spend the tool budget; it has its own bound
-    assert final["tool_calls_made"] == 6 and final["retrievals_made"] == len(model.pages)
+    assert final["tool_calls_made"] == 6 and final["bookkeeping"]["retrievals_made"] == len(model.pages)
 
 
 @pytest.mark.e2e

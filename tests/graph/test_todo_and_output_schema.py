@@ -113,7 +113,7 @@ async def test_structured_output_retries_on_invalid_json_then_succeeds(scripted_
     graph = build_agent_graph(model=openai_model(srv))
     final = await run(graph, "city?", ctx(workspace, output_schema=SCHEMA))
     assert final["structured_response"] == {"city": "Oslo", "population": 700000}
-    assert final["output_retries"] == 2
+    assert final["bookkeeping"]["output_retries"] == 2
     feedback1 = srv.requests[1]["messages"][-1]["content"]
     assert "not valid JSON" in feedback1
     feedback2 = srv.requests[2]["messages"][-1]["content"]

@@ -110,13 +110,13 @@ def test_the_budget_assembles_one_turns_request_once():
         return [tool]
 
     budget = ContextBudget(offered)
-    ctx, state = Context(memory=False), {"messages": [HumanMessage("q")], "notice": "Answer now."}
+    ctx, state = Context(memory=False), {"messages": [HumanMessage("q")], "bookkeeping": {"notice": "Answer now."}}
     first = budget.assemble(ctx, state)
     again = budget.assemble(ctx, state)  # the same state and context: the route's, then the turn's
     assert again == first and "Answer now." in first[0] and first[1] == [tool] and len(offers) == 1
     again[1].append(lookup_tool())  # (a caller's list is its own)
     assert budget.assemble(ctx, state)[1] == [tool]
-    other = {**state, "notice": ""}  # another state (equal or not) is assembled anew
+    other = {**state, "bookkeeping": {"notice": ""}}  # another state (equal or not) is assembled anew
     assert "Answer now." not in budget.assemble(ctx, other)[0] and len(offers) == 2
     assert budget.assemble(Context(memory=False), other) and len(offers) == 3  # another context too
 

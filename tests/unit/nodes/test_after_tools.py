@@ -14,6 +14,7 @@ from smart_agent.nodes.routes import END, edge
 
 CALL = AIMessage("", tool_calls=[{"name": "calculator", "args": {"expression": "1"}, "id": "c1"}])
 TURN = [HumanMessage("q"), CALL, ToolMessage("1", tool_call_id="c1")]
+PENDING_MARK = {"bookkeeping": {"after_tools": PENDING}}
 NO_METER = cast(RequestMeter, None)  # (no context_token_limit in these states: nothing is measured)
 
 
@@ -35,15 +36,16 @@ def run(node: Any, state: dict) -> Any:
 
 def test_a_tool_turn_at_the_budget_goes_to_finalize_without_a_model_call():
     turn = Turn()
-    state = {"messages": TURN, "after_tools": PENDING, "tool_calls_made": 3, "run_settings": {"max_tool_calls": 3}}
-    assert run(gate_after_tools(turn, NO_METER), state) == {"after_tools": "toolLimitFinalize"}
+    state = {"messages": TURN, **PENDING_MARK, "tool_calls_made": 3, "run_settings": {"max_tool_calls": 3}}
+    assert run(gate_after_tools(turn, NO_METER), state) == {"bookkeeping": {"after_tools": "toolLimitFinalize"}}
     assert turn.calls == 0
 
 
 def test_a_tool_turn_under_the_budget_runs_the_turn_and_clears_the_mark():
     turn = Turn()
-    state = {"messages": TURN, "after_tools": PENDING, "tool_calls_made": 1, "run_settings": {"max_tool_calls": 3}}
-    assert run(gate_after_tools(turn, NO_METER), state) == {"messages": turn.output["messages"], "after_tools": ""}
+    state = {"messages": TURN, **PENDING_MARK, "tool_calls_made": 1, "run_settings": {"max_tool_calls": 3}}
+    cleared = {"bookkeeping": {"after_tools": ""}}
+    assert run(gate_after_tools(turn, NO_METER), state) == {"messages": turn.output["messages"], **cleared}
     assert turn.calls == 1
 
 
@@ -51,8 +53,8 @@ def test_after_the_node_it_was_sent_to_the_next_step_calls_the_model():
     # toolLimitFinalize ran and routed back: the stale mark is not a second decision (no loop)
     turn = Turn()
     spent = {"tool_calls_made": 3, "run_settings": {"max_tool_calls": 3}}
-    state = {"messages": TURN, "after_tools": "toolLimitFinalize", **spent}
-    assert run(gate_after_tools(turn, NO_METER), state)["after_tools"] == ""
+    state = {"messages": TURN, "bookkeeping": {"after_tools": "toolLimitFinalize"}, **spent}
+    assert run(gate_after_tools(turn, NO_METER), state)["bookkeeping"]["after_tools"] == ""
     assert turn.calls == 1
 
 
@@ -63,18 +65,27 @@ def test_a_step_not_after_tools_is_the_turn_alone():
 
 def test_hooks_commands_get_the_clearing_as_one_more_command():
     turn = Turn([Command(update={"messages": [AIMessage("a")]})])
-    out = run(gate_after_tools(turn, NO_METER), {"messages": TURN, "after_tools": PENDING})
-    assert isinstance(out, list) and len(out) == 2 and out[-1].update == {"after_tools": ""}
+    out = run(gate_after_tools(turn, NO_METER), {"messages": TURN, "bookkeeping": {"after_tools": PENDING}})
+    assert isinstance(out, list) and len(out) == 2 and out[-1].update == {"bookkeeping": {"after_tools": ""}}
 
 
 def test_the_tools_node_marks_its_update():
     tools = Turn({"messages": [ToolMessage("1", tool_call_id="c1")]})
-    assert run(mark_tool_turn(tools), {})["after_tools"] == PENDING
+    assert run(mark_tool_turn(tools), {})["bookkeeping"]["after_tools"] == PENDING
+
+
+def test_the_mark_joins_the_bookkeeping_the_tools_node_wrote():
+    # (one key holds every entry: the mark must not replace the turn's own entries)
+    tools = Turn({"messages": [], "bookkeeping": {"reviews": {}, "retrievals_made": 2}})
+    out = run(mark_tool_turn(tools), {})
+    assert out["bookkeeping"] == {"reviews": {}, "retrievals_made": 2, "after_tools": PENDING}
 
 
 def test_the_agents_edge_follows_where_the_step_sent_the_run_first():
     route = forwarded_first(edge(lambda state: END))
     for to in ("handoff", "toolLimitFinalize", "summarize"):
-        assert forwarded({"after_tools": to}) == to and route.func({"after_tools": to}) == to
+        state = {"bookkeeping": {"after_tools": to}}
+        assert forwarded(state) == to and route.func(state) == to
     for mark in (PENDING, "", None, "agent"):
-        assert forwarded({"after_tools": mark}) is None and route.func({"after_tools": mark}) == END
+        state = {"bookkeeping": {"after_tools": mark}}
+        assert forwarded(state) is None and route.func(state) == END

@@ -10,8 +10,9 @@ from smart_agent.nodes.resolver import INTERRUPTED_RESULT, InputError, resolve_i
 def test_task_becomes_user_message_and_is_consumed():
     out = resolve_input({"task": "  hello  "}, Context(max_tool_calls=7))
     assert [m.content for m in out["messages"]] == ["hello"]
-    assert out["task"] == "" and out["tool_calls_made"] == 0 and out["run_settings"] == {"max_tool_calls": 7}
-    assert out["finalize"] is False and out["answer"] == ""
+    assert out["task"] == "" and out["tool_calls_made"] == 0
+    assert out["run_settings"] == {"max_tool_calls": 7}
+    assert out["bookkeeping"]["finalize"] is False and out["answer"] == ""
 
 
 def test_messages_input_is_accepted_without_task():

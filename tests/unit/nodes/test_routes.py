@@ -41,7 +41,7 @@ def test_after_agent_ends_on_plain_answer():
 
 
 def test_after_agent_ends_when_finalizing_even_with_calls():
-    assert route_after_agent({"messages": [ai_with_calls()], "finalize": True}) == END
+    assert route_after_agent({"messages": [ai_with_calls()], "bookkeeping": {"finalize": True}}) == END
 
 
 def test_after_agent_treats_malformed_calls_as_calls():
@@ -125,7 +125,7 @@ def test_runs_count_identical_calls_and_cycles_in_a_row_across_and_within_turns(
 
 def guarded(limit: int, **kept: Any) -> dict[str, Any]:
     """A state whose run has ``loop_limit`` ``limit`` and loop detection's ``kept`` (calls, runs, cycle)."""
-    return {"loop_guard": {"limit": limit, **kept}}
+    return {"bookkeeping": {"loop_guard": {"limit": limit, **kept}}}
 
 
 def test_loop_excess_is_what_would_repeat_a_cycle_past_loop_limit_plus_one():
@@ -162,8 +162,10 @@ def test_after_tools_finalizes_a_loop_past_loop_limit():
     assert route_after_tools(guarded(3, cycle=finalize)) == "toolLimitFinalize"
     assert loop_limit_reached(guarded(3, cycle=finalize))
     assert route_after_tools(guarded(0, cycle=finalize)) == "agent"  # off
-    assert route_after_tools({"loop_guard": {"cycle": finalize}}) == "agent"  # no limit copied (from outside a run)
-    assert route_after_tools({"loop_guard": "finalize"}) == "agent"  # not loop detection's (update_state may write it)
+    # no limit copied (from outside a run)
+    assert route_after_tools({"bookkeeping": {"loop_guard": {"cycle": finalize}}}) == "agent"
+    # not loop detection's (update_state may write it)
+    assert route_after_tools({"bookkeeping": {"loop_guard": "finalize"}}) == "agent"
 
 
 def test_memory_nodes_only_while_the_runs_memory_is_on(monkeypatch):
@@ -203,8 +205,9 @@ def test_track_repeats_writes_loop_detections_key_once_a_call_was_made():
     same = guarded(3, calls=[one] * 4, runs=[2, 2, 3, 4])
     update = track_repeats(same, [calc("1")])  # the same call a third time: its notice
     notice = {"action": "notice", "period": 1, "repeats": 3, "tools": ["calculator"]}
-    assert update["loop_guard"] == {"limit": 3, "calls": [one] * 4, "runs": [3, 3, 4, 5], "cycle": notice}
-    assert "calculator" in update["notice"]
+    guard = update["bookkeeping"]["loop_guard"]
+    assert guard == {"limit": 3, "calls": [one] * 4, "runs": [3, 3, 4, 5], "cycle": notice}
+    assert "calculator" in update["bookkeeping"]["notice"]
     assert track_repeats(first, []) == {}  # no call: nothing written
 
 

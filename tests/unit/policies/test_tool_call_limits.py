@@ -52,18 +52,19 @@ def test_continue_blocks_the_calls_over_the_run_limit_and_counts_as_langchain_do
     assert isinstance(blocked, ToolMessage) and blocked.tool_call_id == "c1" and blocked.status == "error"
     assert blocked.content == "Tool call limit exceeded. Do not call 'calculator' again."
     # the run counts the blocked call (it was tried), the thread only the one allowed
-    assert update["run_tool_calls"] == {"calculator": 2} and update["thread_tool_calls"] == {"calculator": 1}
-    assert "stopped" not in update
+    counts = update["bookkeeping"]
+    assert counts["run_tool_calls"] == {"calculator": 2} and counts["thread_tool_calls"] == {"calculator": 1}
+    assert "stopped" not in counts
 
 
 def test_a_thread_limit_counts_across_runs():
     ctx = AgentContext(tool_call_limits=["thread=2"])
-    state = {"thread_tool_calls": {"*": 1}, "run_tool_calls": {}}
+    state = {"bookkeeping": {"thread_tool_calls": {"*": 1}, "run_tool_calls": {}}}
     reply = calls("a", "b")
     update = limit_reply(state, ctx, AIMessage("", tool_calls=reply), reply)
     assert [m.tool_call_id for m in update["messages"]] == ["c1"]
     assert update["messages"][0].content == "Tool call limit exceeded. Do not make additional tool calls."
-    assert update["thread_tool_calls"] == {"*": 2}
+    assert update["bookkeeping"]["thread_tool_calls"] == {"*": 2}
 
 
 def test_end_answers_every_call_and_stops_the_run():
@@ -75,7 +76,9 @@ def test_end_answers_every_call_and_stops_the_run():
     assert "Not run" in answers[0].content and "Do not call 'calculator'" in answers[2].content
     assert isinstance(final, AIMessage) and final.content == update["answer"]
     assert update["answer"] == "'calculator' tool call limit reached: run limit exceeded (2/1 calls)."
-    state = {"stopped": update["stopped"], "run_settings": {"output_schema": {"type": "object"}}, "messages": [final]}
+    assert update["bookkeeping"]["stopped"] == "tool_call_limit"
+    schema = {"output_schema": {"type": "object"}}
+    state = {"bookkeeping": update["bookkeeping"], "run_settings": schema, "messages": [final]}
     assert route_after_agent(state) == END  # no structured answer is made of it
 
 

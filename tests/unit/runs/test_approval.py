@@ -136,7 +136,7 @@ def test_route_after_agent_goes_through_human_only_when_asked():
     assert route_after_agent(state) == "tools"
     assert route_after_agent(state, True) == "human"
     assert route_after_agent({"messages": [HumanMessage("q"), AIMessage("done")]}, True) == END
-    assert route_after_agent({**state, "finalize": True}, True) == END
+    assert route_after_agent({**state, "bookkeeping": {"finalize": True}}, True) == END
 
 
 def test_reviewed_binds_the_predicate_under_the_default_context_outside_a_run():
