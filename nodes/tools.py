@@ -43,7 +43,7 @@ from ..policies.base import Policy, Run, ToolTurn, TurnCall, last_ai_message, po
 from ..policies.hooks import Hooks
 from ..policies.review import review_context
 from ..runs.events import emit, preview, streaming
-from ..state import AgentState
+from ..state import AgentState, joined_update
 from ..tools.ask import ASK_TAG, ask_tools
 from ..tools.context_tools import CONTEXT_TOOL_NAMES, STATE_TAG
 from ..tools.invoke import ToolOutcome, outcome_through, run_tool, tool_timeout
@@ -185,7 +185,7 @@ def make_tools_node(
         for call in (c for c in runnable if c.updates_state):
             await one(call, {**turn.state, **updates})
             updates.update(call.outcome.update or {})
-        turn.update = {**updates, **turn.update}
+        turn.update = joined_update(updates, turn.update)
 
     async def execute(
         turn: ToolTurn, call: TurnCall, state: Mapping[str, Any], allowed: Offered, runtime: Runtime[AgentContext],

@@ -147,7 +147,9 @@ def loop_stage(runs: Sequence[int], limit: int) -> tuple[Literal["none", "notice
 def past_limit(runs: Sequence[int], limit: int) -> bool:
     """Whether the last call goes beyond the one that finalizes its cycle: such a call of a
     turn is not run (so each call of a cycle runs at most ``limit`` + 1 times in a row)."""
-    return limit > 0 and any(run > cycle_length(limit, p) + 1 for p, run in enumerate(runs[:LOOP_PERIODS], start=1))
+    if limit <= 0 or not runs or (runs[0] <= limit + 1 and max(runs) <= 2 * max(limit, 2) + 1):
+        return False  # (the common case at once: no run is past the shortest cycle of any period)
+    return any(run > cycle_length(limit, p) + 1 for p, run in enumerate(runs[:LOOP_PERIODS], start=1))
 
 
 def signature_tool(signature: str) -> str:

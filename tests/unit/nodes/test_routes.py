@@ -218,3 +218,14 @@ def test_a_canonical_effect_that_fails_counts_the_arguments_as_they_are():
     assert call_signature({"name": "t", "args": "not json"}, lambda args: {}) == call_signature(
         {"name": "t", "args": "not json"}
     )  # malformed arguments (a string): as they are
+
+
+def test_past_limit_quick_answer_is_the_full_rule_for_every_small_run():
+    import itertools
+
+    from smart_agent.policies.loop_guard import cycle_length, past_limit
+
+    for limit in range(0, 6):
+        for runs in itertools.product(range(1, 14), repeat=4):
+            full = limit > 0 and any(run > cycle_length(limit, p) + 1 for p, run in enumerate(runs, start=1))
+            assert past_limit(list(runs), limit) == full, (runs, limit)
