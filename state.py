@@ -108,6 +108,17 @@ def kept(state: Mapping[str, Any], name: str, default: Any = None) -> Any:
     return default if value is None else value
 
 
+def kept_entries(state: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    """Entry ``name`` of the loop's bookkeeping that holds a dict (``loop_guard``, ``reviews``, the
+    tool-call counts): {} when the state holds none or something else."""
+    return entries_of(entries_of(state, "bookkeeping"), name)
+
+
+def kept_count(state: Mapping[str, Any], name: str) -> int:
+    """Counter ``name`` of the loop's bookkeeping as an int (:func:`count_of`: 0 when unset)."""
+    return count_of(entries_of(state, "bookkeeping"), name)
+
+
 def keep(update: dict[str, Any], **entries: Any) -> dict[str, Any]:
     """Add ``entries`` to the bookkeeping a state ``update`` writes (``update`` itself, changed):
     one node's update writes the key once, with every entry its hooks set."""

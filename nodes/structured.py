@@ -22,7 +22,7 @@ from ..models.messages import message_text as text_of
 from ..replies.feedback import error_list
 from ..replies.structured import RETRY_MESSAGE, StructuredOutputError, validate_answer
 from ..runs.events import emit
-from ..state import AgentState, count_of, keep, kept, run_setting
+from ..state import AgentState, count_of, keep, kept_count, run_setting
 
 
 def make_structured_output_node(budget: ContextBudget) -> Callable:
@@ -39,7 +39,7 @@ def make_structured_output_node(budget: ContextBudget) -> Callable:
             text = json.dumps(value, ensure_ascii=False)
             emit("final_answer", answer=text, structured_response=value, turns=turns, tool_calls_made=made)
             return {"structured_response": value, "answer": text}
-        retries = int(kept(state, "output_retries", 0))
+        retries = kept_count(state, "output_retries")
         emit("error", kind="structured_output", errors=errors, retry=retries + 1, max_retries=ctx.max_output_retries)
         if retries >= ctx.max_output_retries:
             raise StructuredOutputError(

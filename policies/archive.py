@@ -9,7 +9,7 @@ from typing import Any
 
 from ..config.fields import Settings, setting
 from ..models.usage import tool_limit_of
-from ..state import keep, kept
+from ..state import keep, kept_count
 from .base import Policy, ToolTurn, TurnCall
 
 #: The tool that reads an archived output back (``tools/context_tools.py``).
@@ -64,7 +64,7 @@ class Archive(Policy):
         self.budget = budget
 
     def plan(self, turn: ToolTurn) -> None:
-        used = int(kept(turn.state, "retrievals_made", 0))
+        used = kept_count(turn.state, "retrievals_made")
         limit = tool_limit_of(turn.state, turn.ctx) or 0
         free, _counted = split_free_retrievals(turn.open_calls(), used, free_retrievals(limit))
         for call in free:

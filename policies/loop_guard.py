@@ -14,7 +14,7 @@ from ..config.fields import Settings, setting
 from ..models.prompts import LOOP_CYCLE_FINALIZE_NOTICE, LOOP_CYCLE_NOTICE, LOOP_FINALIZE_NOTICE, LOOP_NOTICE
 from ..models.tokens import unicode_json
 from ..runs.events import emit
-from ..state import count_of, entries_of, joined_update, keep
+from ..state import count_of, joined_update, keep, kept_entries
 from .base import Policy, ToolTurn
 
 
@@ -73,7 +73,7 @@ _PERIODS: Final = tuple(range(1, LOOP_PERIODS + 1))
 
 def guard_of(state: Mapping[str, Any]) -> Mapping[str, Any]:
     """Loop detection's entry of the state's bookkeeping, ``loop_guard`` ({} when none)."""
-    return entries_of(entries_of(state, "bookkeeping"), "loop_guard")
+    return kept_entries(state, "loop_guard")
 
 
 def loop_limit_of(state: Mapping[str, Any]) -> int:

@@ -19,7 +19,7 @@ from ..config.checks import APPROVE_NONE, approve_valid
 from ..config.fields import Settings, setting
 from ..runs.approval import rejection_text
 from ..runs.events import preview
-from ..state import entries_of, keep
+from ..state import keep, kept_entries
 from .base import Policy, ToolTurn
 
 C = TypeVar("C", bound="ReviewSettings")
@@ -88,7 +88,7 @@ class Review(Policy):
     name = "review"
 
     def plan(self, turn: ToolTurn) -> None:
-        reviews: Mapping[str, Any] = entries_of(entries_of(turn.state, "bookkeeping"), "reviews")
+        reviews: Mapping[str, Any] = kept_entries(turn.state, "reviews")
         if not reviews:
             return
         for call in turn.calls:

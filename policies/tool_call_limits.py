@@ -30,7 +30,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from ..config.checks import TOOL_NAME
 from ..config.fields import Settings, setting
 from ..runs.events import emit
-from ..state import entries_of, keep
+from ..state import keep, kept_entries
 
 EXITS = ("continue", "error", "end")
 ALL = "*"
@@ -144,8 +144,8 @@ def limit_reply(state: Mapping[str, Any], ctx: Any, reply: AIMessage, calls: lis
     limits = call_limits_of(ctx)
     if not limits or not calls:
         return {}
-    run_counts = dict(entries_of(entries_of(state, "bookkeeping"), "run_tool_calls"))
-    thread_counts = dict(entries_of(entries_of(state, "bookkeeping"), "thread_tool_calls"))
+    run_counts = dict(kept_entries(state, "run_tool_calls"))
+    thread_counts = dict(kept_entries(state, "thread_tool_calls"))
     blocked: dict[str, CallLimit] = {}  # call id -> the (first) limit that blocked it
     stop: tuple[CallLimit, int, int] | None = None
     for limit in limits:

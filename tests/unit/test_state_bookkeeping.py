@@ -6,7 +6,7 @@ from collections import OrderedDict
 
 from langgraph.graph import END, START, StateGraph
 
-from smart_agent.state import AgentState, joined_update, keep, kept
+from smart_agent.state import AgentState, joined_update, keep, kept, kept_count, kept_entries
 
 
 def test_kept_reads_an_entry_and_falls_back_for_what_a_run_would_not_write():
@@ -16,6 +16,14 @@ def test_kept_reads_an_entry_and_falls_back_for_what_a_run_would_not_write():
     # (a state written from outside a run, e.g. update_state, may hold anything under the key)
     assert kept({"bookkeeping": "finalize"}, "finalize") is None
     assert kept({"bookkeeping": OrderedDict(stopped="tool_call_limit")}, "stopped") == "tool_call_limit"
+
+
+def test_dict_and_counter_entries_read_as_such_whatever_the_state_holds():
+    state = {"bookkeeping": {"reviews": {"c1": {"type": "reject"}}, "retrievals_made": 2, "loop_guard": "x"}}
+    assert kept_entries(state, "reviews") == {"c1": {"type": "reject"}}
+    assert kept_entries(state, "loop_guard") == {} and kept_entries({}, "reviews") == {}
+    assert kept_count(state, "retrievals_made") == 2
+    assert kept_count(state, "output_retries") == 0 and kept_count({"bookkeeping": None}, "output_retries") == 0
 
 
 def test_keep_adds_entries_to_what_the_update_already_writes():
