@@ -109,8 +109,8 @@ def kept(state: Mapping[str, Any], name: str, default: Any = None) -> Any:
 
 
 def kept_entries(state: Mapping[str, Any], name: str) -> Mapping[str, Any]:
-    """Entry ``name`` of the loop's bookkeeping that holds a dict (``loop_guard``, ``reviews``, the
-    tool-call counts): {} when the state holds none or something else."""
+    """Entry ``name`` of the loop's bookkeeping that holds a dict (``loop_guard``, the tool-call
+    counts): {} when the state holds none or something else."""
     return entries_of(entries_of(state, "bookkeeping"), name)
 
 
@@ -198,18 +198,19 @@ class AgentState(InputState, total=False):
     #   cycle found: {action: notice|finalize, period, repeats, tools}; {}: none);
     # - "retrievals_made": get_tool_response calls this run (they do not count against
     #   max_tool_calls); "output_retries": invalid structured answers sent back to the model;
-    # - "reviews": human in the loop (policies/review.py, the "human" node): call id -> the
-    #   person's decision for a call of the last model turn ({"type": "reject", "message"} or
-    #   {"type": "answer", "text"} for ask_user); the tools node answers those calls without
-    #   running them, then clears it;
     # - "run_tool_calls" and "thread_tool_calls" (not reset): tool-call limits
     #   (policies/tool_call_limits.py), each limit's key (its tool, "*": all) -> calls counted in
     #   the run and in the thread;
     # - "stopped": why the run stopped before the model answered ("tool_call_limit"; "": it did not).
     bookkeeping: Annotated[dict[str, Any], merge_entries]
-    # The run's approve and ask_user settings, copied from the context by the resolver: a
-    # resumed run (its own context) reviews the same calls as the run that paused. (Keys of
-    # their own: a thread checkpointed by an earlier version and paused for a decision keeps them.)
+    # --- human in the loop (policies/review.py, the "human" node): call id -> the person's decision
+    # for a call of the last model turn ({"type": "reject", "message"} or {"type": "answer",
+    # "text"} for ask_user); the tools node answers those calls without running them, then clears
+    # it. The run's approve and ask_user settings, copied from the context by the resolver: a
+    # resumed run (its own context) reviews the same calls as the run that paused. (Keys of their
+    # own, not bookkeeping entries: a thread checkpointed by an earlier version between a person's
+    # decision and the tools that follow it keeps the decision and the settings it was made under.)
+    reviews: dict[str, dict]
     approve: str
     ask_user: bool
     # --- handoffs (a team of agents, build_agent_graph(agents=...)): only a team's state has them

@@ -45,7 +45,7 @@ from ..runs.approval import (
     review_request,
 )
 from ..runs.events import emit, preview
-from ..state import AgentState, keep
+from ..state import AgentState
 from ..tools.agents import agent_depth
 from ..tools.ask import ASK_TAG
 from ..tools.registry import ToolRegistry
@@ -124,7 +124,7 @@ def make_human_node(registry: ToolRegistry) -> Callable:
         messages = state.get("messages") or []
         last, calls = open_tool_calls(messages)
         if not isinstance(last, AIMessage):
-            return keep({}, reviews={})
+            return {"reviews": {}}
         review, questions = human_calls(registry, ctx, calls)
         reviews: dict[str, dict[str, Any]] = {}
         try:
@@ -138,7 +138,7 @@ def make_human_node(registry: ToolRegistry) -> Callable:
                 }  # fmt: skip
             for c in questions:
                 reviews[c.get("id") or ""] = {"type": "refuse", "message": NO_ASKER}
-            return keep({}, reviews=reviews)
+            return {"reviews": reviews}
         later: list[tuple[str, dict[str, Any]]] = []  # events of the decisions, emitted once at the end
         edits: dict[int, dict[str, Any]] = {}
         if review:
@@ -170,7 +170,7 @@ def make_human_node(registry: ToolRegistry) -> Callable:
             text = ask_until_valid(question_request(question), pause, answer_of)
             reviews[call_id] = {"type": "answer", "text": text}
             later.append(("answer", {"id": call_id, "preview": preview(text)}))
-        update: dict[str, Any] = keep({}, reviews=reviews)
+        update: dict[str, Any] = {"reviews": reviews}
         if edits:
             # (pending_tool_calls hands out the message's own call dicts, so identity finds them)
             edited = [{**c, "args": edits[id(c)]} if id(c) in edits else c for c in last.tool_calls or []]

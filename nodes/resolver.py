@@ -113,10 +113,11 @@ def resolve_input(state: Mapping[str, Any], ctx: AgentContext) -> dict[str, Any]
         turns=0,
         # (with what the run start hooks add)
         run_settings={"max_tool_calls": ctx.max_tool_calls},
+        reviews={},
         approve=ctx.approve,
         ask_user=bool(ctx.ask_user),
         bookkeeping={
-            "stopped": "", "run_tool_calls": {}, "finalize": False, "notice": "", "reviews": {},
+            "stopped": "", "run_tool_calls": {}, "finalize": False, "notice": "",
             "loop_guard": {"limit": ctx.loop_limit, "calls": [], "runs": [], "cycle": {}},
         },  # fmt: skip
         # per run (usage.py); a nested run starts from its caller's; the last run's joins thread_usage

@@ -19,7 +19,6 @@ from ..config.checks import APPROVE_NONE, approve_valid
 from ..config.fields import Settings, setting
 from ..runs.approval import rejection_text
 from ..runs.events import preview
-from ..state import keep, kept_entries
 from .base import Policy, ToolTurn
 
 C = TypeVar("C", bound="ReviewSettings")
@@ -88,7 +87,7 @@ class Review(Policy):
     name = "review"
 
     def plan(self, turn: ToolTurn) -> None:
-        reviews: Mapping[str, Any] = kept_entries(turn.state, "reviews")
+        reviews: Mapping[str, Mapping[str, Any]] = turn.state.get("reviews") or {}
         if not reviews:
             return
         for call in turn.calls:
@@ -108,4 +107,4 @@ class Review(Policy):
                                  "error": kind if failed else None, "duration_s": 0.0,
                                  "preview": preview(str(message.content))}),
             ]  # fmt: skip
-        keep(turn.update, reviews={})
+        turn.update["reviews"] = {}

@@ -56,7 +56,7 @@ async def test_approve_runs_the_held_call_and_the_other_call_of_the_turn_waits_w
     events.clear()
     final = await run(graph, Command(resume={"decisions": [{"type": "approve"}]}), context, events=events)
     assert (workspace / "out.txt").read_text() == "hello"
-    assert final["answer"] == "written" and final["tool_calls_made"] == 2 and final["bookkeeping"]["reviews"] == {}
+    assert final["answer"] == "written" and final["tool_calls_made"] == 2 and final["reviews"] == {}
     assert [m["content"] for m in tool_messages(srv.requests[1])] == ["Wrote 5 characters to out.txt", "42"]
     assert [(e["name"], e["decision"]) for e in events if e["event"] == "approval"] == [("write_file", "approve")]
     assert not any(e["event"] == "approval_requested" for e in events)  # not again on resume
@@ -218,5 +218,5 @@ async def test_a_new_task_on_a_paused_thread_drops_the_held_call(scripted_server
     await run(graph, "write hello", context)
     final = await run(graph, "never mind", context)
     assert final["answer"] == "ok, something else" and (await pending(graph)) == ([], ())
-    assert not (workspace / "out.txt").exists() and final["bookkeeping"]["reviews"] == {}
+    assert not (workspace / "out.txt").exists() and final["reviews"] == {}
     assert last_tool_message(srv.requests[1]) == INTERRUPTED_RESULT

@@ -19,25 +19,25 @@ def test_kept_reads_an_entry_and_falls_back_for_what_a_run_would_not_write():
 
 
 def test_dict_and_counter_entries_read_as_such_whatever_the_state_holds():
-    state = {"bookkeeping": {"reviews": {"c1": {"type": "reject"}}, "retrievals_made": 2, "loop_guard": "x"}}
-    assert kept_entries(state, "reviews") == {"c1": {"type": "reject"}}
-    assert kept_entries(state, "loop_guard") == {} and kept_entries({}, "reviews") == {}
+    state = {"bookkeeping": {"run_tool_calls": {"*": 3}, "retrievals_made": 2, "loop_guard": "x"}}
+    assert kept_entries(state, "run_tool_calls") == {"*": 3}
+    assert kept_entries(state, "loop_guard") == {} and kept_entries({}, "run_tool_calls") == {}
     assert kept_count(state, "retrievals_made") == 2
     assert kept_count(state, "output_retries") == 0 and kept_count({"bookkeeping": None}, "output_retries") == 0
 
 
 def test_keep_adds_entries_to_what_the_update_already_writes():
-    update = keep({"messages": []}, reviews={})
+    update = keep({"messages": []}, run_tool_calls={})
     assert keep(update, after_tools="pending") is update
-    assert update == {"messages": [], "bookkeeping": {"reviews": {}, "after_tools": "pending"}}
+    assert update == {"messages": [], "bookkeeping": {"run_tool_calls": {}, "after_tools": "pending"}}
 
 
 def test_joined_update_keeps_the_entries_of_both_and_the_later_value_of_other_keys():
-    first = {"answer": "a", "bookkeeping": {"reviews": {}, "notice": "x"}, "run_settings": {"max_tool_calls": 3}}
+    first = {"answer": "a", "bookkeeping": {"finalize": True, "notice": "x"}, "run_settings": {"max_tool_calls": 3}}
     then = {"answer": "b", "bookkeeping": {"notice": ""}, "archived": {"ex_1": {}}}
     assert joined_update(first, then) == {
         "answer": "b",
-        "bookkeeping": {"reviews": {}, "notice": ""},
+        "bookkeeping": {"finalize": True, "notice": ""},
         "run_settings": {"max_tool_calls": 3},
         "archived": {"ex_1": {}},
     }

@@ -76,9 +76,9 @@ def test_the_tools_node_marks_its_update():
 
 def test_the_mark_joins_the_bookkeeping_the_tools_node_wrote():
     # (one key holds every entry: the mark must not replace the turn's own entries)
-    tools = Turn({"messages": [], "bookkeeping": {"reviews": {}, "retrievals_made": 2}})
+    tools = Turn({"messages": [], "bookkeeping": {"notice": "", "retrievals_made": 2}})
     out = run(mark_tool_turn(tools), {})
-    assert out["bookkeeping"] == {"reviews": {}, "retrievals_made": 2, "after_tools": PENDING}
+    assert out["bookkeeping"] == {"notice": "", "retrievals_made": 2, "after_tools": PENDING}
 
 
 def test_the_agents_edge_follows_where_the_step_sent_the_run_first():
