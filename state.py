@@ -103,8 +103,7 @@ def entries_of(state: Mapping[str, Any], key: str) -> Mapping[str, Any]:
 def kept(state: Mapping[str, Any], name: str, default: Any = None) -> Any:
     """Entry ``name`` of the loop's bookkeeping (``AgentState.bookkeeping``): ``default`` when the
     state has none (a state written from outside a run, or a hand-built one)."""
-    entries = state.get("bookkeeping")
-    value = (entries if type(entries) is dict else entries_of(state, "bookkeeping")).get(name)
+    value = entries_of(state, "bookkeeping").get(name)
     return default if value is None else value
 
 

@@ -71,20 +71,15 @@ _STAGES: Final = ("none", "notice", "finalize")
 _PERIODS: Final = tuple(range(1, LOOP_PERIODS + 1))
 
 
-def guard_of(state: Mapping[str, Any]) -> Mapping[str, Any]:
-    """Loop detection's entry of the state's bookkeeping, ``loop_guard`` ({} when none)."""
-    return kept_entries(state, "loop_guard")
-
-
 def loop_limit_of(state: Mapping[str, Any]) -> int:
     """The run's ``loop_limit`` (0: off)."""
-    return count_of(guard_of(state), "limit")
+    return count_of(kept_entries(state, "loop_guard"), "limit")
 
 
 def loop_memory(state: Mapping[str, Any]) -> tuple[list[str], list[int]]:
     """The state's last calls and runs (``loop_guard``'s ``calls``, ``runs``); empty for what a run
     would not have written (a state from outside a run)."""
-    guard = guard_of(state)
+    guard = kept_entries(state, "loop_guard")
     window, runs = guard.get("calls"), guard.get("runs")
     if type(window) is not list:
         return [], []
@@ -178,7 +173,7 @@ def stage_rank(stage: str) -> int:
 
 def found_cycle(state: Mapping[str, Any]) -> Mapping[str, Any]:
     """The cycle the state's ``loop_guard`` found ({} when none)."""
-    cycle = guard_of(state).get("cycle")
+    cycle = kept_entries(state, "loop_guard").get("cycle")
     return cycle if isinstance(cycle, Mapping) else {}
 
 
@@ -260,7 +255,7 @@ def track_repeats(
         if stage_rank(stage) > rank:  # (the turn's highest stage, where it was first reached)
             rank = stage_rank(stage)
             found = cycle_found(stage, period, at, now)
-    guard = guard_of(state)
+    guard = kept_entries(state, "loop_guard")
     update: dict[str, Any] = {}  # (only what changed: each entry written is work in a step)
     if window != guard.get("calls") or runs != guard.get("runs") or found != before:
         keep(update, loop_guard={"limit": limit, "calls": window, "runs": runs, "cycle": found})

@@ -182,7 +182,8 @@ def limit_reply(state: Mapping[str, Any], ctx: Any, reply: AIMessage, calls: lis
     if stop is not None:
         final = _final_text(*stop)
         answers.append(AIMessage(content=final))
-        keep(update, stopped="tool_call_limit")["answer"] = final
+        keep(update, stopped="tool_call_limit")
+        update["answer"] = final
     if answers:
         update["messages"] = answers
     return update
