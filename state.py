@@ -197,7 +197,7 @@ class AgentState(InputState, total=False):
     #   cycle found: {action: notice|finalize, period, repeats, tools}; {}: none);
     # - "retrievals_made": get_tool_response calls this run (they do not count against
     #   max_tool_calls); "output_retries": invalid structured answers sent back to the model;
-    # - "run_tool_calls" and "thread_tool_calls" (not reset): tool-call limits
+    # - "run_tool_calls" and "thread_tool_calls" (the thread's not reset): tool-call limits
     #   (policies/tool_call_limits.py), each limit's key (its tool, "*": all) -> calls counted in
     #   the run and in the thread;
     # - "stopped": why the run stopped before the model answered ("tool_call_limit"; "": it did not).
