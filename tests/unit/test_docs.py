@@ -1,9 +1,12 @@
 """The README and docs/ match the code: their Mermaid drawings are the graphs' own, the README's
-commands are CI's, it stays a short guide, and every relative link leads to a file."""
+commands are CI's, it stays a short guide, and every relative link leads to a file; the notebooks
+are valid nbformat documents."""
 
 import re
+import warnings
 from pathlib import Path
 
+import nbformat
 import pytest
 from conftest import REPO
 
@@ -102,3 +105,23 @@ def test_every_test_file_a_doc_names_exists(doc):
     """Docs point readers at the test that proves a behaviour: a moved test must not leave them a dead path."""
     gone = sorted({p for p in TEST_PATH.findall(doc.read_text(encoding="utf-8")) if not (REPO / p).is_file()})
     assert not gone, f"{doc.relative_to(REPO)} names test files that do not exist: {gone}"
+
+
+NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
+
+
+def test_there_are_notebooks():
+    assert len(NOTEBOOKS) >= 3
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_is_valid_with_cell_ids(path):
+    """Every cell has its id, which nbformat 4.5 requires (a missing one is filled in with a
+    warning today; later nbformat versions refuse the notebook)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        nb = nbformat.read(path, as_version=4)
+        nbformat.validate(nb)
+    ids = [cell.get("id") for cell in nb.cells]
+    assert all(ids), f"{path.name}: cells without an id at {[i for i, c in enumerate(ids) if not c]}"
+    assert len(set(ids)) == len(ids), f"{path.name}: a cell id is used twice"
