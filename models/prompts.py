@@ -116,7 +116,13 @@ def build_system_prompt(ctx: Any, state: Mapping[str, Any]) -> str:
         from ..replies.structured import output_instructions
 
         parts.append(output_instructions(schema))
-    notice = str(kept(state, "notice", "")).strip()
+    notice = turn_notice(state)
     if notice:
         parts.append(notice)
     return "\n\n".join(parts)  # (every part is non-empty)
+
+
+def turn_notice(state: Mapping[str, Any]) -> str:
+    """The notice the next model turn's system prompt ends with (the bookkeeping's ``notice``:
+    a finalization or loop notice; "" when none)."""
+    return str(kept(state, "notice", "")).strip()

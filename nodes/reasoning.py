@@ -38,13 +38,13 @@ from ..history.budget import ContextBudget
 from ..models.chat import aload_chat_model, model_fallbacks, model_options
 from ..models.messages import usage_of
 from ..models.prompt_cache import Continuation, can_continue, continuing
-from ..models.prompts import build_system_prompt
+from ..models.prompts import build_system_prompt, turn_notice
 from ..models.tokens import count_request, resolve_counter
 from ..models.usage import current_meter, metered
 from ..policies.hooks import Hooks
 from ..replies.submit import submit_tool
 from ..runs.events import emit
-from ..state import AgentState, count_of, keep, kept
+from ..state import AgentState, count_of, keep
 from ..tools.registry import ToolRegistry
 from .agent import ModelCaller, offered_tools, system_message
 
@@ -165,7 +165,7 @@ def make_two_phase_node(
         note = (DONE_NOTE if reasoning["done"] else ACTION_NOTE).format(
             situation=reasoning["situation"], plan="; ".join(reasoning["plan"]) or "(none)"
         )
-        notice = "\n\n".join(p for p in (str(kept(state, "notice", "")).strip(), note) if p)
+        notice = "\n\n".join(p for p in (turn_notice(state), note) if p)
         turn_state = keep(dict(state), notice=notice)
         if reasoning["done"]:
             keep(turn_state, finalize=True)  # offered_tools gives none: the turn answers

@@ -14,7 +14,7 @@ from ..config.context import AgentContext, validate_context
 from ..models.usage import run_start_usages
 from ..policies.hooks import Hooks
 from ..policies.pii import PiiBlocked, redact_input
-from ..state import ENTRY_KEYS, AgentState, merge_entries
+from ..state import AgentState, joined_update
 from .routes import pending_tool_calls
 
 if TYPE_CHECKING:
@@ -132,8 +132,7 @@ def resolve_input(state: Mapping[str, Any], ctx: AgentContext) -> dict[str, Any]
 def add_run_start(update: dict[str, Any], added: Mapping[str, Any]) -> None:
     """Add a run start hook's keys to the resolver's ``update``; its ``run_settings`` and
     ``bookkeeping`` entries join the run's (one state key each, see ``state.AgentState``)."""
-    for key, value in added.items():
-        update[key] = merge_entries(update.get(key), value) if key in ENTRY_KEYS else value
+    update.update(joined_update(update, added))
 
 
 RunStartHook = Callable[[Mapping[str, Any], dict, AgentContext], dict | Awaitable[dict]]
