@@ -71,11 +71,13 @@ def trained_for(index: Any) -> int:
 
 
 def needs_training(index: Any) -> bool:
+    """A large index never trained, grown :data:`RETRAIN_GROWTH` times past the size its lists were
+    chosen for, or shrunk as many times below it (its lists then too small for ``NPROBE``)."""
     n = int(index.ntotal)
     if n < IVF_MIN:
         return False
     trained = trained_for(index)
-    return trained == 0 or n >= RETRAIN_GROWTH * trained
+    return trained == 0 or n >= RETRAIN_GROWTH * trained or trained >= RETRAIN_GROWTH * n
 
 
 def new_index(dim: int, vectors: np.ndarray | None = None, *, nlist: int = 1, seed: int = 1234) -> Any:
@@ -119,12 +121,13 @@ def remove(index: Any, ids: Any) -> None:
     index.remove_ids(faiss.IDSelectorArray(arr))
 
 
-def build(dim: int, ids: Any, vectors: Any, *, train: bool) -> Any:
-    """An index holding ``vectors`` under ``ids``; trained (IVF) when ``train`` and they are many."""
+def build(dim: int, ids: Any, vectors: Any, *, train: bool, nlist: int | None = None) -> Any:
+    """An index holding ``vectors`` under ``ids``; trained (IVF) when ``train`` and they are many,
+    with ``nlist`` lists (default: :func:`nlist_for` their number)."""
     import numpy as np
 
     arr = np.ascontiguousarray(vectors, dtype="float32").reshape(-1, dim)
-    index = new_index(dim, arr, nlist=nlist_for(len(arr)) if train else 1)
+    index = new_index(dim, arr, nlist=(nlist or nlist_for(len(arr))) if train else 1)
     if len(arr):
         index.add_with_ids(arr, np.asarray(ids, dtype="int64"))
     return index

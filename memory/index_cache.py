@@ -43,6 +43,8 @@ __all__ = ["INDEX_DIR", "SAVE_EVERY", "NamespaceIndex", "VectorIndex"]
 
 INDEX_DIR = "index"
 SAVE_EVERY = 1000  # writes of a namespace between two saves of its index file
+SWAP_AFTER = 2000  # journaled vectors left to add under the locks when a trained index is swapped in
+REPLAY_ROUNDS = 8  # rounds of catching up outside the locks before the rest is added under them
 
 
 class NamespaceIndex:
@@ -122,6 +124,10 @@ class VectorIndex:
         self._indexes: dict[str, NamespaceIndex] = {}
         self._dirty: set[str] = set()
         self._training: dict[str, threading.Thread] = {}
+        # While a namespace trains: the changes made to it meanwhile, replayed on the trained index
+        # (None: a change came another way -- another process, a rollback -- so it catches up by ids).
+        self._journal: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray | None]] | None] = {}
+        self._expected: dict[str, int] = {}  # namespace -> the size a bulk import will bring it to
         self._closed = False
 
     def clear(self) -> None:
@@ -129,6 +135,7 @@ class VectorIndex:
         with self.lock:
             self._indexes.clear()
             self._dirty.clear()
+            self._journal = dict.fromkeys(self._journal)
 
     def close(self) -> None:
         with self.rows.lock, self.lock:
@@ -147,6 +154,8 @@ class VectorIndex:
             if cached is not None and cached.version == version:
                 return cached
             epoch = self.rows.epoch()
+            if ns in self._journal:
+                self._journal[ns] = None  # changed outside apply(): the trained index catches up by ids
             if cached is not None and cached.epoch == epoch:
                 cached.unsaved += self._sync(ns, cached)
                 cached.version, cached.rows = version, None
@@ -225,9 +234,14 @@ class VectorIndex:
         with self.rows.lock, self.lock:
             entry = self.index_for(ns)
             assert entry is not None
-            entry.remove(np.array(removed, dtype="int64"))
-            if added:
-                entry.add(np.array(added, dtype="int64"), np.stack(list(vecs)))
+            gone = np.array(removed, dtype="int64")
+            new = np.array(added, dtype="int64")
+            arr = np.stack(list(vecs)) if added else None
+            entry.remove(gone)
+            if arr is not None:
+                entry.add(new, arr)
+            if (journal := self._journal.get(ns)) is not None:
+                journal.append((gone, new, arr))
             entry.version = self.rows.bump(ns)
             entry.unsaved += 1
             self._dirty.add(ns)
@@ -341,16 +355,45 @@ class VectorIndex:
                     self._save(ns, entry)
 
     # -- training ------------------------------------------------------------------------
+    def expect(self, ns: str, total: int) -> None:
+        """A bulk import will add about ``total`` vectors to the namespace (0: it is over).
+
+        Its IVF index is then trained once, with the lists of that size, as soon as enough vectors
+        have arrived to sample (``TRAIN_POINTS_PER_LIST`` a list), while the import goes on --
+        instead of at :data:`~ann.IVF_MIN` and again each time it grows ``RETRAIN_GROWTH`` times,
+        the last time only after the import is over."""
+        with self.rows.lock, self.lock:
+            if total > 0:
+                entry = self.index_for(ns)
+                held = int(entry.index.ntotal) if entry is not None and entry.index is not None else 0
+                self._expected[ns] = held + int(total)
+                return
+            self._expected.pop(ns, None)
+            entry = self._indexes.get(ns)
+            if entry is not None:
+                self._maybe_train(ns, entry)  # an import that ended short of its size: lists too many
+
+    def _lists_to_train(self, ns: str, index: Any) -> int:
+        """How many lists to train the namespace's index with now (0: none)."""
+        n = int(index.ntotal)
+        expected = self._expected.get(ns, 0)
+        if expected > n:
+            want = ann.nlist_for(expected)
+            enough = n >= max(ann.IVF_MIN, ann.TRAIN_POINTS_PER_LIST * want)
+            return want if want > 1 and enough and int(index.nlist) < want else 0
+        return ann.nlist_for(n) if ann.needs_training(index) else 0
+
     def _maybe_train(self, ns: str, entry: NamespaceIndex) -> None:
-        if entry.index is None or ns in self._training or not ann.needs_training(entry.index):
+        if entry.index is None or ns in self._training or not (nlist := self._lists_to_train(ns, entry.index)):
             return
         # What to train on: the vectors the index holds (they mirror SQLite's sound rows), copied
         # under the lock -- no read of every row from SQLite.
         ids, vecs = ann.contents(entry.index)
-        snapshot = (entry.version, int(entry.index.d), ids, vecs)
+        snapshot = (entry.version, int(entry.index.d), ids, vecs, nlist)
         if not self.train_in_background:
             self._train(ns, entry.epoch, snapshot)
             return
+        self._journal[ns] = []
         thread = threading.Thread(target=self._train, args=(ns, entry.epoch, snapshot),
                                   name="smart-agent-memory-train", daemon=True)
         self._training[ns] = thread
@@ -361,33 +404,51 @@ class VectorIndex:
         for thread in list(self._training.values()):
             thread.join(timeout)
 
-    def _train(self, ns: str, epoch: int, snapshot: tuple[int, int, Any, Any]) -> None:
-        """Train an IVF index on a snapshot of the index (no lock held), then swap it in under the
-        locks, caught up with the writes made meanwhile, and save it."""
+    def _train(self, ns: str, epoch: int, snapshot: tuple[int, int, Any, Any, int]) -> None:
+        """Train an IVF index on a snapshot of the index (no lock held), catch it up with the
+        writes made meanwhile (their journal replayed, mostly outside the locks, or by ids), swap
+        it in under the locks and save it."""
         try:
-            version, dim, ids, vecs = snapshot
+            version, dim, ids, vecs, nlist = snapshot
             if len(ids) < ann.IVF_MIN:
                 return
-            index = ann.build(dim, ids, vecs, train=True)
-            with self.rows.lock, self.lock:
-                cur = self._indexes.get(ns)
-                if self._closed or cur is None or cur.epoch != epoch or self.rows.epoch() != epoch:
-                    return
-                fresh = NamespaceIndex(version, index, epoch)
-                fresh.unsaved = self._sync(ns, fresh) + 1
-                fresh.version, fresh.rows = cur.version, cur.rows
-                self._indexes[ns] = fresh
-                # Saved from a copy, outside the locks: writes go on while the file is written.
-                copy = ann.faiss_module().clone_index(fresh.index) if self.folder.is_dir() else None
-                saved_version, unsaved = fresh.version, fresh.unsaved
+            fresh = NamespaceIndex(version, ann.build(dim, ids, vecs, train=True, nlist=nlist), epoch)
+            replayed = 0
+            for rounds_left in range(REPLAY_ROUNDS, -1, -1):
+                with self.rows.lock, self.lock:
+                    cur = self._indexes.get(ns)
+                    if self._closed or cur is None or cur.epoch != epoch or self.rows.epoch() != epoch:
+                        return
+                    journal = self._journal.get(ns)
+                    todo = journal[replayed:] if journal is not None else []
+                    if journal is None or not rounds_left or sum(len(new) for _, new, _ in todo) <= SWAP_AFTER:
+                        # The rest under the locks, then swapped in.
+                        fresh.unsaved = 1 + (_replay(fresh, todo) if journal is not None else self._sync(ns, fresh))
+                        fresh.version, fresh.rows = cur.version, cur.rows
+                        self._indexes[ns] = fresh
+                        # Saved from a copy, outside the locks: writes go on while the file is written.
+                        copy = ann.faiss_module().clone_index(fresh.index) if self.folder.is_dir() else None
+                        saved_version, unsaved = fresh.version, fresh.unsaved
+                        break
+                    replayed = len(journal)
+                _replay(fresh, todo)  # (fresh is no one else's yet: no lock needed)
             if copy is not None and (fname := self._write_file(ns, copy, saved_version)) is not None:
                 self._record(ns, fname, saved_version, fresh, unsaved)
-            log.info("smart-agent memory: %s searches an IVF index of %d lists", ns, index.nlist)
+            log.info("smart-agent memory: %s searches an IVF index of %d lists", ns, fresh.index.nlist)
         except Exception as exc:  # the exact index keeps answering
             log.warning("smart-agent memory: training the index of %s failed: %s", ns, exc)
         finally:
+            self._journal.pop(ns, None)  # (first: no new training of ns starts before its own pop)
             self._training.pop(ns, None)
 
+
+def _replay(entry: NamespaceIndex, changes: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray | None]]) -> int:
+    """Apply journaled changes to an index in their order; how many."""
+    for gone, new, arr in changes:
+        entry.remove(gone)
+        if arr is not None:
+            entry.add(new, arr)
+    return len(changes)
 
 
 def _version_of(fname: str) -> int:

@@ -101,6 +101,9 @@ def _kept_time(old: tuple[int, Any] | None, now: float) -> float:
     return old[1] if old is not None and integrity.as_time(old[1]) is not None else now
 
 
+_VALUE_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False)  # a value as the table stores it
+
+
 def _marks(n: int) -> str:
     return ",".join("?" * n)
 
@@ -377,7 +380,7 @@ class RowTable:
         ns = ns_json(labels)
         # The store writes no row it would read as damaged (integrity.check_row).
         try:
-            payload = json.dumps(dict(value), ensure_ascii=False, allow_nan=False)
+            payload = _VALUE_JSON.encode(dict(value))
         except (ValueError, RecursionError) as exc:  # NaN/Infinity, nesting past Python's recursion limit
             raise ValueError(f"Cannot store {key!r} in {tuple(labels)}: the value is not JSON ({exc})") from None
         if problem := integrity.value_problem(payload):
@@ -422,7 +425,7 @@ class RowTable:
         rows = []
         for key, value, text, vec in items:
             try:
-                payload = json.dumps(dict(value), ensure_ascii=False, allow_nan=False)
+                payload = _VALUE_JSON.encode(dict(value))
             except (ValueError, RecursionError) as exc:
                 raise ValueError(f"Cannot store {key!r} in {tuple(labels)}: the value is not JSON ({exc})") from None
             if problem := integrity.value_problem(payload):

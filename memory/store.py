@@ -266,6 +266,23 @@ class FaissMemoryStore(BaseStore):
         """Wait for the background training of IVF indexes (benchmarks, tests)."""
         self.vectors.wait_for_training(timeout)
 
+    @contextlib.contextmanager
+    def importing(self, namespace: Sequence[str], total: int) -> Iterator[None]:
+        """Announce a bulk import of about ``total`` memories into ``namespace`` (``memory import``
+        does): the namespace's IVF index is trained once, for that size, while the import goes on,
+        instead of several times as it grows. Writes inside are ordinary writes; an import that
+        ends short of ``total`` retrains for the size it reached if its lists are far too many."""
+        labels = tuple(namespace)
+        validate_labels(labels)
+        if isinstance(total, bool) or not isinstance(total, int) or total < 0:
+            raise ValueError(f"total must be a whole number >= 0, got {total!r}")
+        ns = ns_json(labels)
+        self.vectors.expect(ns, total)
+        try:
+            yield
+        finally:
+            self.vectors.expect(ns, 0)
+
     def take_notices(self) -> list[str]:
         """One line each about the folder: what the store works around now (an index folder that
         is not a folder) and what opening it repaired (said once). The memory commands print
@@ -751,9 +768,12 @@ class FaissMemoryStore(BaseStore):
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         background.wait()  # writes queued by a run come first
         ops = list(ops)
+        checked: set[tuple[str, ...]] = set()  # (a batch of many puts has few namespaces)
         for op in ops:
             if isinstance(op, (GetOp, PutOp)):
-                validate_labels(op.namespace)
+                if not (type(op.namespace) is tuple and op.namespace in checked):
+                    validate_labels(op.namespace)  # (then every label is a str: hashable)
+                    checked.add(tuple(op.namespace))
                 if isinstance(op, PutOp) and op.value is not None and not isinstance(op.value, Mapping):
                     raise TypeError("PutOp.value must be a mapping (or None to delete)")
             elif isinstance(op, SearchOp):

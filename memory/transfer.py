@@ -14,6 +14,7 @@ winning. Every line is checked before anything is written: a bad one is a one-li
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -115,11 +116,18 @@ def parse_records(lines: Iterable[str]) -> list[dict[str, Any]]:
 
 async def import_records(store: Any, namespace: Sequence[str], records: Sequence[Mapping[str, Any]]) -> int:
     """Write checked records into the namespace, embeddings computed by the store; the count."""
+    ns = tuple(namespace)
+    bulk = getattr(store, "importing", None) if is_memory_store(store) else None
+    with bulk(ns, len(records)) if callable(bulk) else contextlib.nullcontext():
+        await _write_records(store, ns, records)
+    return len(records)
+
+
+async def _write_records(store: Any, ns: tuple[str, ...], records: Sequence[Mapping[str, Any]]) -> None:
     import asyncio
 
     from langgraph.store.base import PutOp
 
-    ns = tuple(namespace)
     for start in range(0, len(records), BATCH):
         chunk = records[start : start + BATCH]
         if is_memory_store(store) and callable(getattr(store, "restore", None)):
@@ -131,4 +139,3 @@ async def import_records(store: Any, namespace: Sequence[str], records: Sequence
             for r in chunk
         ]
         await store.abatch(ops)
-    return len(records)

@@ -85,3 +85,19 @@ class Clock:
 
     def __call__(self) -> float:
         return self.t
+
+
+def clustered(n: int, queries: int, dim: int = 16, seed: int = 3) -> dict[str, list[float]]:
+    """Vectors around 24 centres (memories on a few topics), the texts ``fact i`` and ``question q``."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(24, dim))
+    v = centres[rng.integers(0, 24, size=n + queries)] + rng.normal(scale=0.45, size=(n + queries, dim))
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    names = [f"fact {i}" for i in range(n)] + [f"question {q}" for q in range(queries)]
+    return {t: row.tolist() for t, row in zip(names, v, strict=True)}
+
+
+def exact_top(table: dict[str, list[float]], n: int, query: str, k: int) -> list[str]:
+    vecs = np.array([table[f"fact {i}"] for i in range(n)])
+    sims = vecs @ np.array(table[query])
+    return [f"k{i}" for i in np.argsort(-sims)[:k]]
