@@ -110,7 +110,7 @@ async def recall(
     if k <= 0 or not (query or "").strip():
         return []
     p = policy or MemoryPolicy()
-    hits = await store.asearch(ns, query=query, limit=max(p.ranking.candidates, 4 * k))
+    hits = await _nearest(store, ns, query, max(p.ranking.candidates, 4 * k))
     now = p.clock()
     out: list[Recalled] = []
     for item in hits:
@@ -126,6 +126,17 @@ async def recall(
         out.append(Recalled(item, sim, p.ranking.recency(age), imp, score))
     out.sort(key=lambda r: (-r.score, -r.similarity, r.item.key))
     return out[:k]
+
+
+async def _nearest(store: Any, ns: tuple[str, ...], query: str, limit: int) -> list[Any]:
+    """The items of exactly ``ns`` nearest to ``query`` (at most ``limit``), most similar first:
+    the store's ``anearest`` when it has one (Postgres: ``sessions/pg_store.py``), else ``asearch``
+    without the other namespaces it reaches (a prefix search; on Postgres a ``LIKE`` pattern,
+    which finds ``memories.adam`` under ``memories.ada``)."""
+    nearest = getattr(store, "anearest", None)
+    if callable(nearest):
+        return list(await nearest(ns, query, limit))
+    return [h for h in await store.asearch(ns, query=query, limit=limit) if tuple(h.namespace) == ns]
 
 
 # -- write -------------------------------------------------------------------------------
@@ -162,7 +173,7 @@ async def remember(
     probe = next((base[f] for f in fields if isinstance(base.get(f), str) and base[f].strip()), text)
     nearest = None
     if key is None:
-        hits = [h for h in await store.asearch(ns, query=probe, limit=4) if tuple(h.namespace) == ns]
+        hits = await _nearest(store, ns, probe, 4)
         nearest = hits[0] if hits and hits[0].score is not None else None
     similarity = float(nearest.score) if nearest is not None else None
     if nearest is not None and similarity is not None and similarity >= p.dedupe_threshold:

@@ -36,6 +36,7 @@ PG_DISTANCE = "cosine"
 # by namespace after the scan, so with many users in one table a user's share of 40 rows is
 # often fewer than the 50 candidates a recall asks for; every pool connection sets this, and
 # with pgvector 0.8 or later also iterative scans, which go on until the filter is satisfied.
+# (A recall's own query sets its own, lower: ``pg_store.RECALL_EF_SEARCH``.)
 PG_EF_SEARCH = 1000
 
 # First key of the two-key Postgres advisory locks (the checkpointer's setup here, the
@@ -171,10 +172,10 @@ async def _open_postgres(
 ) -> AsyncIterator[Backends]:
     try:
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-        from langgraph.store.postgres.aio import AsyncPostgresStore
         from psycopg.rows import dict_row
         from psycopg_pool import AsyncConnectionPool
 
+        from .pg_store import MemoryPostgresStore
         from .pg_vectors import register_vectors
     except ImportError as exc:
         raise RuntimeError(
@@ -207,7 +208,7 @@ async def _open_postgres(
         async with setup_conn:
             await pool.open(wait=True)
             saver = AsyncPostgresSaver(pool)  # type: ignore[arg-type]  # a pool of dict-row connections
-            store = AsyncPostgresStore(pool, index=postgres_index(index) if index else None)  # type: ignore[arg-type]
+            store = MemoryPostgresStore(pool, index=postgres_index(index) if index else None)  # type: ignore[arg-type]
             await _setup_postgres(setup_conn, saver, store, *also)
         yield Backends(saver, store)
     finally:

@@ -327,9 +327,10 @@ def test_a_users_recall_gets_all_its_candidates_among_many_users_memories(pg_url
     (pgvector 0.6 here: no iterative scans)."""
     import asyncio
 
-    from langgraph.store.postgres.aio import AsyncPostgresStore
     from psycopg_pool import AsyncConnectionPool
 
+    from smart_agent.sessions import pg_store
+    from smart_agent.sessions.pg_store import MemoryPostgresStore
     from smart_agent.sessions.store import open_backends
 
     url = fresh_database(pg_url)
@@ -341,7 +342,7 @@ def test_a_users_recall_gets_all_its_candidates_among_many_users_memories(pg_url
 
     async def fill_and_search() -> int:
         async with open_backends(url, index=index) as backends:
-            assert isinstance(backends.store, AsyncPostgresStore)
+            assert isinstance(backends.store, MemoryPostgresStore)
             pool = backends.store.conn
             assert isinstance(pool, AsyncConnectionPool)
             async with pool.connection() as conn:
@@ -373,8 +374,24 @@ def test_a_users_recall_gets_all_its_candidates_among_many_users_memories(pg_url
                     (str(query),),
                 )
                 plan = " ".join(str(next(iter(r.values()))) for r in await cur.fetchall())
+                cur = await conn.execute(
+                    "EXPLAIN " + pg_store._NEAREST,
+                    {"q": str(query), "ns": "memories.bob", "rows": 50, "limit": 50},
+                )
+                nearest_plan = " ".join(str(next(iter(r.values()))) for r in await cur.fetchall())
+                cur = await conn.execute(
+                    "SELECT key FROM store_vectors WHERE prefix = 'memories.bob' "
+                    "ORDER BY embedding <=> %s::vector, key LIMIT 50",
+                    (str(query),),
+                )
+                exact = [r["key"] for r in await cur.fetchall()]
             assert "store_vectors_embedding_idx" in plan  # the search goes through the HNSW index
-            return len(await backends.store.asearch(("memories", "bob"), query="what do I like?", limit=50))
+            assert "store_vectors_embedding_idx" in nearest_plan  # and so does a recall's own query
+            found = len(await backends.store.asearch(("memories", "bob"), query="what do I like?", limit=50))
+            # A recall's query scans 300 rows: about 30 of them Bob's, so it scans Bob's rows exactly.
+            near = await backends.store.anearest(("memories", "bob"), "what do I like?", 50)
+            assert [i.key for i in near] == exact and all(i.namespace == ("memories", "bob") for i in near)
+            return found
 
     assert asyncio.run(fill_and_search()) == 50
 
@@ -416,3 +433,85 @@ def test_the_stores_vectors_reach_pgvector_as_its_literal_and_come_back_the_same
     assert [h.key for h in hits] == ["k2", "k1"] and hits[0].score == pytest.approx(1.0, abs=1e-6)
     assert hits[1].score == pytest.approx(float(vectors["tea"] @ vectors["teal"]), abs=1e-5)
     assert elsewhere == []
+
+
+def test_a_users_recall_finds_only_that_users_memories(pg_url):
+    """The store's search takes a namespace *prefix* as a LIKE pattern: ``memories.ada%`` also
+    matches Adam's memories, and ``_`` and ``%`` (a percent-encoded user id) match any character.
+    Recall keeps to the user's own namespace."""
+    import asyncio
+
+    from smart_agent.memory.backend import recall, remember
+    from smart_agent.memory.store import user_namespace
+    from smart_agent.sessions.store import open_backends
+
+    url = fresh_database(pg_url)
+    same = np.ones(8).tolist()
+    index = {"dims": 8, "embed": lambda texts: [same for _ in texts], "fields": ["text"]}
+    users = ("ada", "adam", "a_a", "aba", "a.b", "a%2Ebc")
+
+    async def recalls() -> dict[str, set[str]]:
+        async with open_backends(url, index=index) as backends:
+            for user in users:
+                await remember(backends.store, user_namespace(user), f"{user} likes tea", key=user)
+            return {
+                user: {r.item.key for r in await recall(backends.store, user_namespace(user), "tea", k=10)}
+                for user in users
+            }
+
+    assert asyncio.run(recalls()) == {user: {user} for user in users}
+
+
+def test_a_recalls_query_finds_the_exact_nearest_and_stores_it_cannot_serve_use_asearch(pg_url):
+    """``anearest`` against an exact scan of the same vectors (an index scan over a namespace
+    holding them all), each item once at its best field; a store with a TTL (whose reads refresh
+    it) answers through ``asearch``, filtered to the namespace."""
+    import asyncio
+
+    from psycopg_pool import AsyncConnectionPool
+
+    from smart_agent.sessions.pg_store import MemoryPostgresStore
+    from smart_agent.sessions.store import open_backends, postgres_index
+
+    url = fresh_database(pg_url)
+    rng = np.random.default_rng(5)
+    vecs = rng.normal(size=(300, 16))
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    table = {f"t{i}": v.tolist() for i, v in enumerate(vecs)}
+    query = rng.normal(size=16)
+    table["q"] = (query / np.linalg.norm(query)).tolist()
+    index = {"dims": 16, "embed": lambda texts: [table[t] for t in texts], "fields": ["text", "alt"]}
+    ns = ("memories", "eve")
+    sims = vecs @ np.array(table["q"])
+
+    async def go() -> None:
+        async with open_backends(url, index=index) as backends:
+            store = backends.store
+            assert isinstance(store, MemoryPostgresStore)
+            for i in range(300):  # item i: text t<i>, and items 0-9 also "alt" t<299-i>
+                value = {"text": f"t{i}", **({"alt": f"t{299 - i}"} if i < 10 else {})}
+                await store.aput(ns, f"k{i}", value)
+            await store.aput(("memories", "eve2"), "other", {"text": "q"})  # the query itself, elsewhere
+            best = {f"k{i}": max(sims[i], sims[299 - i] if i < 10 else -2.0) for i in range(300)}
+            want = sorted(best, key=lambda k: -best[k])[:7]
+            near = await store.anearest(ns, "q", 7)
+            assert [i.key for i in near] == want
+            assert [round(i.score or 0.0, 5) for i in near] == [round(float(best[k]), 5) for k in want]
+            assert near[0].value["text"].startswith("t") and near[0].namespace == ns
+
+            pool = store.conn
+            assert isinstance(pool, AsyncConnectionPool)
+            timed = MemoryPostgresStore(pool, index=postgres_index(index), ttl={"default_ttl": 60})  # type: ignore[arg-type]
+            asked = []
+            asearch = timed.asearch
+
+            async def spy(*args, **kwargs):
+                asked.append(args)
+                return await asearch(*args, **kwargs)
+
+            timed.asearch = spy  # type: ignore[method-assign]
+            got = await timed.anearest(("memories", "eve"), "q", 3)
+            # (asearch's prefix pattern reached eve2's item, the nearest: filtered out, one fewer)
+            assert asked and [i.key for i in got] == want[:2]
+
+    asyncio.run(go())
