@@ -13,7 +13,10 @@ the same queries, one at a time:
   the last one, by default ``PG_EF_SEARCH`` (1000), is what every connection of
   ``sessions.open_backends`` sets);
 * **recall**: ``memory.backend.recall(store, namespace, query, k=5)``, what a run does: the
-  store's nearest candidates (50) re-ranked by similarity, recency and importance.
+  store's nearest candidates (50) re-ranked by similarity, recency and importance. On Postgres
+  the candidates come from the store's own query (``MemoryPostgresStore.anearest``,
+  ``sessions/pg_store.py``: ``hnsw.ef_search`` = ``RECALL_EF_SEARCH`` for that query, whatever the
+  connection's), also timed alone (*nearest*) with its recall@5 against the exact top 5.
 
 At the last ``--ef-search`` both are timed again through LangGraph's store with plain lists
 for vectors (sent as ``float8`` arrays, as before ``sessions/pg_vectors.py``), same pool.
@@ -100,6 +103,7 @@ async def bench_size(
 
     from smart_agent.memory.backend import recall
     from smart_agent.memory.store import FaissMemoryStore
+    from smart_agent.sessions.pg_store import RECALL_EF_SEARCH
     from smart_agent.sessions.store import open_backends, postgres_index
 
     # One FAISS thread, also in the worker threads the async API runs FAISS in (OpenMP's setting is per thread).
@@ -163,6 +167,10 @@ async def bench_size(
                 r_times, _ = await timed(recalls(pg))
                 sweep[ef] = (s_times, s_hits, r_times)
             p_search, p_hits, p_recall = sweep[ef_search[-1]]
+            # A recall's own query (sessions/pg_store.py: its ef_search whatever the connection's).
+            n_times, n_hits = await timed([lambda q=q: pg.anearest(NS, q, 50) for q in qtexts])
+            out["postgres_nearest"] = summary(n_times)
+            out["nearest_recall_at_5_vs_exact"] = [h[:5] for h in n_hits]
             # The same searches with the vectors sent as float8 arrays (LangGraph's store with plain
             # lists, as before sessions/pg_vectors.py), on the same pool, at the kept ef_search.
             plain = AsyncPostgresStore(pg.conn, index=cast(Any, {**postgres_index(index), "embed": emb}))
@@ -185,9 +193,11 @@ async def bench_size(
         for ef, (st, sh, rt) in sweep.items()
     ]
     out["ef_search"] = ef_search[-1]
+    out["recall_ef_search"] = RECALL_EF_SEARCH
     out["faiss_search"], out["postgres_search"] = summary(f_search), summary(p_search)
     out["faiss_recall"], out["postgres_recall"] = summary(f_recall), summary(p_recall)
     out["hnsw_recall_at_5_vs_exact"] = recall_at_5(p_hits)
+    out["nearest_recall_at_5_vs_exact"] = recall_at_5(out["nearest_recall_at_5_vs_exact"])
     out["faiss_recall_at_5_vs_exact"] = recall_at_5(f_hits)
     for kind in ("search", "recall"):
         f, p = out[f"faiss_{kind}"], out[f"postgres_{kind}"]
@@ -312,6 +322,11 @@ def main(argv: list[str] | None = None) -> int:
         for sw in r["ef_search_sweep"]:
             print(f"{r['memories']:,} {r['index']} ef_search {sw['ef_search']}: search {sw['search']['median_ms']} ms, "
                   f"recall {sw['recall']['median_ms']} ms, recall@5 vs exact {sw['recall_at_5_vs_exact']}")
+    for r in rows:
+        nr = r["postgres_nearest"]
+        print(f"{r['memories']:,} a recall's own query (anearest, 50 rows, ef_search "
+              f"{r['recall_ef_search']}): {nr['median_ms']} / {nr['p95_ms']} ms, "
+              f"recall@5 vs exact {r['nearest_recall_at_5_vs_exact']}")
     for r in rows:
         fa = r["postgres_float_arrays"]
         print(f"{r['memories']:,} ef_search {r['ef_search']}, vectors as float8 arrays (before): search "
