@@ -170,7 +170,6 @@ async def bench_size(
             # A recall's own query (sessions/pg_store.py: its ef_search whatever the connection's).
             n_times, n_hits = await timed([lambda q=q: pg.anearest(NS, q, 50) for q in qtexts])
             out["postgres_nearest"] = summary(n_times)
-            out["nearest_recall_at_5_vs_exact"] = [h[:5] for h in n_hits]
             # The same searches with the vectors sent as float8 arrays (LangGraph's store with plain
             # lists, as before sessions/pg_vectors.py), on the same pool, at the kept ef_search.
             plain = AsyncPostgresStore(pg.conn, index=cast(Any, {**postgres_index(index), "embed": emb}))
@@ -197,7 +196,7 @@ async def bench_size(
     out["faiss_search"], out["postgres_search"] = summary(f_search), summary(p_search)
     out["faiss_recall"], out["postgres_recall"] = summary(f_recall), summary(p_recall)
     out["hnsw_recall_at_5_vs_exact"] = recall_at_5(p_hits)
-    out["nearest_recall_at_5_vs_exact"] = recall_at_5(out["nearest_recall_at_5_vs_exact"])
+    out["nearest_recall_at_5_vs_exact"] = recall_at_5([h[:5] for h in n_hits])
     out["faiss_recall_at_5_vs_exact"] = recall_at_5(f_hits)
     for kind in ("search", "recall"):
         f, p = out[f"faiss_{kind}"], out[f"postgres_{kind}"]

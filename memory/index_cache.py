@@ -234,14 +234,11 @@ class VectorIndex:
         with self.rows.lock, self.lock:
             entry = self.index_for(ns)
             assert entry is not None
-            gone = np.array(removed, dtype="int64")
-            new = np.array(added, dtype="int64")
-            arr = np.stack(list(vecs)) if added else None
-            entry.remove(gone)
-            if arr is not None:
-                entry.add(new, arr)
+            change = (np.array(removed, dtype="int64"), np.array(added, dtype="int64"),
+                      np.stack(list(vecs)) if added else None)
+            _replay(entry, [change])
             if (journal := self._journal.get(ns)) is not None:
-                journal.append((gone, new, arr))
+                journal.append(change)
             entry.version = self.rows.bump(ns)
             entry.unsaved += 1
             self._dirty.add(ns)
