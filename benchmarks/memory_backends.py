@@ -1,6 +1,7 @@
 """Memory recall on Postgres (pgvector HNSW) vs the embedded FAISS store: same vectors, same process.
 
     python benchmarks/memory_backends.py [--sizes 10000,100000] [--queries 200] [--real 2048] [--db URL]
+        [--shared-buffers 1GB]
 
 For each store size, both stores get the same memories (one namespace, one user) and answer
 the same queries, one at a time:
@@ -16,7 +17,8 @@ the same queries, one at a time:
   store's nearest candidates (50) re-ranked by similarity, recency and importance. On Postgres
   the candidates come from the store's own query (``MemoryPostgresStore.anearest``,
   ``sessions/pg_store.py``: ``hnsw.ef_search`` = ``RECALL_EF_SEARCH`` for that query, whatever the
-  connection's), also timed alone (*nearest*) with its recall@5 against the exact top 5.
+  connection's), also timed alone (*nearest*) with its recall@5 against the exact top 5, and
+  its execution in the server (``EXPLAIN ANALYZE``, *nearest_server*).
 
 At the last ``--ef-search`` both are timed again through LangGraph's store with plain lists
 for vectors (sent as ``float8`` arrays, as before ``sessions/pg_vectors.py``), same pool.
@@ -26,10 +28,13 @@ runtime); the rest of each store is those vectors plus Gaussian noise, re-normal
 memory_bench.py); queries are held-out embedded sentences. Every vector is computed before
 anything is timed, and both stores get them from a lookup table, so no embedding time is
 measured. Postgres runs on this machine (``--db URL``, else a pgserver started in a temporary
-folder), reached over a Unix socket. Reported: median and p95 in ms, the ratio to FAISS, and
-each store's recall@5 against the exact top 5 (a NumPy scan of all vectors). Results measured
-before the IVF index (``benchmarks/results/memory_backends.json`` of 2026-11-23) compared HNSW
-with FAISS's hits, which were exact then.
+folder with ``shared_buffers`` = ``--shared-buffers``, by default 1 GB: the vectors, the HNSW
+index and the items of 100,000 memories take about 400 MB, and pgserver's own 128 MB leaves a
+recall's index scan reading pages from the OS cache), reached over a Unix socket. Reported:
+median and p95 in ms, the ratio to FAISS, and each store's recall@5 against the exact top 5 (a
+NumPy scan of all vectors). Results measured before the IVF index
+(``benchmarks/results/memory_backends.json`` of 2026-11-23) compared HNSW with FAISS's hits,
+which were exact then.
 
 Results go to benchmarks/results/memory_backends.json and a markdown table on stdout.
 """
@@ -170,6 +175,7 @@ async def bench_size(
             # A recall's own query (sessions/pg_store.py: its ef_search whatever the connection's).
             n_times, n_hits = await timed([lambda q=q: pg.anearest(NS, q, 50) for q in qtexts])
             out["postgres_nearest"] = summary(n_times)
+            out["postgres_nearest_server"] = await _server_times(pg, queries[:50])
             # The same searches with the vectors sent as float8 arrays (LangGraph's store with plain
             # lists, as before sessions/pg_vectors.py), on the same pool, at the kept ef_search.
             plain = AsyncPostgresStore(pg.conn, index=cast(Any, {**postgres_index(index), "embed": emb}))
@@ -220,6 +226,39 @@ async def _copy_rows(pg, texts: list[str], values: list[dict], vecs: np.ndarray,
     assert len(texts) == len(values)
 
 
+async def _server_times(pg, queries: np.ndarray) -> dict:
+    """``EXPLAIN ANALYZE`` of a recall's query (``anearest``'s: 50 rows, its ef_search), one per
+    query: the medians of the execution and of its HNSW index scan in the server, in ms."""
+    import re
+
+    from smart_agent.sessions import pg_store
+
+    sql = "EXPLAIN ANALYZE " + pg_store._NEAREST
+    execution, scan = [], []
+    async with pg.conn.connection() as conn:
+        for q in queries:
+            vec = "[" + ",".join(f"{x:.7g}" for x in q) + "]"
+            async with conn.transaction():
+                await conn.execute(pg_store._SET_EF_SEARCH)
+                cur = await conn.execute(sql, {"q": vec, "ns": ".".join(NS), "rows": 50, "limit": 50})
+                plan = [str(next(iter(r.values()))) for r in await cur.fetchall()]
+            execution.append(float(re.search(r"Execution Time: ([\d.]+)", plan[-1]).group(1)))
+            line = next(p for p in plan if "Index Scan using store_vectors_embedding_idx" in p)
+            scan.append(float(re.search(r"actual time=[\d.]+\.\.([\d.]+)", line).group(1)))
+    return {"execution_median_ms": round(statistics.median(execution), 3),
+            "hnsw_scan_median_ms": round(statistics.median(scan), 3)}
+
+
+async def _shared_buffers(url: str) -> str:
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(url) as conn:
+        cur = await conn.execute("SHOW shared_buffers")
+        row = await cur.fetchone()
+        assert row is not None
+        return str(row[0])
+
+
 async def _uses_hnsw(pg, query: np.ndarray) -> bool:
     """EXPLAIN of the store's search shape: does the plan scan the HNSW index?"""
     vec = "[" + ",".join(f"{x:.6f}" for x in query) + "]"
@@ -233,10 +272,19 @@ async def _uses_hnsw(pg, query: np.ndarray) -> bool:
     return "store_vectors_embedding_idx" in plan
 
 
-def start_pgserver(folder: str) -> tuple[object, str]:
+def start_pgserver(folder: str, shared_buffers: str = "") -> tuple[object, str]:
+    """A pgserver in ``folder``; with ``shared_buffers`` (e.g. ``1GB``) set by ``ALTER SYSTEM``
+    and a restart (a setting read only when the server starts; pgserver starts it at once)."""
     import pgserver
+    import psycopg
+    from psycopg import sql
 
     srv = pgserver.get_server(folder, cleanup_mode="stop")
+    if shared_buffers:
+        with psycopg.connect(srv.get_uri(), autocommit=True) as conn:
+            conn.execute(sql.SQL("ALTER SYSTEM SET shared_buffers = {}").format(sql.Literal(shared_buffers)))
+        srv.cleanup()  # stops the server
+        srv = pgserver.get_server(folder, cleanup_mode="stop")  # starts it again
     return srv, srv.get_uri()
 
 
@@ -250,6 +298,9 @@ def main(argv: list[str] | None = None) -> int:
                     "(default: sessions.store.PG_ANN_INDEX's)")
     ap.add_argument("--ef-search", default="", help="hnsw.ef_search values to measure (comma-separated; the last "
                     "one is the table's; default: sessions.store.PG_EF_SEARCH)")
+    ap.add_argument("--shared-buffers", default="1GB", help="shared_buffers of the pgserver started without --db "
+                    "(default 1GB: holds the vectors and the HNSW index of 100,000 memories; '' keeps pgserver's "
+                    "128MB)")
     ap.add_argument("--out", default=str(RESULTS))
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
@@ -267,8 +318,9 @@ def main(argv: list[str] | None = None) -> int:
     folder = tempfile.mkdtemp(prefix="smart-agent-bench-pg-", dir="/tmp")
     url = args.db
     if not url:
-        server, url = start_pgserver(folder)
+        server, url = start_pgserver(folder, args.shared_buffers)
     try:
+        shared_buffers = asyncio.run(_shared_buffers(url))
         rng = np.random.default_rng(42)
         from smart_agent.sessions.store import PG_ANN_INDEX, PG_EF_SEARCH
 
@@ -287,11 +339,13 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "command": f"python benchmarks/memory_backends.py --sizes {args.sizes} --queries {args.queries} "
         f"--real {args.real}" + (f" --hnsw '{args.hnsw}'" if args.hnsw else "")
-        + (f" --ef-search {args.ef_search}" if args.ef_search else ""),
+        + (f" --ef-search {args.ef_search}" if args.ef_search else "")
+        + (f" --shared-buffers '{args.shared_buffers}'" if not args.db else ""),
         "machine": {
             "cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
             "faiss": faiss.__version__, "psycopg": psycopg.__version__,
             "postgres": "pgserver (PostgreSQL 16, pgvector 0.6)" if server is not None else "--db",
+            "shared_buffers": shared_buffers,
             "load_average_before": [round(x, 2) for x in load_before],
             "load_average_after": [round(x, 2) for x in os.getloadavg()],
         },
@@ -323,9 +377,12 @@ def main(argv: list[str] | None = None) -> int:
                   f"recall {sw['recall']['median_ms']} ms, recall@5 vs exact {sw['recall_at_5_vs_exact']}")
     for r in rows:
         nr = r["postgres_nearest"]
+        ns = r["postgres_nearest_server"]
         print(f"{r['memories']:,} a recall's own query (anearest, 50 rows, ef_search "
               f"{r['recall_ef_search']}): {nr['median_ms']} / {nr['p95_ms']} ms, "
-              f"recall@5 vs exact {r['nearest_recall_at_5_vs_exact']}")
+              f"recall@5 vs exact {r['nearest_recall_at_5_vs_exact']}; in the server (EXPLAIN ANALYZE, median) "
+              f"{ns['execution_median_ms']} ms, {ns['hnsw_scan_median_ms']} ms of it the HNSW scan "
+              f"(shared_buffers {shared_buffers})")
     for r in rows:
         fa = r["postgres_float_arrays"]
         print(f"{r['memories']:,} ef_search {r['ef_search']}, vectors as float8 arrays (before): search "

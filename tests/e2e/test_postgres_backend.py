@@ -515,3 +515,81 @@ def test_a_recalls_query_finds_the_exact_nearest_and_stores_it_cannot_serve_use_
             assert asked and [i.key for i in got] == want[:2]
 
     asyncio.run(go())
+
+
+def test_a_recall_is_one_round_trip_at_its_own_ef_search_and_leaves_the_connection_as_it_was(pg_url, tmp_path):
+    """``anearest`` sends BEGIN, ``SET LOCAL hnsw.ef_search``, its query and COMMIT together and
+    waits for the server once (libpq's trace of the connection: one ReadyForQuery); its
+    ef_search holds for its query (the connection's 10 would leave the index scan 10 of the 20
+    rows asked, and the exact scan would follow) and not after it; the connection comes back idle,
+    out of pipeline mode, also after a query that fails. A pool of connections that are not
+    autocommit gets the same answer through psycopg's transaction."""
+    import asyncio
+    from typing import Any
+
+    from psycopg import pq
+    from psycopg.rows import dict_row
+    from psycopg_pool import AsyncConnectionPool
+
+    from smart_agent.sessions.pg_store import MemoryPostgresStore
+    from smart_agent.sessions.store import open_backends, postgres_index
+
+    url = fresh_database(pg_url)
+    rng = np.random.default_rng(11)
+    vecs = rng.normal(size=(120, 16))
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    table = {f"t{i}": v.tolist() for i, v in enumerate(vecs)}
+    table["q"] = vecs[0].tolist()
+    table["bad"] = [0.5] * 8  # the wrong number of dimensions: the query fails in the server
+    index = {"dims": 16, "embed": lambda texts: [table[t] for t in texts], "fields": ["text"]}
+    ns = ("memories", "zoe")
+    want = [f"k{i}" for i in np.argsort(-(vecs @ vecs[0]), kind="stable")[:20]]
+    trace = tmp_path / "libpq.trace"
+
+    async def state(pool: Any) -> tuple[str, pq.TransactionStatus, int]:
+        """The connection's ef_search, transaction status and pipeline status (dict rows)."""
+        async with pool.connection() as conn:
+            status, pipeline = conn.info.transaction_status, conn.pgconn.pipeline_status
+            cur = await conn.execute("SHOW hnsw.ef_search")
+            row = await cur.fetchone()
+            assert row is not None
+            return str(row["hnsw.ef_search"]), status, pipeline
+
+    async def go() -> None:
+        async with open_backends(url, index=index, pool_size=1) as backends:  # one connection: the one traced
+            store = backends.store
+            assert isinstance(store, MemoryPostgresStore)
+            pool = store.conn
+            assert isinstance(pool, AsyncConnectionPool)
+            for i in range(120):
+                await store.aput(ns, f"k{i}", {"text": f"t{i}"})
+            async with pool.connection() as conn:
+                await conn.execute("SET hnsw.ef_search = 10")
+            with trace.open("w") as out:
+                async with pool.connection() as conn:
+                    conn.pgconn.trace(out.fileno())
+                    conn.pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS | pq.Trace.REGRESS_MODE)
+                near = await store.anearest(ns, "q", 20)
+                async with pool.connection() as conn:
+                    conn.pgconn.untrace()
+            assert [i.key for i in near] == want and near[0].score == pytest.approx(1.0, abs=1e-5)
+            sent = trace.read_text().splitlines()
+            waits = [line for line in sent if line.startswith("B") and "ReadyForQuery" in line]
+            assert len(waits) == 1, sent  # one round trip
+            assert not any("+ 0" in line for line in sent)  # no exact scan: the index gave all 20
+            assert await state(pool) == ("10", pq.TransactionStatus.IDLE, pq.PipelineStatus.OFF)
+
+            with pytest.raises(psycopg.errors.DataException):
+                await store.anearest(ns, "bad", 5)
+            assert await state(pool) == ("10", pq.TransactionStatus.IDLE, pq.PipelineStatus.OFF)
+            assert [i.key for i in await store.anearest(ns, "q", 20)] == want
+
+        async with AsyncConnectionPool(
+            url, min_size=1, max_size=1, open=False, kwargs={"autocommit": False, "row_factory": dict_row}
+        ) as plain:
+            other = MemoryPostgresStore(plain, index=postgres_index(index))  # type: ignore[arg-type]
+            assert [i.key for i in await other.anearest(ns, "q", 20)] == want
+            ef, status, _ = await state(plain)
+            assert (ef, status) == ("40", pq.TransactionStatus.IDLE)
+
+    asyncio.run(go())
