@@ -322,10 +322,7 @@ class NumpyBertEncoder:
             x = _layer_norm_(o, lay.norm2_w, lay.norm2_b, eps, mean_row)
         # Mean over each sequence's real tokens: [n, hidden, length] @ [n, length, 1].
         m = mask.astype(np.float32)
-        pooled = (x.reshape(hidden, n, length).transpose(1, 0, 2) @ m[:, :, None])[:, :, 0]
-        pooled /= np.clip(m.sum(1, keepdims=True), 1e-9, None)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+        return mean_pooled((x.reshape(hidden, n, length).transpose(1, 0, 2) @ m[:, :, None])[:, :, 0], m)
 
     def _padded_length(self, length: int) -> int:
         """``length`` rounded up to a multiple of 4 (masked [PAD] tokens; results unchanged).
@@ -348,6 +345,14 @@ class NumpyBertEncoder:
             for chunk, ids, mask in padded_batches(self.tokenizer, texts, batch_size, self._padded_length):
                 out[chunk] = self._forward(ids, mask)
         return out
+
+
+def mean_pooled(sums: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Sentence vectors from each sequence's sum of token vectors ``sums`` [n, hidden]: divided by
+    its number of real tokens (``mask`` [n, length]), then L2-normalized, float32."""
+    pooled = sums / np.clip(mask.sum(1, keepdims=True), 1e-9, None)
+    norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+    return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
 
 
 def padded_batches(

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .numpy_bert import padded_batches, read_model, supported
+from .numpy_bert import mean_pooled, padded_batches, read_model, supported
 
 __all__ = ["OnnxBertEncoder", "available", "supported"]
 
@@ -154,9 +154,7 @@ class OnnxBertEncoder:
     def _forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """Embeddings of ``n`` padded sequences ``ids`` [n, length] (``mask`` 1 on real tokens)."""
         (h,) = self._session.run(["h"], {"x": self._word[ids], "mask": mask})
-        pooled = np.einsum("nlh,nl->nh", h, mask) / np.clip(mask.sum(1, keepdims=True), 1e-9, None)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+        return mean_pooled(np.einsum("nlh,nl->nh", h, mask), mask)
 
     def encode(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
         """Normalized float32 matrix ``(len(texts), dim)``."""
