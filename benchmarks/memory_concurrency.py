@@ -17,7 +17,10 @@ run has made ``--turns`` tool calls, then answers. Modes, interleaved batch by b
 * ``memory off`` (``--modes``) -- the same graph with ``memory=False``;
 * ``memory on (recall in threads)`` (``--modes``) -- memory on with every recall's search on the
   memory threads (``nodes.memory.RECALL_ON_LOOP = False``), as before the search moved to the
-  run's loop: the two compared in one process.
+  run's loop: the two compared in one process;
+* ``memory on (one embedding call)`` (``--modes``) -- memory on with the embedder taking every
+  waiting query into one model call (``memory.vectors.CALL_TEXTS`` unbounded) instead of calls of
+  a few, as before: the two compared in one process.
 
 ``--jitter J``: each model call sleeps ``latency`` ± ``J`` seconds (uniform, seeded) instead of
 exactly ``latency``, as a real model's replies vary: runs that start together then drift apart.
@@ -56,6 +59,7 @@ HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "memory_concurrency.json"
 MODES = ("create_agent", "memory on")
 IN_THREADS = "memory on (recall in threads)"
+ONE_CALL = "memory on (one embedding call)"
 OUTPUT = "x" * 200
 SUBJECTS = ("Ada", "Bob", "the client", "my sister", "the landlord", "our team", "the intern", "Grandma")
 THINGS = ("green tea", "the budget", "a trip to Lisbon", "Rust", "the flaky tests", "jazz", "the tax return",
@@ -141,6 +145,7 @@ def runner(mode: str, model: Any, tool: Any) -> Callable[[str], Any]:
         )
     from smart_agent.config.context import Context
     from smart_agent.graphs.agent import build_agent_graph
+    from smart_agent.memory import vectors
     from smart_agent.tools.registry import ToolMeta, ToolRegistry
 
     registry = ToolRegistry()
@@ -148,10 +153,12 @@ def runner(mode: str, model: Any, tool: Any) -> Callable[[str], Any]:
     graph = build_agent_graph(model=model, registry=registry, checkpointer=InMemorySaver())
     ctx = Context(memory=mode != "memory off", max_tool_calls=100)
     on_loop = mode != IN_THREADS
+    call_texts = 1 << 30 if mode == ONE_CALL else vectors.CALL_TEXTS
     from smart_agent.nodes import memory as memory_nodes
 
     def run(tid: str) -> Any:
         memory_nodes.RECALL_ON_LOOP = on_loop  # (one mode's batch runs at a time)
+        vectors.CALL_TEXTS = call_texts
         return graph.ainvoke({"task": task()}, {"configurable": {"thread_id": tid}}, context=ctx)
 
     return run
@@ -243,11 +250,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--turns", type=int, default=5, help="tool calls per run (then the answer)")
     p.add_argument("--latency", type=float, default=0.05, help="seconds the model sleeps per call")
     p.add_argument("--jitter", type=float, default=0.0, help="± seconds around --latency (uniform, seeded)")
-    p.add_argument("--modes", default=",".join(MODES), help=f"create_agent, memory on, memory off, {IN_THREADS}")
+    p.add_argument("--modes", default=",".join(MODES),
+                   help=f"create_agent, memory on, memory off, {IN_THREADS}, {ONE_CALL}")
     p.add_argument("--out", default=str(RESULTS))
     args = p.parse_args(argv)
     conc = [int(c) for c in args.concurrency.split(",") if c.strip()]
-    modes = ["create_agent", *(m for m in args.modes.split(",") if m in ("memory on", "memory off", IN_THREADS))]
+    known = ("memory on", "memory off", IN_THREADS, ONE_CALL)
+    modes = ["create_agent", *(m for m in args.modes.split(",") if m in known)]
     load_before = os.getloadavg()
     table = rows(conc, args.rounds, args.turns, args.latency, modes, args.jitter)
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

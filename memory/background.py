@@ -9,7 +9,7 @@ Two lanes:
 * **reads** (:func:`submit_read`, :func:`then`): a small pool for recalls. A recall never queues
   behind writes queued *after* it: it waits only for the writes queued before it was started
   (:func:`as_of`, the run's own earlier writes), and its query waits in the embedder's queue
-  (``vectors.py``), where every query waiting is embedded in one call.
+  (``vectors.py``), where the queries waiting are embedded together, a few a call.
 
 Nothing queued is lost when the process exits normally: ``concurrent.futures`` joins its
 worker threads at interpreter exit (before ``atexit`` handlers) once they have run every job

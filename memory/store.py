@@ -549,7 +549,7 @@ class FaissMemoryStore(BaseStore):
 
     def query_vector_later(self, namespace: Sequence[str], query: str) -> Future[Any]:
         """:meth:`query_vector` as a future: the query waits in the embedder's queue and is
-        embedded with the other queries waiting there, in one call."""
+        embedded with the other queries waiting there, a few at a time (``vectors.py``)."""
         background.wait()  # writes queued by a run come first
         labels = tuple(namespace)
         validate_labels(labels)

@@ -219,8 +219,8 @@ def prefetch_recall(state: Mapping[str, Any], update: Mapping[str, Any], ctx: An
             return {}  # nothing to find, or a store memory_recall searches on the run's loop
         ns = namespace_for(ctx)
         writes, floor = background.writes_queued(), min_similarity()
-        # The query waits in the embedder's queue (every query waiting there is embedded in one
-        # call) with no thread waiting for it; the search then runs on the loop (memory_recall)
+        # The query waits in the embedder's queue (the queries waiting there are embedded a few
+        # a call, oldest first) with no thread waiting for it; the search then runs on the loop (memory_recall)
         # or, when the store is not open yet or busy, on a read thread.
         entry: Future[Any] | _OnLoop | None = _start_on_loop(runtime_store, ctx, ns, task, writes, floor)
         if entry is None:

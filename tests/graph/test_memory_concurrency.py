@@ -1,7 +1,7 @@
 """Memory under concurrency: many runs at once over the real client, the FAISS store underneath.
 
 Nothing is lost (every run's memory is written and later recalled), a recall does not wait for
-writes queued after it, and the queries of runs that start together are embedded in one call.
+writes queued after it, and the queries of runs that start together are embedded together.
 (Throughput is measured, not tested: ``benchmarks/memory_concurrency.py``.)"""
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ async def test_the_queries_of_runs_that_start_together_are_embedded_together_and
     await asyncio.gather(*(run_graph(graph, f"task number {i}", ctx(workspace), thread=f"t{i}") for i in range(16)))
     drain()
     assert store.count(user_namespace("u")) == 17  # every run's memory
-    # 16 queries in a few model calls (the first alone, the rest waiting meanwhile, together), and
+    # 16 queries in a few model calls (the first alone, the rest waiting meanwhile, 8 a call), and
     # the 16 writes, indexed on their tasks, reused the queries' vectors: no call of their own.
     assert store.embedder.encode_calls - encodes == emb.calls - calls <= 4
     store.close()
