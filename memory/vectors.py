@@ -4,7 +4,9 @@
 the lock of its queue. Every text a store embeds goes through :meth:`Embedder.submit`: requests
 that arrive while the model is busy wait in the queue and are then encoded in calls of up to
 :data:`CALL_TEXTS` texts, oldest first, so a burst of queries (32 runs that start together) takes
-a few short calls instead of 32 calls one after another or one long call. Each call's requests
+a few short calls instead of 32 calls one after another or one long call (a model behind an API,
+where a call costs a round trip whatever its size, takes every waiting text, up to
+:data:`MAX_BATCH`, in one call). Each call's requests
 are answered when it ends, so the first runs go on (their recall, their first model call, on the
 event loop) while the model computes the next call on the other core (ONNX Runtime holds no GIL
 while it computes); one call for the whole burst would release every run at its end, together.
@@ -27,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.embeddings import Embeddings
 
-from .embeddings import embed_texts, load_embeddings
+from .embeddings import LocalSentenceEmbeddings, embed_texts, load_embeddings
 from .rows import RowTable, vector_bytes
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -39,10 +41,12 @@ __all__ = ["CACHE_SIZE", "CALL_TEXTS", "EMBED_THREAD", "MAX_BATCH", "Embedder"]
 
 CACHE_SIZE = 4096  # recent texts whose vectors are kept (384 floats: 1.5 KB each)
 MAX_BATCH = 256  # texts encoded in one call at most
-# Texts of waiting requests taken into one call (a request is never split across calls: a larger one
-# goes alone, split by MAX_BATCH). Measured with 32 concurrent runs (benchmarks/memory_concurrency.py,
-# one process, interleaved): 8 a call 0.89-0.94x create_agent's throughput against 0.81-0.84x for
-# the whole burst in one call; 6 and 12 alike, 4 and 16 below.
+# Texts of waiting requests taken into one call of a model that computes in this process (the local
+# model: its time grows with the texts); a request is never split across calls: a larger one goes
+# alone, split by MAX_BATCH. A model behind an API (a call costs a round trip whatever its size)
+# takes up to MAX_BATCH. Measured with 32 concurrent runs (benchmarks/memory_concurrency.py, one
+# process, interleaved): 8 a call 0.89-0.94x create_agent's throughput against 0.81-0.84x for the
+# whole burst in one call; 6 and 12 alike, 4 and 16 below.
 CALL_TEXTS = 8
 EMBED_THREAD = "smart-agent-memory-embed"
 
@@ -74,6 +78,9 @@ class Embedder:
         self._worker: threading.Thread | None = None
         self._cache: OrderedDict[str, Any] = OrderedDict()
         self.encode_calls = 0  # model calls made (tests and benchmarks: batching is visible)
+        # Whether the model computes in this process (calls of CALL_TEXTS) or behind an API (calls
+        # of up to MAX_BATCH); None: found out from the model on the first call.
+        self.in_process: bool | None = None
 
     @property
     def embeddings(self) -> Embeddings:
@@ -89,7 +96,8 @@ class Embedder:
 
     def submit(self, texts: Sequence[str]) -> Future[np.ndarray]:
         """The vectors of ``texts``, later: queued for the model thread, which encodes the requests
-        waiting, oldest first, in calls of up to :data:`CALL_TEXTS` texts; cached texts cost nothing."""
+        waiting, oldest first, a few texts a call (:data:`CALL_TEXTS`, the local model) or all of
+        them (a model behind an API); cached texts cost nothing."""
         texts = list(texts)
         req = _Request(texts)
         with self._lock:
@@ -116,14 +124,24 @@ class Embedder:
             with self._lock:
                 while not self._queue:
                     self._wake.wait()
-                batch = self._next_call()
+            limit = self._texts_per_call()  # (outside the lock: it may build the model's client)
+            with self._lock:
+                batch = self._next_call(limit)
             self._encode(batch)
 
-    def _next_call(self) -> list[_Request]:
-        """The oldest waiting requests, up to :data:`CALL_TEXTS` texts (at least one request),
-        taken off the queue (under the lock)."""
+    def _texts_per_call(self) -> int:
+        if self.in_process is None:
+            try:
+                self.in_process = isinstance(self.embeddings, LocalSentenceEmbeddings)
+            except Exception:  # (the call that follows reports it to its callers)
+                return MAX_BATCH
+        return CALL_TEXTS if self.in_process else MAX_BATCH
+
+    def _next_call(self, limit: int) -> list[_Request]:
+        """The oldest waiting requests, up to ``limit`` texts (at least one request), taken off the
+        queue (under the lock)."""
         taken, texts = 0, len(self._queue[0].texts)
-        while taken + 1 < len(self._queue) and texts + len(self._queue[taken + 1].texts) <= CALL_TEXTS:
+        while taken + 1 < len(self._queue) and texts + len(self._queue[taken + 1].texts) <= limit:
             taken += 1
             texts += len(self._queue[taken].texts)
         batch, self._queue = self._queue[: taken + 1], self._queue[taken + 1 :]

@@ -93,7 +93,8 @@ async def test_the_queries_of_runs_that_start_together_are_embedded_together_and
     await asyncio.gather(*(run_graph(graph, f"task number {i}", ctx(workspace), thread=f"t{i}") for i in range(16)))
     drain()
     assert store.count(user_namespace("u")) == 17  # every run's memory
-    # 16 queries in a few model calls (the first alone, the rest waiting meanwhile, 8 a call), and
+    # 16 queries in a few model calls (the first alone, the rest waiting meanwhile, together: a
+    # model other than the local one takes every waiting text in one call), and
     # the 16 writes, indexed on their tasks, reused the queries' vectors: no call of their own.
     assert store.embedder.encode_calls - encodes == emb.calls - calls <= 4
     store.close()

@@ -1,5 +1,6 @@
 """The embedder's queue (``memory/vectors.py``): waiting requests are encoded oldest first, a few
-texts a call, each request whole, and every caller gets its own texts' vectors."""
+texts a call for a model that computes in the process, all of them for one behind an API, each
+request whole, and every caller gets its own texts' vectors."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ import pytest
 from langchain_core.embeddings import Embeddings
 from memory_fakes import hashed
 
+from smart_agent.memory.embeddings import LocalSentenceEmbeddings
 from smart_agent.memory.rows import RowTable
-from smart_agent.memory.vectors import CALL_TEXTS, Embedder
+from smart_agent.memory.vectors import CALL_TEXTS, MAX_BATCH, Embedder
 
 
 class GatedEmbeddings(Embeddings):
@@ -44,6 +46,7 @@ def gated(tmp_path):
 
 def test_waiting_requests_are_encoded_oldest_first_a_few_texts_a_call_never_split(gated):
     model, emb = gated
+    emb.in_process = True  # (as the local model: its time grows with the texts of a call)
     first = emb.submit(["q0"])
     assert model.started.wait(10)  # the model is busy with q0: the rest wait in the queue
     singles = [emb.submit([f"q{i}"]) for i in range(1, 20)]
@@ -90,3 +93,29 @@ def test_a_model_error_reaches_every_caller_of_that_call_and_the_queue_goes_on(g
             future.result(10)
     assert emb.submit(["fine"]).result(10).shape == (1, len(hashed("fine")))
     assert model.calls == [["q0"], ["bad", "x"], ["fine"]]
+
+
+def test_a_model_behind_an_api_takes_every_waiting_text_in_one_call(gated):
+    """A call to an API costs a round trip whatever its size: no calls of a few there."""
+    model, emb = gated
+    first = emb.submit(["q0"])
+    assert model.started.wait(10)
+    waiting = [emb.submit([f"q{i}"]) for i in range(1, 20)]
+    model.release.set()
+    for future in [first, *waiting]:
+        future.result(10)
+    assert model.calls == [["q0"], [f"q{i}" for i in range(1, 20)]]
+    assert emb.in_process is False
+
+
+def test_the_local_model_is_found_to_compute_in_the_process_without_loading_it(tmp_path):
+    rows = RowTable(tmp_path / "memory.sqlite")
+    try:
+        local, api = Embedder("local", "local", rows), Embedder(GatedEmbeddings(), "gated", rows)
+        model = local.embeddings
+        assert isinstance(model, LocalSentenceEmbeddings)
+        loaded = model.loaded  # (the model is shared process-wide: another test may have loaded it)
+        assert (local._texts_per_call(), api._texts_per_call()) == (CALL_TEXTS, MAX_BATCH)
+        assert local.in_process and api.in_process is False and model.loaded == loaded
+    finally:
+        rows.close()
