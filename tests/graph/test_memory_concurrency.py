@@ -10,6 +10,8 @@ import asyncio
 import re
 import threading
 import time
+from collections.abc import Sequence
+from typing import Any
 
 from conftest import openai_model, run_graph
 from langgraph.checkpoint.memory import InMemorySaver
@@ -18,8 +20,10 @@ from memory_fakes import TableEmbeddings
 from smart_agent.config.context import Context
 from smart_agent.graphs.agent import build_agent_graph
 from smart_agent.memory import background
+from smart_agent.memory.embeddings import LocalSentenceEmbeddings
 from smart_agent.memory.service import drain
 from smart_agent.memory.store import FaissMemoryStore, user_namespace
+from smart_agent.memory.vectors import CALL_TEXTS
 from smart_agent.testing.scripted_server import text
 
 RUNS = 32
@@ -97,6 +101,49 @@ async def test_the_queries_of_runs_that_start_together_are_embedded_together_and
     # model other than the local one takes every waiting text in one call), and
     # the 16 writes, indexed on their tasks, reused the queries' vectors: no call of their own.
     assert store.embedder.encode_calls - encodes == emb.calls - calls <= 4
+    store.close()
+
+
+class RecordingLocalModel(LocalSentenceEmbeddings):
+    """The real local model (ONNX Runtime), recording the texts of each encode; the first call
+    waits 0.3 s first, so the queries of runs that start together pile up meanwhile."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[list[str]] = []
+
+    def encode(self, texts: Sequence[str], batch_size: int | None = None) -> Any:
+        if not self.calls:
+            time.sleep(0.3)
+        self.calls.append(list(texts))
+        return super().encode(texts, batch_size)
+
+
+async def test_with_the_local_model_runs_that_start_together_get_their_vectors_a_few_at_a_time(
+    scripted_server, workspace, tmp_path
+):
+    """16 runs over the real client with the real local model: the queries that waited while the
+    model was busy are encoded ``CALL_TEXTS`` at a time, oldest first, not in one call, and every
+    run recalls what the store holds."""
+    model = RecordingLocalModel()
+    store = FaissMemoryStore(tmp_path / "mem", embeddings=model)
+    for i in range(4):
+        store.remember(user_namespace("u"), f"note {i}: the meeting with client {i} moved to Friday")
+    drain()
+    model.calls.clear()
+    srv = scripted_server(responder=lambda req: text("ok"))
+    graph = build_agent_graph(model=openai_model(srv), checkpointer=InMemorySaver(), store=store)
+    tasks = [f"When is the meeting with client {i % 4}? (asked by user {i})" for i in range(16)]
+    finals = await asyncio.gather(*(
+        run_graph(graph, task, ctx(workspace), thread=f"l{i}") for i, task in enumerate(tasks)
+    ))
+    drain()
+    assert store.embedder.in_process is True
+    assert sorted(t for call in model.calls for t in call) == sorted(tasks)  # each query once
+    sizes = [len(c) for c in model.calls]
+    assert max(sizes) <= CALL_TEXTS and CALL_TEXTS in sizes[1:], sizes  # (one call would have taken 15)
+    for final in finals:
+        assert final["recalled_memories"], final.get("memory_context")
     store.close()
 
 
