@@ -121,11 +121,10 @@ class Embedder:
 
     def _run(self) -> None:
         while True:
+            limit = self._texts_per_call()  # (outside the lock: the first time, it builds the model's client)
             with self._lock:
                 while not self._queue:
                     self._wake.wait()
-            limit = self._texts_per_call()  # (outside the lock: it may build the model's client)
-            with self._lock:
                 batch = self._next_call(limit)
             self._encode(batch)
 
